@@ -93,7 +93,7 @@ int pk_addr_spec_parse(const char *s, struct pk_addr_spec *out, const char *what
 	if (slash != NULL) {
 		size_t ln = (size_t)(slash - s);
 		if (pk_address_parse_n(s, ln, &a, NULL, &sub) != PK_OK)
-			return pk_err_set(err, PK_ERR_INVALID, "%s: CIDR \"%s\": %s", WHAT(what), s,
+			return pk_err_set(err, PK_ERR_INVALID, "%s: CIDR \"%s\": %s", WHAT(what), q,
 			                  detail(&sub));
 		unsigned bits = pk_address_bits(a.family), plen;
 		if (!parse_prefix_len(slash + 1, n - ln - 1, bits, &plen))

@@ -55,8 +55,9 @@ void pk_rules_check_pool_shrink(const struct pk_pool *pool, const char *const *i
  * with the deprecated cluster.x-k8s.io/cluster-name label (a WARN about
  * the deprecation); an owner reference with controller: true and
  * blockOwnerDeletion: true; spec.poolRef with apiGroup, kind and name
- * (apiGroup may be absent in v1beta1 only, which is a DENY for a poolkeeper
- * pool since the group is how the pool is found). On UPDATE only spec
+ * (v1beta2 requires apiGroup; v1beta1 made it optional, so its absence
+ * there is a WARN: such a claim names no poolkeeper pool and is left to
+ * whichever provider owns the core group). On UPDATE only spec
  * immutability: metadata (finalizers, owner references, annotations) may
  * always change, so deletion and clusterctl move are never blocked.
  */

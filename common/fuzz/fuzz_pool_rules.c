@@ -1,0 +1,77 @@
+/*
+ * fuzz_pool_rules.c - libFuzzer target for the pool rules: any bytes that
+ * parse as JSON go through pk_rules_check_pool (CREATE and UPDATE),
+ * pk_pool_decode, the overlap rule against itself and the shrink rule. A
+ * crash, leak or sanitizer report is a bug: nothing a client sends may
+ * bring a poolkeeper process down.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "rules.h"
+
+/* Same order of cap as an admission request's object. */
+#define FUZZ_INPUT_MAX (64 * 1024)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > FUZZ_INPUT_MAX)
+		return 0;
+	json_error_t e;
+	/*
+	 * jansson refuses nesting deeper than JSON_PARSER_MAX_DEPTH (2048), so
+	 * deep input cannot exhaust the stack. JSON_ALLOW_NUL: strings with
+	 * \u0000 must be handled by the rules, not assumed away.
+	 */
+	json_t *j = json_loadb((const char *)data, size,
+	                       JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &e);
+	if (j == NULL)
+		return 0;
+
+	struct pk_violations v;
+	char line[8192];
+	pk_violations_init(&v);
+	pk_rules_check_pool(j, NULL, &v);
+	pk_rules_check_pool(j, j, &v);
+	pk_violations_join(&v, PK_SEV_DENY, line, sizeof(line));
+	pk_violations_join(&v, PK_SEV_WARN, line, sizeof(line));
+
+	/* A bare spec as well as a whole object. */
+	const json_t *spec = json_is_object(j) && json_object_get(j, "spec") != NULL
+	                         ? json_object_get(j, "spec")
+	                         : j;
+	struct pk_pool p;
+	pk_violations_init(&v);
+	if (pk_pool_decode(spec, &p, &v) == PK_OK) {
+		pk_rules_check_pool_overlap(&p, &p, "IPPool fuzz/self", &v);
+		static const char *const in_use[] = {
+		    "10.0.0.1",
+		    "10.0.0.255",
+		    "192.168.1.7",
+		    "2001:db8::1",
+		    "::",
+		    "not-an-address",
+		    NULL,
+		    "255.255.255.255",
+		    "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+		};
+		pk_rules_check_pool_shrink(&p, in_use, sizeof(in_use) / sizeof(in_use[0]), &v);
+		/* Every usable address is drawn from the listed ones. */
+		if (p.usable != NULL && !pk_range_set_covers(p.addresses, p.usable))
+			abort();
+	}
+	pk_pool_release(&p);
+
+	/* The claim and address rules share the helpers; give them the same bytes. */
+	pk_violations_init(&v);
+	pk_rules_check_claim(j, NULL, &v);
+	pk_rules_check_claim(j, j, &v);
+	pk_rules_check_ipaddress(j, NULL, &v);
+	pk_violations_join(&v, PK_SEV_DENY, line, sizeof(line));
+	(void)pk_rules_is_poolkeeper_pool_ref(j);
+	json_decref(j);
+	return 0;
+}

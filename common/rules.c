@@ -1,0 +1,938 @@
+/*
+ * rules.c - the CAPI IPAM contract and poolkeeper's pool rules over decoded
+ * Kubernetes objects. The webhook, the controller and the CLI all call
+ * these, so a user reads the same words wherever a rule is reported.
+ *
+ * No JSON type is assumed: a CRD schema may not have run (the CLI lints
+ * files; a webhook may see objects before any schema does), so a string
+ * where a boolean belongs is a violation, never a crash.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "addr_spec.h"
+#include "rules.h"
+
+#define DESC_MAX  200
+#define QUOTE_MAX 300
+
+/* Shrink denials list at most this many addresses, then "and N more". */
+#define SHRINK_LIST_MAX 10
+/* ... and stop earlier when the list text grows past this (the message is bounded). */
+#define SHRINK_LIST_TEXT 300
+
+/* Field paths deeper than this are reported at this depth in immutability denials. */
+#define CHANGE_DEPTH_MAX 8
+
+/* Kubernetes object names are DNS subdomains: at most 253 characters. */
+#define NAME_MAX_LEN 253
+/* spec.clusterName: 1-63 characters (IPAddressClaim v1beta2). */
+#define CLUSTER_NAME_MAX 63
+/* IPAddress spec.address: 1-39 characters (CAPI's API types). */
+#define IPADDRESS_TEXT_MAX 39
+
+static const char *detail(const struct pk_err *e, const char *field)
+{
+	size_t n = strlen(field);
+	if (strncmp(e->msg, field, n) == 0 && e->msg[n] == ':' && e->msg[n + 1] == ' ')
+		return e->msg + n + 2;
+	return e->msg;
+}
+
+static const char *quote_json_string(const json_t *s, char *buf, size_t len)
+{
+	pk_text_quote(json_string_value(s), json_string_length(s), buf, len);
+	return buf;
+}
+
+/* True when `s` is a JSON string equal to the C string `want`. */
+static bool json_string_is(const json_t *s, const char *want)
+{
+	return json_is_string(s) && json_string_length(s) == strlen(want) &&
+	       memcmp(json_string_value(s), want, json_string_length(s)) == 0;
+}
+
+/* True when the JSON strings a and b are equal (embedded NULs included). */
+static bool json_strings_equal(const json_t *a, const json_t *b)
+{
+	return json_is_string(a) && json_is_string(b) &&
+	       json_string_length(a) == json_string_length(b) &&
+	       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
+}
+
+/*
+ * A required, non-empty string member; DENY and NULL when it is missing,
+ * of another type, empty or longer than `max`.
+ */
+static const json_t *require_string(const json_t *obj, const char *key, const char *field,
+                                    size_t max, const char *hint, struct pk_violations *out)
+{
+	char desc[DESC_MAX], q[QUOTE_MAX];
+	const json_t *s = json_object_get(obj, key);
+
+	if (s == NULL || json_is_null(s)) {
+		pk_violations_add(out, PK_SEV_DENY, field, "required: %s", hint);
+		return NULL;
+	}
+	if (!json_is_string(s)) {
+		pk_violations_add(out, PK_SEV_DENY, field, "must be a string, got %s",
+		                  pk_violation_describe_value(s, true, desc, sizeof(desc)));
+		return NULL;
+	}
+	if (json_string_length(s) == 0) {
+		pk_violations_add(out, PK_SEV_DENY, field, "must not be empty: %s", hint);
+		return NULL;
+	}
+	if (json_string_length(s) > max) {
+		pk_violations_add(out, PK_SEV_DENY, field,
+		                  "\"%s\" is %zu characters long; at most %zu are allowed",
+		                  quote_json_string(s, q, sizeof(q)), json_string_length(s), max);
+		return NULL;
+	}
+	return s;
+}
+
+/* ---------------------------------------------------------------- pools */
+
+/* The pool's subnet: its first (lowest) address with spec.prefix (pool.h). */
+static bool pool_subnet(const struct pk_pool *p, pk_u128 *net, pk_u128 *last)
+{
+	size_t n = 0;
+	if (p->family == PK_FAMILY_NONE || !p->has_prefix || p->addresses == NULL)
+		return false;
+	const struct pk_range *r = pk_range_set_ranges(p->addresses, &n);
+	if (n == 0)
+		return false;
+	pk_address_subnet(r[0].lo, p->family, p->prefix, net, last);
+	return true;
+}
+
+/* Is `v` one of the subnet addresses the pool keeps back (pool.h)? */
+static const char *reserved_role(const struct pk_pool *p, pk_u128 v)
+{
+	pk_u128 net, last;
+	if (p->allocate_reserved || !pool_subnet(p, &net, &last))
+		return NULL;
+	if (p->family == PK_FAMILY_V4 && p->prefix < 31) {
+		if (v == net)
+			return "the subnet's network address";
+		if (v == last)
+			return "the subnet's broadcast address";
+	}
+	if (p->family == PK_FAMILY_V6 && p->prefix < 127 && v == net)
+		return "the subnet's Subnet-Router anycast address";
+	return NULL;
+}
+
+/*
+ * Re-reads one entry of spec.<key> that pk_pool_decode already accepted;
+ * false for entries it refused (those are reported already).
+ */
+static bool entry_at(const json_t *arr, size_t i, enum pk_family fam, struct pk_addr_spec *sp,
+                     char *q, size_t qlen)
+{
+	const json_t *e = json_array_get(arr, i);
+	if (!json_is_string(e) || json_string_length(e) > PK_ADDR_SPEC_TEXT_MAX ||
+	    strlen(json_string_value(e)) != json_string_length(e))
+		return false;
+	if (pk_addr_spec_parse(json_string_value(e), sp, NULL, NULL) != PK_OK)
+		return false;
+	quote_json_string(e, q, qlen);
+	return sp->family == fam;
+}
+
+static void check_pool_subnet(const json_t *spec, const struct pk_pool *p,
+                              struct pk_violations *out)
+{
+	pk_u128 net, last;
+	char q[QUOTE_MAX], subnet[PK_ADDR_STRLEN + 8], nettext[PK_ADDR_STRLEN];
+
+	if (!pool_subnet(p, &net, &last))
+		return;
+	pk_address_format_v(net, p->family, nettext);
+	snprintf(subnet, sizeof(subnet), "%s/%u", nettext, p->prefix);
+
+	const json_t *arr = json_object_get(spec, "addresses");
+	size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
+	if (n > PK_POOL_MAX_ENTRIES)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct pk_addr_spec sp;
+		if (!entry_at(arr, i, p->family, &sp, q, sizeof(q)))
+			continue;
+		if (sp.first >= net && sp.last <= last)
+			continue;
+		char field[PK_FIELD_MAX];
+		snprintf(field, sizeof(field), "spec.addresses[%zu]", i);
+		pk_violations_add(
+		    out, PK_SEV_DENY, field,
+		    "\"%s\" is not inside the pool's subnet %s (the pool's first "
+		    "address with spec.prefix %u); widen spec.prefix or put the entry "
+		    "in a pool of its own",
+		    q, subnet, p->prefix);
+	}
+
+	if (p->has_gateway && (p->gateway < net || p->gateway > last)) {
+		char gw[PK_ADDR_STRLEN];
+		pk_address_format_v(p->gateway, p->family, gw);
+		pk_violations_add(out, PK_SEV_DENY, "spec.gateway",
+		                  "\"%s\" is not inside the pool's subnet %s (the pool's first "
+		                  "address with spec.prefix %u); machines reach their gateway on "
+		                  "their own subnet",
+		                  gw, subnet, p->prefix);
+	}
+}
+
+/* An excluded entry that excludes nothing is harmless but probably a typo. */
+static void check_pool_excluded(const json_t *spec, const struct pk_pool *p,
+                                struct pk_violations *out)
+{
+	char q[QUOTE_MAX];
+	size_t nr = 0;
+
+	if (p->family == PK_FAMILY_NONE || p->addresses == NULL)
+		return;
+	const struct pk_range *r = pk_range_set_ranges(p->addresses, &nr);
+	if (nr == 0)
+		return;
+	const json_t *arr = json_object_get(spec, "excludedAddresses");
+	size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
+	if (n > PK_POOL_MAX_ENTRIES)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct pk_addr_spec sp;
+		if (!entry_at(arr, i, p->family, &sp, q, sizeof(q)))
+			continue;
+		bool hits = false;
+		for (size_t k = 0; k < nr && !hits; k++)
+			hits = r[k].lo <= sp.last && sp.first <= r[k].hi;
+		if (hits)
+			continue;
+		char field[PK_FIELD_MAX];
+		snprintf(field, sizeof(field), "spec.excludedAddresses[%zu]", i);
+		pk_violations_add(out, PK_SEV_WARN, field,
+		                  "\"%s\" excludes no address of spec.addresses, so it has no "
+		                  "effect; check it for a typo",
+		                  q);
+	}
+}
+
+void pk_rules_check_pool(const json_t *pool, const json_t *old, struct pk_violations *out)
+{
+	char desc[DESC_MAX];
+	struct pk_pool p;
+
+	/*
+	 * `old` is accepted for symmetry with the other rules: what an update
+	 * may not do (drop addresses in use) needs the pool's IPAddresses and
+	 * is pk_rules_check_pool_shrink.
+	 */
+	(void)old;
+	if (!json_is_object(pool)) {
+		pk_violations_add(out, PK_SEV_DENY, "object",
+		                  "a pool must be a JSON object, got %s",
+		                  pk_violation_describe_value(pool, true, desc, sizeof(desc)));
+		return;
+	}
+	const json_t *kind = json_object_get(pool, "kind");
+	if (kind != NULL && !json_string_is(kind, PK_POOL_KIND) &&
+	    !json_string_is(kind, PK_GLOBAL_POOL_KIND))
+		pk_violations_add(out, PK_SEV_DENY, "kind", "must be %s or %s, got %s",
+		                  PK_POOL_KIND, PK_GLOBAL_POOL_KIND,
+		                  pk_violation_describe_value(kind, false, desc, sizeof(desc)));
+	const json_t *api = json_object_get(pool, "apiVersion");
+	if (api != NULL && !json_string_is(api, PK_POOL_GROUP "/v1alpha1"))
+		pk_violations_add(out, PK_SEV_DENY, "apiVersion", "must be %s, got %s",
+		                  PK_POOL_GROUP "/v1alpha1",
+		                  pk_violation_describe_value(api, false, desc, sizeof(desc)));
+
+	const json_t *spec = json_object_get(pool, "spec");
+	if (pk_pool_decode(spec, &p, out) != PK_OK) {
+		pk_violations_add(out, PK_SEV_DENY, "spec",
+		                  "could not be checked: out of memory; try again");
+		goto out;
+	}
+	check_pool_subnet(spec, &p, out);
+	check_pool_excluded(spec, &p, out);
+	if (p.usable != NULL && pk_range_set_empty(p.usable))
+		pk_violations_add(
+		    out, PK_SEV_DENY, "spec.addresses",
+		    "no allocatable address left after excludedAddresses/gateway/"
+		    "reserved addresses are removed; add addresses, exclude fewer, or "
+		    "set allocateReservedIPAddresses: true to hand out the subnet's "
+		    "reserved addresses too");
+out:
+	pk_pool_release(&p);
+}
+
+/*
+ * Pools are compared on what each can hand out (the usable sets), so pools
+ * that split one subnet between them with excludedAddresses do not overlap.
+ * A pool whose spec was denied has no usable set; its listed addresses
+ * stand in.
+ */
+static const struct pk_range_set *handed_out(const struct pk_pool *p)
+{
+	return p->usable != NULL ? p->usable : p->addresses;
+}
+
+void pk_rules_check_pool_overlap(const struct pk_pool *pool, const struct pk_pool *other,
+                                 const char *other_name, struct pk_violations *out)
+{
+	if (pool == NULL || other == NULL || pool->family == PK_FAMILY_NONE ||
+	    pool->family != other->family)
+		return;
+	const struct pk_range_set *a = handed_out(pool), *b = handed_out(other);
+	if (a == NULL || b == NULL)
+		return;
+	size_t na, nb, i = 0, j = 0;
+	const struct pk_range *ra = pk_range_set_ranges(a, &na);
+	const struct pk_range *rb = pk_range_set_ranges(b, &nb);
+	while (i < na && j < nb) {
+		if (ra[i].hi < rb[j].lo) {
+			i++;
+		} else if (rb[j].hi < ra[i].lo) {
+			j++;
+		} else {
+			char shared[PK_ADDR_STRLEN];
+			pk_u128 first = ra[i].lo > rb[j].lo ? ra[i].lo : rb[j].lo;
+			pk_address_format_v(first, pool->family, shared);
+			pk_violations_add(out, PK_SEV_DENY, "spec.addresses",
+			                  "overlaps with %s: both could hand out %s (the first "
+			                  "address they share); pools must not share addresses, "
+			                  "remove or exclude the shared ones from one of them",
+			                  other_name != NULL ? other_name : "another pool", shared);
+			return;
+		}
+	}
+}
+
+/* Appends "addr" or "addr (why)" to a list; false once the list is full. */
+static bool list_append(char *buf, size_t len, size_t *shown, const char *addr, const char *why)
+{
+	size_t o = strlen(buf);
+	if (*shown >= SHRINK_LIST_MAX || o >= SHRINK_LIST_TEXT)
+		return false;
+	snprintf(buf + o, len - o, "%s%s%s%s%s", o > 0 ? ", " : "", addr, why ? " (now " : "",
+	         why ? why : "", why ? ")" : "");
+	(*shown)++;
+	return true;
+}
+
+/*
+ * An address in use "falls out" of the pool when the new spec no longer
+ * lets the pool hold it: it left spec.addresses, changed family, or became
+ * the gateway or a reserved subnet address (a prefix change can do that).
+ *
+ * Falling into excludedAddresses is NOT falling out. Excluding an address
+ * that is still allocated is how an admin drains it: its IPAddress keeps
+ * it, and once released it is not handed out again. Denying that would
+ * leave no way to stop an address being reused other than deleting the
+ * machine first. The in-cluster provider's webhook likewise checks in-use
+ * addresses against spec.addresses only. Such addresses get a WARN so the
+ * admin sees which ones are draining.
+ */
+void pk_rules_check_pool_shrink(const struct pk_pool *pool, const char *const *in_use,
+                                size_t n_in_use, struct pk_violations *out)
+{
+	char gone[512] = "", drained[512] = "";
+	size_t n_gone = 0, shown_gone = 0, n_drained = 0, shown_drained = 0;
+
+	/* A pool whose spec was denied has no usable set; that denial says enough. */
+	if (pool == NULL || pool->usable == NULL || in_use == NULL)
+		return;
+	for (size_t i = 0; i < n_in_use; i++) {
+		struct pk_addr a;
+		char text[PK_ADDR_STRLEN];
+		/* An IPAddress whose address does not parse was never handed out by a pool. */
+		if (in_use[i] == NULL || pk_address_parse(in_use[i], &a, NULL, NULL) != PK_OK)
+			continue;
+		pk_address_format(&a, text);
+		if (a.family == pool->family && pk_range_set_contains(pool->usable, a.v))
+			continue;
+		const char *why = NULL;
+		if (a.family == pool->family) {
+			if (pool->has_gateway && a.v == pool->gateway)
+				why = "the gateway";
+			else
+				why = reserved_role(pool, a.v);
+			if (why == NULL && pk_range_set_contains(pool->addresses, a.v)) {
+				n_drained++;
+				(void)list_append(drained, sizeof(drained), &shown_drained, text,
+				                  NULL);
+				continue;
+			}
+		}
+		n_gone++;
+		(void)list_append(gone, sizeof(gone), &shown_gone, text, why);
+	}
+	if (n_gone > 0) {
+		char more[48] = "";
+		if (n_gone > shown_gone)
+			snprintf(more, sizeof(more), " and %zu more", n_gone - shown_gone);
+		pk_violations_add(out, PK_SEV_DENY, "spec.addresses",
+		                  "the new spec drops %zu address%s still allocated from the pool: "
+		                  "%s%s; delete the IPAddressClaims holding them first, or keep "
+		                  "them in the pool",
+		                  n_gone, n_gone == 1 ? "" : "es", gone, more);
+	}
+	if (n_drained > 0) {
+		char more[48] = "";
+		if (n_drained > shown_drained)
+			snprintf(more, sizeof(more), " and %zu more", n_drained - shown_drained);
+		pk_violations_add(out, PK_SEV_WARN, "spec.excludedAddresses",
+		                  "excludes %zu address%s still allocated: %s%s; they stay with "
+		                  "their IPAddresses and are not handed out again once released",
+		                  n_drained, n_drained == 1 ? "" : "es", drained, more);
+	}
+}
+
+/* --------------------------------------------------- claims and addresses */
+
+/*
+ * apiVersion and kind of a CAPI IPAM object; returns 1 or 2 for v1beta1 or
+ * v1beta2, 0 (after a DENY) for anything else.
+ */
+static int capi_version(const json_t *obj, const char *kind, struct pk_violations *out)
+{
+	char desc[DESC_MAX];
+	const json_t *k = json_object_get(obj, "kind");
+	const json_t *api = json_object_get(obj, "apiVersion");
+
+	if (!json_string_is(k, kind))
+		pk_violations_add(out, PK_SEV_DENY, "kind", "must be %s, got %s", kind,
+		                  pk_violation_describe_value(k, false, desc, sizeof(desc)));
+	if (json_string_is(api, PK_CAPI_IPAM_GROUP "/v1beta1"))
+		return 1;
+	if (json_string_is(api, PK_CAPI_IPAM_GROUP "/v1beta2"))
+		return 2;
+	pk_violations_add(out, PK_SEV_DENY, "apiVersion", "must be %s or %s, got %s",
+	                  PK_CAPI_IPAM_GROUP "/v1beta1", PK_CAPI_IPAM_GROUP "/v1beta2",
+	                  pk_violation_describe_value(api, false, desc, sizeof(desc)));
+	return 0;
+}
+
+/*
+ * "The spec is immutable" (CAPI's own webhooks for IPAddressClaim and
+ * IPAddress): on UPDATE the new spec must equal the stored one. The DENY
+ * names the first field that differs.
+ */
+static void check_spec_immutable(const json_t *obj, const json_t *old, const char *kind,
+                                 struct pk_violations *out)
+{
+	const json_t *a = json_object_get(obj, "spec");
+	const json_t *b = json_object_get(old, "spec");
+	char field[PK_FIELD_MAX] = "spec";
+
+	if (a == NULL && b == NULL)
+		return;
+	if (a != NULL && b != NULL && json_equal(a, b))
+		return;
+	for (int depth = 0; depth < CHANGE_DEPTH_MAX && json_is_object(a) && json_is_object(b);
+	     depth++) {
+		const char *key = NULL, *k;
+		const json_t *x;
+		json_object_foreach((json_t *)(uintptr_t)a, k, x)
+		{
+			const json_t *y = json_object_get(b, k);
+			if (y == NULL || !json_equal(x, y)) {
+				key = k;
+				break;
+			}
+		}
+		if (key == NULL) {
+			json_object_foreach((json_t *)(uintptr_t)b, k, x)
+			{
+				if (json_object_get(a, k) == NULL) {
+					key = k;
+					break;
+				}
+			}
+		}
+		if (key == NULL)
+			break;
+		char q[QUOTE_MAX];
+		size_t o = strlen(field);
+		pk_text_quote(key, strlen(key), q, sizeof(q));
+		if (o + 1 + strlen(q) >= sizeof(field))
+			break;
+		field[o] = '.';
+		memcpy(field + o + 1, q, strlen(q) + 1);
+		a = json_object_get(a, key);
+		b = json_object_get(b, key);
+	}
+	char was[DESC_MAX], now[DESC_MAX];
+	pk_violations_add(out, PK_SEV_DENY, field,
+	                  "spec is immutable: changed from %s to %s; delete and re-create the %s "
+	                  "to change it",
+	                  pk_violation_describe_value(b, false, was, sizeof(was)),
+	                  pk_violation_describe_value(a, false, now, sizeof(now)), kind);
+}
+
+/*
+ * spec.poolRef: kind and name required; apiGroup required in v1beta2. In
+ * v1beta1 a missing apiGroup is a WARN: such a reference names a core-group
+ * object, never a poolkeeper pool, and whether foreign claims are refused
+ * is the webhook's decision (--foreign-claims), not this rule's.
+ */
+static void check_pool_ref(const json_t *spec, int version, const json_t **kind,
+                           const json_t **name, struct pk_violations *out)
+{
+	char desc[DESC_MAX];
+	const json_t *r = json_object_get(spec, "poolRef");
+
+	*kind = *name = NULL;
+	if (r == NULL || json_is_null(r)) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.poolRef",
+		                  "required: name the pool with apiGroup (%s for poolkeeper "
+		                  "pools), kind and name",
+		                  PK_POOL_GROUP);
+		return;
+	}
+	if (!json_is_object(r)) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.poolRef",
+		                  "must be an object with apiGroup, kind and name, got %s",
+		                  pk_violation_describe_value(r, true, desc, sizeof(desc)));
+		return;
+	}
+	const json_t *g = json_object_get(r, "apiGroup");
+	if (g != NULL && !json_is_null(g) && !json_is_string(g)) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.poolRef.apiGroup",
+		                  "must be a string, got %s",
+		                  pk_violation_describe_value(g, true, desc, sizeof(desc)));
+	} else if (g == NULL || json_is_null(g) || json_string_length(g) == 0) {
+		if (version == 1)
+			pk_violations_add(out, PK_SEV_WARN, "spec.poolRef.apiGroup",
+			                  "not set: a poolRef without apiGroup names a core-group "
+			                  "object, never a pool; set it (%s for poolkeeper pools), "
+			                  "%s/v1beta2 requires it",
+			                  PK_POOL_GROUP, PK_CAPI_IPAM_GROUP);
+		else
+			pk_violations_add(
+			    out, PK_SEV_DENY, "spec.poolRef.apiGroup",
+			    "required: the pool's API group (%s for poolkeeper pools)",
+			    PK_POOL_GROUP);
+	}
+	*kind =
+	    require_string(r, "kind", "spec.poolRef.kind", NAME_MAX_LEN,
+	                   "the pool's kind (IPPool or GlobalIPPool for poolkeeper pools)", out);
+	*name =
+	    require_string(r, "name", "spec.poolRef.name", NAME_MAX_LEN, "the pool's name", out);
+}
+
+/* metadata.ownerReferences as an array, or NULL after a DENY. */
+static const json_t *owner_refs(const json_t *obj, const char *needed, struct pk_violations *out)
+{
+	char desc[DESC_MAX];
+	const json_t *meta = json_object_get(obj, "metadata");
+
+	if (meta != NULL && !json_is_object(meta)) {
+		pk_violations_add(out, PK_SEV_DENY, "metadata", "must be an object, got %s",
+		                  pk_violation_describe_value(meta, true, desc, sizeof(desc)));
+		return NULL;
+	}
+	const json_t *refs = json_object_get(meta, "ownerReferences");
+	if (refs == NULL || json_is_null(refs)) {
+		pk_violations_add(out, PK_SEV_DENY, "metadata.ownerReferences", "required: %s",
+		                  needed);
+		return NULL;
+	}
+	if (!json_is_array(refs)) {
+		pk_violations_add(out, PK_SEV_DENY, "metadata.ownerReferences",
+		                  "must be an array of owner references, got %s",
+		                  pk_violation_describe_value(refs, true, desc, sizeof(desc)));
+		return NULL;
+	}
+	if (json_array_size(refs) == 0) {
+		pk_violations_add(out, PK_SEV_DENY, "metadata.ownerReferences", "is empty: %s",
+		                  needed);
+		return NULL;
+	}
+	return refs;
+}
+
+/* controller / blockOwnerDeletion of reference i: 1 true, 0 false or absent, -1 wrong type. */
+static int ref_flag(const json_t *ref, size_t i, const char *key, struct pk_violations *out)
+{
+	char desc[DESC_MAX], field[PK_FIELD_MAX];
+	const json_t *f = json_object_get(ref, key);
+
+	if (f == NULL || json_is_null(f) || json_is_false(f))
+		return 0;
+	if (json_is_true(f))
+		return 1;
+	snprintf(field, sizeof(field), "metadata.ownerReferences[%zu].%s", i, key);
+	pk_violations_add(out, PK_SEV_DENY, field, "must be a boolean (true or false), got %s",
+	                  pk_violation_describe_value(f, true, desc, sizeof(desc)));
+	return -1;
+}
+
+/* `Kind "name"` of an owner reference, for messages. */
+static const char *ref_text(const json_t *ref, char *buf, size_t len)
+{
+	char k[QUOTE_MAX], n[QUOTE_MAX];
+	const json_t *kind = json_object_get(ref, "kind"), *name = json_object_get(ref, "name");
+	if (snprintf(buf, len, "%s \"%s\"",
+	             json_is_string(kind) ? quote_json_string(kind, k, sizeof(k)) : "?",
+	             json_is_string(name) ? quote_json_string(name, n, sizeof(n)) : "?") < 0)
+		buf[0] = '\0';
+	return buf;
+}
+
+/*
+ * "The consumer must create the claim with an owner reference to its
+ * infrastructure machine, with controller: true and blockOwnerDeletion:
+ * true" (CAPI book, IPAM contract), so deleting the machine waits for the
+ * claim and its address to be gone.
+ */
+static void check_claim_owners(const json_t *claim, struct pk_violations *out)
+{
+	static const char needed[] =
+	    "the claim needs an owner reference to its infrastructure machine with "
+	    "controller: true and blockOwnerDeletion: true";
+	char desc[DESC_MAX], rt[2 * QUOTE_MAX];
+	const json_t *refs = owner_refs(claim, needed, out);
+	bool typed_bad = false, good = false;
+	long ctrl = -1, bod_only = -1;
+
+	if (refs == NULL)
+		return;
+	for (size_t i = 0; i < json_array_size(refs); i++) {
+		const json_t *r = json_array_get(refs, i);
+		if (!json_is_object(r)) {
+			char field[PK_FIELD_MAX];
+			snprintf(field, sizeof(field), "metadata.ownerReferences[%zu]", i);
+			pk_violations_add(out, PK_SEV_DENY, field, "must be an object, got %s",
+			                  pk_violation_describe_value(r, true, desc, sizeof(desc)));
+			typed_bad = true;
+			continue;
+		}
+		int c = ref_flag(r, i, "controller", out);
+		int b = ref_flag(r, i, "blockOwnerDeletion", out);
+		if (c < 0 || b < 0)
+			typed_bad = true;
+		if (c == 1 && b == 1)
+			good = true;
+		else if (c == 1 && ctrl < 0)
+			ctrl = (long)i;
+		else if (b == 1 && bod_only < 0)
+			bod_only = (long)i;
+	}
+	if (good || typed_bad)
+		return;
+	if (ctrl >= 0) {
+		char field[PK_FIELD_MAX];
+		snprintf(field, sizeof(field), "metadata.ownerReferences[%ld].blockOwnerDeletion",
+		         ctrl);
+		pk_violations_add(out, PK_SEV_DENY, field,
+		                  "the controller reference %s must set blockOwnerDeletion: true, "
+		                  "so that deleting it waits for the claim to be gone",
+		                  ref_text(json_array_get(refs, (size_t)ctrl), rt, sizeof(rt)));
+	} else if (bod_only >= 0) {
+		pk_violations_add(out, PK_SEV_DENY, "metadata.ownerReferences",
+		                  "no owner reference has controller: true; set controller: true "
+		                  "on the reference to the infrastructure machine (%s has only "
+		                  "blockOwnerDeletion: true)",
+		                  ref_text(json_array_get(refs, (size_t)bod_only), rt, sizeof(rt)));
+	} else {
+		pk_violations_add(out, PK_SEV_DENY, "metadata.ownerReferences",
+		                  "no owner reference has controller: true and blockOwnerDeletion: "
+		                  "true; %s",
+		                  needed);
+	}
+}
+
+/*
+ * spec.clusterName (1-63 characters), or its deprecated predecessor, the
+ * cluster.x-k8s.io/cluster-name label, which passes with a WARN (the
+ * webhook copies it into an empty spec.clusterName on CREATE).
+ */
+static void check_claim_cluster(const json_t *claim, const json_t *spec, struct pk_violations *out)
+{
+	char desc[DESC_MAX], q[QUOTE_MAX];
+	const json_t *cn = json_object_get(spec, "clusterName");
+
+	if (cn != NULL && !json_is_null(cn) && !json_is_string(cn)) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.clusterName", "must be a string, got %s",
+		                  pk_violation_describe_value(cn, true, desc, sizeof(desc)));
+		return;
+	}
+	if (json_is_string(cn) && json_string_length(cn) > CLUSTER_NAME_MAX) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.clusterName",
+		                  "\"%s\" is %zu characters long; a Cluster name has 1-%d",
+		                  quote_json_string(cn, q, sizeof(q)), json_string_length(cn),
+		                  CLUSTER_NAME_MAX);
+		return;
+	}
+	if (json_is_string(cn) && json_string_length(cn) > 0)
+		return;
+	const json_t *labels = json_object_get(json_object_get(claim, "metadata"), "labels");
+	const json_t *label = json_object_get(labels, PK_CLUSTER_NAME_LABEL);
+	if (json_is_string(label) && json_string_length(label) > 0) {
+		quote_json_string(label, q, sizeof(q));
+		pk_violations_add(out, PK_SEV_WARN, "spec.clusterName",
+		                  "empty; the label %s=\"%s\" is deprecated; set spec.clusterName: "
+		                  "\"%s\"",
+		                  PK_CLUSTER_NAME_LABEL, q, q);
+		return;
+	}
+	pk_violations_add(out, PK_SEV_DENY, "spec.clusterName",
+	                  "required: set it to the name of the Cluster the claim belongs to (the "
+	                  "deprecated label %s is accepted too)",
+	                  PK_CLUSTER_NAME_LABEL);
+}
+
+void pk_rules_check_claim(const json_t *claim, const json_t *old, struct pk_violations *out)
+{
+	char desc[DESC_MAX];
+
+	if (!json_is_object(claim)) {
+		pk_violations_add(out, PK_SEV_DENY, "object",
+		                  "an IPAddressClaim must be a JSON object, got %s",
+		                  pk_violation_describe_value(claim, true, desc, sizeof(desc)));
+		return;
+	}
+	/*
+	 * On UPDATE only spec immutability: finalizers, annotations and owner
+	 * references rewritten by the garbage collector or clusterctl move
+	 * must always pass, or deletion and move would be blocked.
+	 */
+	if (old != NULL) {
+		check_spec_immutable(claim, old, "IPAddressClaim", out);
+		return;
+	}
+	int version = capi_version(claim, "IPAddressClaim", out);
+	const json_t *spec = json_object_get(claim, "spec");
+	if (!json_is_object(spec)) {
+		pk_violations_add(out, PK_SEV_DENY, "spec",
+		                  "must be an object with poolRef and clusterName, got %s",
+		                  pk_violation_describe_value(spec, true, desc, sizeof(desc)));
+	} else {
+		const json_t *kind, *name;
+		check_claim_cluster(claim, spec, out);
+		check_pool_ref(spec, version, &kind, &name, out);
+	}
+	check_claim_owners(claim, out);
+}
+
+/*
+ * The owner reference whose kind is `kind_c` (or, when NULL, equals the
+ * JSON string `kind_j`) and whose name equals `name`; NULL when none.
+ */
+static const json_t *find_ref(const json_t *refs, const char *kind_c, const json_t *kind_j,
+                              const json_t *name, size_t *at)
+{
+	for (size_t i = 0; i < json_array_size(refs); i++) {
+		const json_t *r = json_array_get(refs, i);
+		const json_t *k = json_object_get(r, "kind");
+		bool kind_ok =
+		    kind_c != NULL ? json_string_is(k, kind_c) : json_strings_equal(k, kind_j);
+		if (kind_ok && json_strings_equal(json_object_get(r, "name"), name)) {
+			*at = i;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * "Create the IPAddress with an owner reference to the claim (controller:
+ * true, blockOwnerDeletion: true) and to the pool (controller: false,
+ * blockOwnerDeletion: true)" (CAPI book, IPAM contract).
+ */
+static void check_ipaddress_owners(const json_t *addr, const json_t *claim_name,
+                                   const json_t *pool_kind, const json_t *pool_name,
+                                   struct pk_violations *out)
+{
+	char q[QUOTE_MAX], k[QUOTE_MAX], field[PK_FIELD_MAX];
+	const json_t *refs = owner_refs(
+	    addr,
+	    "an IPAddress needs owner references to its IPAddressClaim (controller: true, "
+	    "blockOwnerDeletion: true) and to its pool (blockOwnerDeletion: true)",
+	    out);
+	size_t at = 0;
+
+	if (refs == NULL)
+		return;
+	if (claim_name != NULL) {
+		const json_t *r = find_ref(refs, "IPAddressClaim", NULL, claim_name, &at);
+		quote_json_string(claim_name, q, sizeof(q));
+		if (r == NULL) {
+			pk_violations_add(
+			    out, PK_SEV_DENY, "metadata.ownerReferences",
+			    "no owner reference to IPAddressClaim \"%s\" (spec.claimRef."
+			    "name); add one with controller: true and "
+			    "blockOwnerDeletion: true",
+			    q);
+		} else {
+			if (ref_flag(r, at, "controller", out) == 0) {
+				snprintf(field, sizeof(field),
+				         "metadata.ownerReferences[%zu].controller", at);
+				pk_violations_add(out, PK_SEV_DENY, field,
+				                  "the reference to IPAddressClaim \"%s\" must set "
+				                  "controller: true",
+				                  q);
+			}
+			if (ref_flag(r, at, "blockOwnerDeletion", out) == 0) {
+				snprintf(field, sizeof(field),
+				         "metadata.ownerReferences[%zu].blockOwnerDeletion", at);
+				pk_violations_add(out, PK_SEV_DENY, field,
+				                  "the reference to IPAddressClaim \"%s\" must set "
+				                  "blockOwnerDeletion: true",
+				                  q);
+			}
+		}
+	}
+	if (pool_kind != NULL && pool_name != NULL) {
+		const json_t *r = find_ref(refs, NULL, pool_kind, pool_name, &at);
+		quote_json_string(pool_kind, k, sizeof(k));
+		quote_json_string(pool_name, q, sizeof(q));
+		if (r == NULL) {
+			pk_violations_add(
+			    out, PK_SEV_DENY, "metadata.ownerReferences",
+			    "no owner reference to the pool %s \"%s\" (spec.poolRef); "
+			    "add one with blockOwnerDeletion: true",
+			    k, q);
+		} else if (ref_flag(r, at, "blockOwnerDeletion", out) == 0) {
+			snprintf(field, sizeof(field),
+			         "metadata.ownerReferences[%zu].blockOwnerDeletion", at);
+			pk_violations_add(out, PK_SEV_DENY, field,
+			                  "the reference to the pool %s \"%s\" must set "
+			                  "blockOwnerDeletion: true",
+			                  k, q);
+		}
+	}
+}
+
+/* spec.address: 1-39 characters that parse as an address. */
+static bool ipaddress_address(const json_t *spec, struct pk_addr *a, struct pk_violations *out)
+{
+	char q[QUOTE_MAX];
+	struct pk_err err;
+	const json_t *s = require_string(spec, "address", "spec.address", IPADDRESS_TEXT_MAX,
+	                                 "the allocated IP address", out);
+
+	if (s == NULL)
+		return false;
+	if (strlen(json_string_value(s)) != json_string_length(s)) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.address",
+		                  "\"%s\" is not an IPv4 or IPv6 address",
+		                  quote_json_string(s, q, sizeof(q)));
+		return false;
+	}
+	if (pk_address_parse_n(json_string_value(s), json_string_length(s), a, "spec.address",
+	                       &err) != PK_OK) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.address", "%s",
+		                  detail(&err, "spec.address"));
+		return false;
+	}
+	return true;
+}
+
+static void ipaddress_prefix_gateway(const json_t *spec, const struct pk_addr *a, bool have_addr,
+                                     struct pk_violations *out)
+{
+	char desc[DESC_MAX], q[QUOTE_MAX], at[PK_ADDR_STRLEN];
+	unsigned bits = have_addr ? pk_address_bits(a->family) : 128;
+	const char *fam = have_addr ? pk_address_family_name(a->family) : "IPv4 or IPv6";
+
+	const json_t *p = json_object_get(spec, "prefix");
+	if (p == NULL || json_is_null(p))
+		pk_violations_add(out, PK_SEV_DENY, "spec.prefix",
+		                  "required: the prefix length of the address's subnet (0..%u for "
+		                  "%s)",
+		                  bits, fam);
+	else if (!json_is_integer(p) || json_integer_value(p) < 0 ||
+	         json_integer_value(p) > (json_int_t)bits)
+		pk_violations_add(out, PK_SEV_DENY, "spec.prefix",
+		                  "must be an integer 0..%u for %s, got %s", bits, fam,
+		                  pk_violation_describe_value(p, true, desc, sizeof(desc)));
+
+	const json_t *g = json_object_get(spec, "gateway");
+	if (g == NULL || json_is_null(g))
+		return;
+	if (!json_is_string(g)) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.gateway",
+		                  "must be a string (an IP address), got %s",
+		                  pk_violation_describe_value(g, true, desc, sizeof(desc)));
+		return;
+	}
+	if (json_string_length(g) == 0)
+		return;
+	struct pk_addr gw;
+	struct pk_err err;
+	quote_json_string(g, q, sizeof(q));
+	if (strlen(json_string_value(g)) != json_string_length(g)) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.gateway",
+		                  "\"%s\" is not an IPv4 or IPv6 address", q);
+		return;
+	}
+	if (pk_address_parse_n(json_string_value(g), json_string_length(g), &gw, "spec.gateway",
+	                       &err) != PK_OK) {
+		pk_violations_add(out, PK_SEV_DENY, "spec.gateway", "%s",
+		                  detail(&err, "spec.gateway"));
+		return;
+	}
+	if (have_addr && gw.family != a->family)
+		pk_violations_add(out, PK_SEV_DENY, "spec.gateway",
+		                  "\"%s\" is %s but spec.address %s is %s; both must be of one "
+		                  "family",
+		                  q, pk_address_family_name(gw.family), pk_address_format(a, at),
+		                  pk_address_family_name(a->family));
+}
+
+void pk_rules_check_ipaddress(const json_t *addr, const json_t *old, struct pk_violations *out)
+{
+	char desc[DESC_MAX];
+
+	if (!json_is_object(addr)) {
+		pk_violations_add(out, PK_SEV_DENY, "object",
+		                  "an IPAddress must be a JSON object, got %s",
+		                  pk_violation_describe_value(addr, true, desc, sizeof(desc)));
+		return;
+	}
+	if (old != NULL) {
+		check_spec_immutable(addr, old, "IPAddress", out);
+		return;
+	}
+	int version = capi_version(addr, "IPAddress", out);
+	const json_t *spec = json_object_get(addr, "spec");
+	if (!json_is_object(spec)) {
+		pk_violations_add(out, PK_SEV_DENY, "spec",
+		                  "must be an object with address, prefix, claimRef and poolRef, "
+		                  "got %s",
+		                  pk_violation_describe_value(spec, true, desc, sizeof(desc)));
+		(void)owner_refs(addr, "an IPAddress needs owner references to its claim and pool",
+		                 out);
+		return;
+	}
+	struct pk_addr a;
+	bool have_addr = ipaddress_address(spec, &a, out);
+	ipaddress_prefix_gateway(spec, &a, have_addr, out);
+
+	const json_t *claim_name = NULL;
+	const json_t *claim_ref = json_object_get(spec, "claimRef");
+	if (claim_ref != NULL && !json_is_null(claim_ref) && !json_is_object(claim_ref))
+		pk_violations_add(out, PK_SEV_DENY, "spec.claimRef",
+		                  "must be an object with the claim's name, got %s",
+		                  pk_violation_describe_value(claim_ref, true, desc, sizeof(desc)));
+	else if (claim_ref == NULL || json_is_null(claim_ref))
+		pk_violations_add(out, PK_SEV_DENY, "spec.claimRef",
+		                  "required: the IPAddressClaim this address was allocated for");
+	else
+		claim_name = require_string(claim_ref, "name", "spec.claimRef.name", NAME_MAX_LEN,
+		                            "the IPAddressClaim's name", out);
+
+	const json_t *pool_kind, *pool_name;
+	check_pool_ref(spec, version, &pool_kind, &pool_name, out);
+	check_ipaddress_owners(addr, claim_name, pool_kind, pool_name, out);
+}
+
+bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref)
+{
+	if (!json_is_object(pool_ref))
+		return false;
+	const json_t *kind = json_object_get(pool_ref, "kind");
+	return json_string_is(json_object_get(pool_ref, "apiGroup"), PK_POOL_GROUP) &&
+	       (json_string_is(kind, PK_POOL_KIND) || json_string_is(kind, PK_GLOBAL_POOL_KIND));
+}

@@ -1,0 +1,689 @@
+/*
+ * test_rules.c - the contract rules as users meet them: pools (subnet,
+ * gateway, exhaustion, overlap, shrink), IPAddressClaims of both API
+ * versions, and IPAddresses, allowed and denied, with the offending value
+ * in the message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rules.h"
+
+/* Fixtures are written with ' for " to stay readable. */
+static json_t *load(const char *text)
+{
+	char *s = strdup(text);
+	assert_non_null(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	json_error_t e;
+	json_t *j = json_loads(s, JSON_DECODE_ANY, &e);
+	if (j == NULL)
+		fail_msg("fixture does not parse: %s: %s", e.text, s);
+	free(s);
+	return j;
+}
+
+static void dump(const struct pk_violations *v)
+{
+	char buf[PK_FIELD_MAX + PK_MESSAGE_MAX + 4];
+	for (size_t i = 0; i < v->n; i++)
+		print_message("  %s %s\n", v->items[i].severity == PK_SEV_DENY ? "DENY" : "WARN",
+		              pk_violation_text(&v->items[i], buf, sizeof(buf)));
+}
+
+static void expect(const struct pk_violations *v, enum pk_severity sev, const char *field,
+                   const char *needle)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (v->items[i].severity == sev && strcmp(v->items[i].field, field) == 0 &&
+		    strstr(v->items[i].message, needle) != NULL)
+			return;
+	dump(v);
+	fail_msg("no %s on %s containing [%s]", sev == PK_SEV_DENY ? "DENY" : "WARN", field,
+	         needle);
+}
+
+static void expect_none(const struct pk_violations *v, enum pk_severity sev)
+{
+	if (pk_violations_count(v, sev) != 0) {
+		dump(v);
+		fail_msg("expected no %s", sev == PK_SEV_DENY ? "DENY" : "WARN");
+	}
+}
+
+/*
+ * Sets (value != NULL, JSON text with ' for ") or deletes (value == NULL)
+ * the member at a dotted path; numeric segments index arrays.
+ */
+static void edit(json_t *root, const char *path, const char *value)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", path);
+	json_t *cur = root;
+	char *seg = buf;
+	for (;;) {
+		char *dot = strchr(seg, '.');
+		if (dot != NULL)
+			*dot = '\0';
+		bool idx = seg[0] >= '0' && seg[0] <= '9';
+		size_t i = idx ? (size_t)strtoul(seg, NULL, 10) : 0;
+		if (dot == NULL) {
+			if (value == NULL) {
+				if (idx)
+					json_array_remove(cur, i);
+				else
+					json_object_del(cur, seg);
+			} else {
+				json_t *v = load(value);
+				if (idx)
+					assert_int_equal(json_array_set_new(cur, i, v), 0);
+				else
+					assert_int_equal(json_object_set_new(cur, seg, v), 0);
+			}
+			return;
+		}
+		cur = idx ? json_array_get(cur, i) : json_object_get(cur, seg);
+		assert_non_null(cur);
+		seg = dot + 1;
+	}
+}
+
+/* ------------------------------------------------------------------ pools */
+
+static const char pool_base[] =
+    "{'apiVersion':'ipam.poolkeeper.io/v1alpha1','kind':'IPPool',"
+    "'metadata':{'name':'p1','namespace':'default'},"
+    "'spec':{'addresses':['10.0.0.10-10.0.0.100'],'prefix':24,'gateway':'10.0.0.1'}}";
+
+struct edit_case {
+	const char *name;
+	const char *path;  /* NULL: the base object unchanged */
+	const char *value; /* NULL: delete */
+	enum pk_severity sev;
+	const char *field; /* NULL: expect no violation of any severity */
+	const char *needle;
+};
+
+static const struct edit_case pool_cases[] = {
+    {"good pool", NULL, NULL, 0, NULL, NULL},
+    {"GlobalIPPool", "kind", "'GlobalIPPool'", 0, NULL, NULL},
+    {"entry outside the subnet", "spec.addresses", "['10.0.0.10-10.0.0.100','10.0.1.5']",
+     PK_SEV_DENY, "spec.addresses[1]", "\"10.0.1.5\" is not inside the pool's subnet 10.0.0.0/24"},
+    {"CIDR wider than the prefix", "spec.addresses", "['10.0.0.0/23']", PK_SEV_DENY,
+     "spec.addresses[0]", "\"10.0.0.0/23\" is not inside the pool's subnet 10.0.0.0/24"},
+    {"gateway outside the subnet", "spec.gateway", "'10.0.1.1'", PK_SEV_DENY, "spec.gateway",
+     "\"10.0.1.1\" is not inside the pool's subnet 10.0.0.0/24"},
+    {"IPv6 gateway outside the subnet", "spec",
+     "{'addresses':['2001:db8:1::/64'],'gateway':'2001:db8:2::1'}", PK_SEV_DENY, "spec.gateway",
+     "\"2001:db8:2::1\" is not inside the pool's subnet 2001:db8:1::/64"},
+    {"excluded everything", "spec.excludedAddresses", "['10.0.0.0/24']", PK_SEV_DENY,
+     "spec.addresses", "no allocatable address left after excludedAddresses/gateway/reserved"},
+    {"only the gateway", "spec", "{'addresses':['10.0.0.5'],'prefix':32,'gateway':'10.0.0.5'}",
+     PK_SEV_DENY, "spec.addresses", "no allocatable address left"},
+    {"only reserved addresses", "spec", "{'addresses':['10.0.0.0','10.0.0.255'],'prefix':24}",
+     PK_SEV_DENY, "spec.addresses", "set allocateReservedIPAddresses: true"},
+    {"reserved addresses allowed", "spec",
+     "{'addresses':['10.0.0.0','10.0.0.255'],'prefix':24,'allocateReservedIPAddresses':true}", 0,
+     NULL, NULL},
+    {"excluded entry outside the addresses is a warning", "spec.excludedAddresses",
+     "['10.0.0.50','10.9.0.0/24']", PK_SEV_WARN, "spec.excludedAddresses[1]",
+     "\"10.9.0.0/24\" excludes no address of spec.addresses"},
+    {"excluded entry overlapping the addresses in part is fine", "spec.excludedAddresses",
+     "['10.0.0.0/28']", 0, NULL, NULL},
+    {"decode violations come through", "spec.prefix", "'24'", PK_SEV_DENY, "spec.prefix",
+     "got \"24\" (a string)"},
+    {"mixed families", "spec.addresses", "['10.0.0.10','::ffff:10.0.0.11']", PK_SEV_DENY,
+     "spec.addresses[1]", "\"::ffff:10.0.0.11\" is IPv6 but the pool is IPv4"},
+    {"grace period negative", "spec.addressReuseGracePeriodSeconds", "-1", PK_SEV_DENY,
+     "spec.addressReuseGracePeriodSeconds", "must not be negative, got -1"},
+    {"spec missing", "spec", NULL, PK_SEV_DENY, "spec", "required"},
+    {"wrong kind", "kind", "'InClusterIPPool'", PK_SEV_DENY, "kind",
+     "must be IPPool or GlobalIPPool, got \"InClusterIPPool\""},
+    {"wrong apiVersion", "apiVersion", "'ipam.cluster.x-k8s.io/v1alpha2'", PK_SEV_DENY,
+     "apiVersion", "got \"ipam.cluster.x-k8s.io/v1alpha2\""},
+};
+
+static void run_cases(const char *base, const struct edit_case *cases, size_t n,
+                      void (*check)(const json_t *, const json_t *, struct pk_violations *))
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct edit_case *c = &cases[i];
+		print_message("case: %s\n", c->name);
+		json_t *obj = load(base);
+		if (c->path != NULL)
+			edit(obj, c->path, c->value);
+		struct pk_violations v;
+		pk_violations_init(&v);
+		check(obj, NULL, &v);
+		if (c->field == NULL) {
+			expect_none(&v, PK_SEV_DENY);
+			expect_none(&v, PK_SEV_WARN);
+		} else {
+			expect(&v, c->sev, c->field, c->needle);
+			/* A warning alone never denies. */
+			if (c->sev == PK_SEV_WARN)
+				expect_none(&v, PK_SEV_DENY);
+		}
+		json_decref(obj);
+	}
+}
+
+static void test_pool_rules(void **state)
+{
+	(void)state;
+	run_cases(pool_base, pool_cases, sizeof(pool_cases) / sizeof(pool_cases[0]),
+	          pk_rules_check_pool);
+}
+
+static void test_pool_update_and_non_objects(void **state)
+{
+	(void)state;
+	struct pk_violations v;
+	json_t *pool = load(pool_base);
+
+	/* UPDATE runs the same object rules; old is accepted. */
+	pk_violations_init(&v);
+	pk_rules_check_pool(pool, pool, &v);
+	assert_int_equal(v.n, 0);
+
+	json_t *arr = load("[1]");
+	pk_violations_init(&v);
+	pk_rules_check_pool(arr, NULL, &v);
+	expect(&v, PK_SEV_DENY, "object", "got an array");
+	pk_violations_init(&v);
+	pk_rules_check_pool(NULL, NULL, &v);
+	expect(&v, PK_SEV_DENY, "object", "got nothing");
+	json_decref(arr);
+	json_decref(pool);
+}
+
+static void decode(const char *spec, struct pk_pool *p)
+{
+	json_t *j = load(spec);
+	struct pk_violations v;
+	pk_violations_init(&v);
+	assert_int_equal(pk_pool_decode(j, p, &v), PK_OK);
+	if (pk_violations_count(&v, PK_SEV_DENY) != 0)
+		dump(&v);
+	json_decref(j);
+}
+
+static void test_pool_overlap(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *a, *b, *needle; /* needle NULL: no overlap */
+	} cases[] = {
+	    {"contained", "{'addresses':['10.0.0.0/24']}", "{'addresses':['10.0.0.128/25']}",
+	     /* 10.0.0.128 is b's own network address, which b never hands out. */
+	     "overlaps with IPPool default/b: both could hand out 10.0.0.129"},
+	    {"first shared address is the lowest",
+	     "{'addresses':['10.0.0.10-10.0.0.20','10.0.0.50'],'prefix':24}",
+	     "{'addresses':['10.0.0.15-10.0.0.60'],'prefix':24}", "hand out 10.0.0.15 (the first"},
+	    {"IPv6", "{'addresses':['2001:db8::/64']}",
+	     "{'addresses':['2001:db8::ffff-2001:db8::1:0'],'prefix':64}",
+	     "hand out 2001:db8::ffff"},
+	    {"halves of one subnet", "{'addresses':['10.0.0.0/25'],'prefix':24}",
+	     "{'addresses':['10.0.0.128/25'],'prefix':24}", NULL},
+	    {"one subnet split with excludedAddresses",
+	     "{'addresses':['10.0.0.0/24'],'excludedAddresses':['10.0.0.128/25']}",
+	     "{'addresses':['10.0.0.0/24'],'excludedAddresses':['10.0.0.0/25']}", NULL},
+	    {"families differ", "{'addresses':['10.0.0.0/24']}",
+	     "{'addresses':['::ffff:10.0.0.0/120']}", NULL},
+	    {"adjacent ranges", "{'addresses':['10.0.0.1-10.0.0.9'],'prefix':24}",
+	     "{'addresses':['10.0.0.10-10.0.0.19'],'prefix':24}", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		print_message("case: %s\n", cases[i].name);
+		struct pk_pool a, b;
+		decode(cases[i].a, &a);
+		decode(cases[i].b, &b);
+		struct pk_violations v;
+		pk_violations_init(&v);
+		pk_rules_check_pool_overlap(&a, &b, "IPPool default/b", &v);
+		if (cases[i].needle == NULL) {
+			expect_none(&v, PK_SEV_DENY);
+		} else {
+			expect(&v, PK_SEV_DENY, "spec.addresses", cases[i].needle);
+			/* Overlap is symmetric. */
+			pk_violations_init(&v);
+			pk_rules_check_pool_overlap(&b, &a, "IPPool default/a", &v);
+			expect(&v, PK_SEV_DENY, "spec.addresses", "overlaps with IPPool default/a");
+		}
+		pk_pool_release(&a);
+		pk_pool_release(&b);
+	}
+}
+
+static void test_pool_shrink(void **state)
+{
+	(void)state;
+	struct pk_pool p;
+	struct pk_violations v;
+
+	/* The pool shrank to the lower half; 10.0.0.200 is still allocated. */
+	decode("{'addresses':['10.0.0.0/25'],'prefix':24,'gateway':'10.0.0.1'}", &p);
+	const char *in_use[] = {"10.0.0.5", "10.0.0.200", "garbage", NULL, "2001:db8::5"};
+	pk_violations_init(&v);
+	pk_rules_check_pool_shrink(&p, in_use, 5, &v);
+	expect(&v, PK_SEV_DENY, "spec.addresses",
+	       "drops 2 addresses still allocated from the pool: 10.0.0.200, 2001:db8::5;");
+	assert_int_equal(v.n, 1);
+
+	/* Nothing falls out: no violation. */
+	const char *fine[] = {"10.0.0.5", "10.0.0.126"};
+	pk_violations_init(&v);
+	pk_rules_check_pool_shrink(&p, fine, 2, &v);
+	assert_int_equal(v.n, 0);
+
+	/* An in-use address that is now the gateway or the network address falls out. */
+	const char *reserved[] = {"10.0.0.1", "10.0.0.0"};
+	pk_violations_init(&v);
+	pk_rules_check_pool_shrink(&p, reserved, 2, &v);
+	expect(&v, PK_SEV_DENY, "spec.addresses",
+	       "10.0.0.1 (now the gateway), 10.0.0.0 (now the subnet's network address)");
+	pk_pool_release(&p);
+
+	/* At most ten are listed, then "and N more". */
+	decode("{'addresses':['10.0.0.0/28'],'prefix':24}", &p);
+	char texts[12][16];
+	const char *many[12];
+	for (int i = 0; i < 12; i++) {
+		snprintf(texts[i], sizeof(texts[i]), "10.0.1.%d", i);
+		many[i] = texts[i];
+	}
+	pk_violations_init(&v);
+	pk_rules_check_pool_shrink(&p, many, 12, &v);
+	expect(&v, PK_SEV_DENY, "spec.addresses", "drops 12 addresses");
+	expect(&v, PK_SEV_DENY, "spec.addresses", "10.0.1.9 and 2 more;");
+	assert_null(strstr(v.items[0].message, "10.0.1.10"));
+	pk_pool_release(&p);
+
+	/*
+	 * Excluding an address still in use drains it: allowed, with a
+	 * warning naming it; it is not handed out again once released.
+	 */
+	decode("{'addresses':['10.0.0.0/24'],'excludedAddresses':['10.0.0.7']}", &p);
+	const char *drained[] = {"10.0.0.7", "10.0.0.8"};
+	pk_violations_init(&v);
+	pk_rules_check_pool_shrink(&p, drained, 2, &v);
+	expect_none(&v, PK_SEV_DENY);
+	expect(&v, PK_SEV_WARN, "spec.excludedAddresses",
+	       "excludes 1 address still allocated: 10.0.0.7;");
+	pk_pool_release(&p);
+
+	/* A denied spec has no usable set; the shrink rule adds nothing to its denial. */
+	decode("{'addresses':['10.0.0.0/24'],'prefix':'24'}", &p);
+	pk_violations_init(&v);
+	pk_rules_check_pool_shrink(&p, drained, 2, &v);
+	assert_int_equal(v.n, 0);
+	pk_pool_release(&p);
+}
+
+/* ----------------------------------------------------------------- claims */
+
+static const char claim_v1beta2[] =
+    "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddressClaim',"
+    "'metadata':{'name':'m1-eth0','namespace':'default','ownerReferences':["
+    "{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'VSphereMachine',"
+    "'name':'m1','uid':'u1','controller':true,'blockOwnerDeletion':true}]},"
+    "'spec':{'clusterName':'c1','poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool',"
+    "'name':'p1'}}}";
+
+static const char claim_v1beta1[] =
+    "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta1','kind':'IPAddressClaim',"
+    "'metadata':{'name':'m1-eth0','namespace':'default',"
+    "'labels':{'cluster.x-k8s.io/cluster-name':'c1'},'ownerReferences':["
+    "{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'Metal3Machine',"
+    "'name':'m1','uid':'u1','controller':true,'blockOwnerDeletion':true}]},"
+    "'spec':{'clusterName':'c1','poolRef':{'apiGroup':'ipam.poolkeeper.io',"
+    "'kind':'GlobalIPPool','name':'p1'}}}";
+
+static const struct edit_case claim_cases[] = {
+    {"good claim", NULL, NULL, 0, NULL, NULL},
+    {"foreign pool is no violation here", "spec.poolRef",
+     "{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'x'}", 0, NULL, NULL},
+    {"poolRef apiGroup missing in v1beta2", "spec.poolRef.apiGroup", NULL, PK_SEV_DENY,
+     "spec.poolRef.apiGroup", "required"},
+    {"poolRef apiGroup empty in v1beta2", "spec.poolRef.apiGroup", "''", PK_SEV_DENY,
+     "spec.poolRef.apiGroup", "required"},
+    {"poolRef apiGroup a number", "spec.poolRef.apiGroup", "7", PK_SEV_DENY,
+     "spec.poolRef.apiGroup", "got 7 (a number)"},
+    {"poolRef kind missing", "spec.poolRef.kind", NULL, PK_SEV_DENY, "spec.poolRef.kind",
+     "required"},
+    {"poolRef name empty", "spec.poolRef.name", "''", PK_SEV_DENY, "spec.poolRef.name",
+     "must not be empty"},
+    {"poolRef a string", "spec.poolRef", "'p1'", PK_SEV_DENY, "spec.poolRef",
+     "got \"p1\" (a string)"},
+    {"poolRef missing", "spec.poolRef", NULL, PK_SEV_DENY, "spec.poolRef", "required"},
+    {"clusterName and label missing", "spec.clusterName", NULL, PK_SEV_DENY, "spec.clusterName",
+     "required"},
+    {"clusterName empty", "spec.clusterName", "''", PK_SEV_DENY, "spec.clusterName", "required"},
+    {"clusterName too long", "spec.clusterName",
+     "'cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc'", PK_SEV_DENY,
+     "spec.clusterName", "is 64 characters long; a Cluster name has 1-63"},
+    {"clusterName a number", "spec.clusterName", "5", PK_SEV_DENY, "spec.clusterName",
+     "got 5 (a number)"},
+    {"ownerReferences missing", "metadata.ownerReferences", NULL, PK_SEV_DENY,
+     "metadata.ownerReferences", "required: the claim needs an owner reference"},
+    {"ownerReferences empty", "metadata.ownerReferences", "[]", PK_SEV_DENY,
+     "metadata.ownerReferences", "is empty"},
+    {"ownerReferences an object", "metadata.ownerReferences", "{}", PK_SEV_DENY,
+     "metadata.ownerReferences", "must be an array of owner references, got an object"},
+    {"owner reference a string", "metadata.ownerReferences.0", "'m1'", PK_SEV_DENY,
+     "metadata.ownerReferences[0]", "got \"m1\" (a string)"},
+    {"controller is the string true", "metadata.ownerReferences.0.controller", "'true'",
+     PK_SEV_DENY, "metadata.ownerReferences[0].controller", "got \"true\" (a string)"},
+    {"blockOwnerDeletion is 1", "metadata.ownerReferences.0.blockOwnerDeletion", "1", PK_SEV_DENY,
+     "metadata.ownerReferences[0].blockOwnerDeletion", "got 1 (a number)"},
+    {"controller without blockOwnerDeletion", "metadata.ownerReferences.0.blockOwnerDeletion", NULL,
+     PK_SEV_DENY, "metadata.ownerReferences[0].blockOwnerDeletion",
+     "the controller reference VSphereMachine \"m1\" must set blockOwnerDeletion: true"},
+    {"blockOwnerDeletion without controller", "metadata.ownerReferences.0.controller", "false",
+     PK_SEV_DENY, "metadata.ownerReferences", "no owner reference has controller: true"},
+    {"neither flag", "metadata.ownerReferences.0", "{'kind':'VSphereMachine','name':'m1'}",
+     PK_SEV_DENY, "metadata.ownerReferences",
+     "no owner reference has controller: true and blockOwnerDeletion: true"},
+    {"a good reference among others", "metadata.ownerReferences",
+     "[{'kind':'Foo','name':'f'},{'kind':'VSphereMachine','name':'m1','controller':true,"
+     "'blockOwnerDeletion':true}]",
+     0, NULL, NULL},
+    {"metadata an array", "metadata", "[]", PK_SEV_DENY, "metadata", "got an array"},
+    {"spec missing", "spec", NULL, PK_SEV_DENY, "spec", "must be an object"},
+    {"wrong kind", "kind", "'IPAddress'", PK_SEV_DENY, "kind",
+     "must be IPAddressClaim, got \"IPAddress\""},
+    {"unknown apiVersion", "apiVersion", "'ipam.cluster.x-k8s.io/v1alpha1'", PK_SEV_DENY,
+     "apiVersion", "got \"ipam.cluster.x-k8s.io/v1alpha1\""},
+};
+
+static const struct edit_case claim_v1beta1_cases[] = {
+    {"good v1beta1 claim", NULL, NULL, 0, NULL, NULL},
+    {"v1beta1 without apiGroup is a warning", "spec.poolRef.apiGroup", NULL, PK_SEV_WARN,
+     "spec.poolRef.apiGroup", "never a pool; set it (ipam.poolkeeper.io"},
+    {"deprecated label only is a warning", "spec.clusterName", NULL, PK_SEV_WARN,
+     "spec.clusterName",
+     "the label cluster.x-k8s.io/cluster-name=\"c1\" is deprecated; set spec.clusterName"},
+    {"empty clusterName with the label is a warning", "spec.clusterName", "''", PK_SEV_WARN,
+     "spec.clusterName", "is deprecated"},
+    {"label empty and no clusterName", "metadata.labels", "{'cluster.x-k8s.io/cluster-name':''}", 0,
+     NULL, NULL},
+    {"v1beta1 owner references are checked too", "metadata.ownerReferences.0.controller", "'yes'",
+     PK_SEV_DENY, "metadata.ownerReferences[0].controller", "got \"yes\""},
+    {"v1beta1 poolRef kind missing", "spec.poolRef.kind", NULL, PK_SEV_DENY, "spec.poolRef.kind",
+     "required"},
+};
+
+static void test_claim_create(void **state)
+{
+	(void)state;
+	run_cases(claim_v1beta2, claim_cases, sizeof(claim_cases) / sizeof(claim_cases[0]),
+	          pk_rules_check_claim);
+	run_cases(claim_v1beta1, claim_v1beta1_cases,
+	          sizeof(claim_v1beta1_cases) / sizeof(claim_v1beta1_cases[0]),
+	          pk_rules_check_claim);
+
+	/* In v1beta2 a lone deprecated label also passes, with the warning. */
+	json_t *c = load(claim_v1beta2);
+	edit(c, "spec.clusterName", NULL);
+	edit(c, "metadata.labels", "{'cluster.x-k8s.io/cluster-name':'c9'}");
+	struct pk_violations v;
+	pk_violations_init(&v);
+	pk_rules_check_claim(c, NULL, &v);
+	expect_none(&v, PK_SEV_DENY);
+	expect(&v, PK_SEV_WARN, "spec.clusterName", "set spec.clusterName: \"c9\"");
+	json_decref(c);
+
+	/* Neither clusterName nor a non-empty label (the v1beta1 fixture's label emptied). */
+	c = load(claim_v1beta1);
+	edit(c, "spec.clusterName", NULL);
+	edit(c, "metadata.labels", "{'cluster.x-k8s.io/cluster-name':''}");
+	pk_violations_init(&v);
+	pk_rules_check_claim(c, NULL, &v);
+	expect(&v, PK_SEV_DENY, "spec.clusterName", "required");
+	json_decref(c);
+}
+
+static void test_claim_update(void **state)
+{
+	(void)state;
+	static const struct edit_case cases[] = {
+	    /* Metadata-only changes always pass, even ones CREATE would deny. */
+	    {"finalizer added", "metadata.finalizers", "['ipam.poolkeeper.io/release-address']", 0,
+	     NULL, NULL},
+	    {"owner references removed by the garbage collector", "metadata.ownerReferences", NULL,
+	     0, NULL, NULL},
+	    {"owner reference rewritten by clusterctl move", "metadata.ownerReferences.0.uid",
+	     "'u2'", 0, NULL, NULL},
+	    {"delete-for-move annotation", "metadata.annotations",
+	     "{'clusterctl.cluster.x-k8s.io/delete-for-move':''}", 0, NULL, NULL},
+	    {"poolRef name changed", "spec.poolRef.name", "'p2'", PK_SEV_DENY, "spec.poolRef.name",
+	     "spec is immutable: changed from \"p1\" to \"p2\""},
+	    {"clusterName removed", "spec.clusterName", NULL, PK_SEV_DENY, "spec.clusterName",
+	     "changed from \"c1\" to nothing"},
+	    {"field added", "spec.extra", "1", PK_SEV_DENY, "spec.extra",
+	     "changed from nothing to 1"},
+	    {"spec removed", "spec", NULL, PK_SEV_DENY, "spec",
+	     "changed from an object to nothing"},
+	    {"spec replaced by a string", "spec", "'x'", PK_SEV_DENY, "spec",
+	     "changed from an object to \"x\""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct edit_case *c = &cases[i];
+		print_message("case: %s\n", c->name);
+		json_t *old = load(claim_v1beta2);
+		json_t *obj = load(claim_v1beta2);
+		edit(obj, c->path, c->value);
+		struct pk_violations v;
+		pk_violations_init(&v);
+		pk_rules_check_claim(obj, old, &v);
+		if (c->field == NULL)
+			assert_int_equal(v.n, 0);
+		else
+			expect(&v, c->sev, c->field, c->needle);
+		json_decref(old);
+		json_decref(obj);
+	}
+
+	/* An old claim that CREATE would deny still takes metadata updates. */
+	json_t *old = load(claim_v1beta1);
+	edit(old, "spec.clusterName", NULL);
+	edit(old, "metadata.labels", NULL);
+	json_t *obj = json_deep_copy(old);
+	edit(obj, "metadata.finalizers", "[]");
+	struct pk_violations v;
+	pk_violations_init(&v);
+	pk_rules_check_claim(obj, old, &v);
+	assert_int_equal(v.n, 0);
+	json_decref(old);
+	json_decref(obj);
+
+	json_t *s = load("'x'");
+	pk_violations_init(&v);
+	pk_rules_check_claim(s, NULL, &v);
+	expect(&v, PK_SEV_DENY, "object", "got \"x\" (a string)");
+	json_decref(s);
+}
+
+/* -------------------------------------------------------------- addresses */
+
+static const char ipaddress_base[] =
+    "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddress',"
+    "'metadata':{'name':'m1-eth0','namespace':'default','ownerReferences':["
+    "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddressClaim','name':'m1-eth0',"
+    "'uid':'u1','controller':true,'blockOwnerDeletion':true},"
+    "{'apiVersion':'ipam.poolkeeper.io/v1alpha1','kind':'IPPool','name':'p1','uid':'u2',"
+    "'blockOwnerDeletion':true}]},"
+    "'spec':{'address':'10.0.0.5','prefix':24,'gateway':'10.0.0.1',"
+    "'claimRef':{'name':'m1-eth0'},"
+    "'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'p1'}}}";
+
+static const struct edit_case ipaddress_cases[] = {
+    {"good address", NULL, NULL, 0, NULL, NULL},
+    {"IPv6", "spec",
+     "{'address':'2001:db8::5','prefix':64,'gateway':'2001:db8::1','claimRef':{'name':"
+     "'m1-eth0'},'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'p1'}}",
+     0, NULL, NULL},
+    {"no gateway", "spec.gateway", NULL, 0, NULL, NULL},
+    {"empty gateway", "spec.gateway", "''", 0, NULL, NULL},
+    {"pool reference with controller false", "metadata.ownerReferences.1.controller", "false", 0,
+     NULL, NULL},
+    {"address does not parse", "spec.address", "'10.0.0.300'", PK_SEV_DENY, "spec.address",
+     "\"10.0.0.300\""},
+    {"address too long", "spec.address", "'2001:0db8:0000:0000:0000:0000:0000:00001'", PK_SEV_DENY,
+     "spec.address", "is 40 characters long; at most 39"},
+    {"address a number", "spec.address", "10", PK_SEV_DENY, "spec.address", "got 10 (a number)"},
+    {"address missing", "spec.address", NULL, PK_SEV_DENY, "spec.address", "required"},
+    {"prefix too long for IPv4", "spec.prefix", "33", PK_SEV_DENY, "spec.prefix",
+     "must be an integer 0..32 for IPv4, got 33"},
+    {"prefix a string", "spec.prefix", "'24'", PK_SEV_DENY, "spec.prefix", "got \"24\" (a string)"},
+    {"prefix missing", "spec.prefix", NULL, PK_SEV_DENY, "spec.prefix", "required"},
+    {"gateway of the other family", "spec.gateway", "'2001:db8::1'", PK_SEV_DENY, "spec.gateway",
+     "\"2001:db8::1\" is IPv6 but spec.address 10.0.0.5 is IPv4"},
+    {"gateway does not parse", "spec.gateway", "'gw'", PK_SEV_DENY, "spec.gateway", "\"gw\""},
+    {"gateway a boolean", "spec.gateway", "true", PK_SEV_DENY, "spec.gateway",
+     "got true (a boolean)"},
+    {"claimRef name empty", "spec.claimRef.name", "''", PK_SEV_DENY, "spec.claimRef.name",
+     "must not be empty"},
+    {"claimRef missing", "spec.claimRef", NULL, PK_SEV_DENY, "spec.claimRef", "required"},
+    {"claimRef an array", "spec.claimRef", "[]", PK_SEV_DENY, "spec.claimRef", "got an array"},
+    {"poolRef kind missing", "spec.poolRef.kind", NULL, PK_SEV_DENY, "spec.poolRef.kind",
+     "required"},
+    {"no owner reference to the claim", "metadata.ownerReferences.0.name", "'other'", PK_SEV_DENY,
+     "metadata.ownerReferences", "no owner reference to IPAddressClaim \"m1-eth0\""},
+    {"claim reference not controller", "metadata.ownerReferences.0.controller", "false",
+     PK_SEV_DENY, "metadata.ownerReferences[0].controller",
+     "the reference to IPAddressClaim \"m1-eth0\" must set controller: true"},
+    {"claim reference without blockOwnerDeletion", "metadata.ownerReferences.0.blockOwnerDeletion",
+     NULL, PK_SEV_DENY, "metadata.ownerReferences[0].blockOwnerDeletion",
+     "must set blockOwnerDeletion: true"},
+    {"claim reference controller a string", "metadata.ownerReferences.0.controller", "'true'",
+     PK_SEV_DENY, "metadata.ownerReferences[0].controller", "got \"true\" (a string)"},
+    {"no owner reference to the pool", "metadata.ownerReferences.1", NULL, PK_SEV_DENY,
+     "metadata.ownerReferences", "no owner reference to the pool IPPool \"p1\""},
+    {"pool reference of another kind", "metadata.ownerReferences.1.kind", "'GlobalIPPool'",
+     PK_SEV_DENY, "metadata.ownerReferences", "no owner reference to the pool IPPool \"p1\""},
+    {"pool reference without blockOwnerDeletion", "metadata.ownerReferences.1.blockOwnerDeletion",
+     "false", PK_SEV_DENY, "metadata.ownerReferences[1].blockOwnerDeletion",
+     "the reference to the pool IPPool \"p1\" must set blockOwnerDeletion: true"},
+    {"ownerReferences missing", "metadata.ownerReferences", NULL, PK_SEV_DENY,
+     "metadata.ownerReferences", "required"},
+    {"wrong kind", "kind", "'IPAddressClaim'", PK_SEV_DENY, "kind", "must be IPAddress"},
+    {"spec a number", "spec", "3", PK_SEV_DENY, "spec", "got 3 (a number)"},
+};
+
+static void test_ipaddress(void **state)
+{
+	(void)state;
+	run_cases(ipaddress_base, ipaddress_cases,
+	          sizeof(ipaddress_cases) / sizeof(ipaddress_cases[0]), pk_rules_check_ipaddress);
+
+	/* v1beta1: poolRef without apiGroup is a warning, prefix 128 fits IPv6. */
+	json_t *a = load(ipaddress_base);
+	edit(a, "apiVersion", "'ipam.cluster.x-k8s.io/v1beta1'");
+	edit(a, "spec.poolRef.apiGroup", NULL);
+	edit(a, "spec.address", "'2001:db8::5'");
+	edit(a, "spec.prefix", "128");
+	edit(a, "spec.gateway", NULL);
+	struct pk_violations v;
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(a, NULL, &v);
+	expect_none(&v, PK_SEV_DENY);
+	expect(&v, PK_SEV_WARN, "spec.poolRef.apiGroup", "not set");
+	edit(a, "spec.prefix", "129");
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(a, NULL, &v);
+	expect(&v, PK_SEV_DENY, "spec.prefix", "0..128 for IPv6, got 129");
+	json_decref(a);
+
+	/* UPDATE: spec immutable, metadata free. */
+	json_t *old = load(ipaddress_base);
+	json_t *obj = load(ipaddress_base);
+	edit(obj, "metadata.finalizers", "[]");
+	edit(obj, "metadata.ownerReferences", NULL);
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(obj, old, &v);
+	assert_int_equal(v.n, 0);
+	edit(obj, "spec.address", "'10.0.0.6'");
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(obj, old, &v);
+	expect(&v, PK_SEV_DENY, "spec.address",
+	       "spec is immutable: changed from \"10.0.0.5\" to \"10.0.0.6\"; delete and "
+	       "re-create the IPAddress");
+	json_decref(old);
+	json_decref(obj);
+}
+
+static void test_is_poolkeeper_pool_ref(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *ref;
+		bool want;
+	} cases[] = {
+	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'p'}", true},
+	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'GlobalIPPool','name':'p'}", true},
+	    {"{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'p'}", false},
+	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'InClusterIPPool','name':'p'}", false},
+	    {"{'apiGroup':'ipam.poolkeeper.io.evil','kind':'IPPool','name':'p'}", false},
+	    {"{'kind':'IPPool','name':'p'}", false},
+	    {"{'apiGroup':7,'kind':'IPPool'}", false},
+	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'ippool'}", false},
+	    {"'ipam.poolkeeper.io/IPPool'", false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *r = load(cases[i].ref);
+		assert_int_equal(pk_rules_is_poolkeeper_pool_ref(r), cases[i].want);
+		json_decref(r);
+	}
+	assert_false(pk_rules_is_poolkeeper_pool_ref(NULL));
+}
+
+/* The fixture pools in common/tests/fixtures pass every pool rule. */
+static void test_fixture_pools(void **state)
+{
+	(void)state;
+	const char *root = getenv("PK_SOURCE_DIR");
+	if (root == NULL)
+		skip();
+	static const char *const files[] = {"pool-v4.json", "pool-v6.json"};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/common/tests/fixtures/%s", root, files[i]);
+		json_error_t e;
+		json_t *pool = json_load_file(path, 0, &e);
+		if (pool == NULL)
+			fail_msg("%s: %s", path, e.text);
+		struct pk_violations v;
+		pk_violations_init(&v);
+		pk_rules_check_pool(pool, NULL, &v);
+		if (v.n != 0)
+			dump(&v);
+		assert_int_equal(v.n, 0);
+		json_decref(pool);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_pool_rules),
+	    cmocka_unit_test(test_pool_update_and_non_objects),
+	    cmocka_unit_test(test_pool_overlap),
+	    cmocka_unit_test(test_pool_shrink),
+	    cmocka_unit_test(test_claim_create),
+	    cmocka_unit_test(test_claim_update),
+	    cmocka_unit_test(test_ipaddress),
+	    cmocka_unit_test(test_is_poolkeeper_pool_ref),
+	    cmocka_unit_test(test_fixture_pools),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
