@@ -1,0 +1,503 @@
+/* lint.c - running the contract rules over loaded manifests and keeping what they found. */
+#include "lint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manifest.h"
+#include "pool.h"
+#include "rules.h"
+
+/* What the report does not show: the object's value and its decoded pool. */
+struct lint_internal {
+	const json_t *value;  /* borrowed from a manifest */
+	struct pk_pool *pool; /* decoded, for pools that passed their own rules */
+	bool global;
+};
+
+struct pk_lint {
+	struct pk_manifest **manifests;
+	size_t n_manifests, cap_manifests;
+	struct pk_lint_object *objects;
+	struct lint_internal *internal;
+	size_t n_objects, cap_objects;
+	struct pk_lint_problem *problems;
+	size_t n_problems, cap_problems;
+	size_t files;
+	bool ran;
+};
+
+struct pk_lint *pk_lint_new(void)
+{
+	return calloc(1, sizeof(struct pk_lint));
+}
+
+void pk_lint_free(struct pk_lint *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->n_objects; i++) {
+		free(l->objects[i].violations);
+		if (l->internal[i].pool != NULL) {
+			pk_pool_release(l->internal[i].pool);
+			free(l->internal[i].pool);
+		}
+	}
+	free(l->objects);
+	free(l->internal);
+	for (size_t i = 0; i < l->n_manifests; i++) {
+		pk_manifest_free(l->manifests[i]);
+		free(l->manifests[i]);
+	}
+	free(l->manifests);
+	for (size_t i = 0; i < l->n_problems; i++) {
+		free(l->problems[i].source);
+		free(l->problems[i].message);
+	}
+	free(l->problems);
+	free(l);
+}
+
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return PK_OK;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *q = realloc(*p, ncap * size);
+	if (q == NULL)
+		return PK_ERR_NOMEM;
+	*p = q;
+	*cap = ncap;
+	return PK_OK;
+}
+
+static int add_problem(struct pk_lint *l, const char *source, const char *message, bool unreadable)
+{
+	if (grow((void **)&l->problems, &l->cap_problems, l->n_problems, sizeof(*l->problems)))
+		return PK_ERR_NOMEM;
+	struct pk_lint_problem *p = &l->problems[l->n_problems];
+	p->source = strdup(source);
+	p->message = strdup(message);
+	p->unreadable = unreadable;
+	if (p->source == NULL || p->message == NULL) {
+		free(p->source);
+		free(p->message);
+		return PK_ERR_NOMEM;
+	}
+	l->n_problems++;
+	return PK_OK;
+}
+
+int pk_lint_add_unreadable(struct pk_lint *l, const char *source, const char *message)
+{
+	l->files++;
+	return add_problem(l, source, message, true);
+}
+
+static const char *object_string(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+static int add_object(struct pk_lint *l, const struct pk_manifest *m,
+                      const struct pk_manifest_doc *d)
+{
+	/* objects and internal grow together; cap_objects tracks both. */
+	if (l->n_objects == l->cap_objects) {
+		size_t ncap = l->cap_objects ? l->cap_objects * 2 : 16;
+		struct pk_lint_object *o = realloc(l->objects, ncap * sizeof(*o));
+		if (o == NULL)
+			return PK_ERR_NOMEM;
+		l->objects = o;
+		struct lint_internal *in = realloc(l->internal, ncap * sizeof(*in));
+		if (in == NULL)
+			return PK_ERR_NOMEM;
+		l->internal = in;
+		l->cap_objects = ncap;
+	}
+	struct pk_lint_object *o = &l->objects[l->n_objects];
+	struct lint_internal *in = &l->internal[l->n_objects];
+	memset(o, 0, sizeof(*o));
+	memset(in, 0, sizeof(*in));
+	pk_manifest_format_origin(m, d, o->origin, sizeof(o->origin));
+	o->source = d->source;
+	o->line = d->line;
+	o->document = d->document;
+	o->item = d->item;
+	o->api_version = object_string(d->value, "apiVersion");
+	o->kind = object_string(d->value, "kind");
+	const json_t *meta = json_object_get(d->value, "metadata");
+	o->namespace_ = object_string(meta, "namespace");
+	o->name = object_string(meta, "name");
+	in->value = d->value;
+	l->n_objects++;
+	return PK_OK;
+}
+
+int pk_lint_add_buffer(struct pk_lint *l, const char *buf, size_t len, const char *source)
+{
+	l->files++;
+	struct pk_manifest *m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return PK_ERR_NOMEM;
+	struct pk_err err = {{0}};
+	int rc = pk_manifest_parse_buffer(buf, len, source, NULL, m, &err);
+	if (rc == PK_OK)
+		rc = pk_manifest_expand_lists(m, &err);
+	if (rc != PK_OK) {
+		pk_manifest_free(m);
+		free(m);
+		return add_problem(l, source, err.msg, false);
+	}
+	if (grow((void **)&l->manifests, &l->cap_manifests, l->n_manifests,
+	         sizeof(*l->manifests))) {
+		pk_manifest_free(m);
+		free(m);
+		return PK_ERR_NOMEM;
+	}
+	l->manifests[l->n_manifests++] = m;
+	for (size_t i = 0; i < m->n; i++)
+		if (add_object(l, m, &m->docs[i]) != PK_OK)
+			return PK_ERR_NOMEM;
+	return PK_OK;
+}
+
+/* ---- per-object rules ---- */
+
+static bool is_pool_kind(const char *kind)
+{
+	return kind != NULL && (!strcmp(kind, PK_POOL_KIND) || !strcmp(kind, PK_GLOBAL_POOL_KIND));
+}
+
+/* Namespaced kinds land in "default" when the manifest names no namespace. */
+static const char *effective_namespace(const struct pk_lint_object *o)
+{
+	if (o->kind == NULL || !strcmp(o->kind, PK_GLOBAL_POOL_KIND))
+		return NULL;
+	if (o->namespace_ != NULL && o->namespace_[0] != '\0')
+		return o->namespace_;
+	if (!strcmp(o->kind, PK_POOL_KIND) || !strcmp(o->kind, "IPAddressClaim") ||
+	    !strcmp(o->kind, "IPAddress"))
+		return "default";
+	return NULL;
+}
+
+const char *pk_lint_object_namespace(const struct pk_lint_object *o)
+{
+	return effective_namespace(o);
+}
+
+char *pk_lint_describe_object(const struct pk_lint_object *o, char *buf, size_t len)
+{
+	const char *ns = effective_namespace(o);
+	snprintf(buf, len, "%s %s%s%s", o->kind ? o->kind : "(no kind)", ns ? ns : "",
+	         ns ? "/" : "", o->name ? o->name : "(no name)");
+	return buf;
+}
+
+/* The API server refuses an object without a name (generateName only on create). */
+static void check_name(const json_t *obj, struct pk_violations *v)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *name = object_string(meta, "name");
+	const char *gen = object_string(meta, "generateName");
+	if ((name == NULL || name[0] == '\0') && (gen == NULL || gen[0] == '\0'))
+		pk_violations_add(v, PK_SEV_DENY, "metadata.name",
+		                  "required: the API server refuses an object without a name");
+}
+
+static void check_pool_object(struct pk_lint_object *o, struct lint_internal *in)
+{
+	pk_rules_check_pool(in->value, NULL, o->violations);
+	check_name(in->value, o->violations);
+	in->global = !strcmp(o->kind, PK_GLOBAL_POOL_KIND);
+	if (pk_violations_count(o->violations, PK_SEV_DENY) > 0)
+		return;
+	/* Decode again for the overlap check and the summary; the rules
+	 * above already reported everything decoding finds. */
+	struct pk_pool *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return;
+	struct pk_violations scratch;
+	pk_violations_init(&scratch);
+	if (pk_pool_decode(json_object_get(in->value, "spec"), p, &scratch) != PK_OK ||
+	    p->usable == NULL) {
+		pk_pool_release(p);
+		free(p);
+		return;
+	}
+	in->pool = p;
+}
+
+static void check_object(struct pk_lint_object *o, struct lint_internal *in)
+{
+	if (o->api_version == NULL || o->kind == NULL) {
+		if (o->api_version == NULL)
+			pk_violations_add(o->violations, PK_SEV_DENY, "apiVersion",
+			                  "required: every Kubernetes object names its apiVersion");
+		if (o->kind == NULL)
+			pk_violations_add(o->violations, PK_SEV_DENY, "kind",
+			                  "required: every Kubernetes object names its kind");
+		return;
+	}
+	const char *slash = strchr(o->api_version, '/');
+	size_t group_len = slash ? (size_t)(slash - o->api_version) : 0;
+	const char *version = slash ? slash + 1 : o->api_version;
+	bool ours = group_len == strlen(PK_POOL_GROUP) &&
+	            !strncmp(o->api_version, PK_POOL_GROUP, group_len);
+	bool capi = group_len == strlen(PK_CAPI_IPAM_GROUP) &&
+	            !strncmp(o->api_version, PK_CAPI_IPAM_GROUP, group_len);
+
+	if (ours) {
+		if (is_pool_kind(o->kind)) {
+			check_pool_object(o, in);
+			return;
+		}
+		pk_violations_add(o->violations, PK_SEV_DENY, "kind",
+		                  "\"%.64s\" is not a kind of %s, which has %s and %s", o->kind,
+		                  PK_POOL_GROUP, PK_POOL_KIND, PK_GLOBAL_POOL_KIND);
+		return;
+	}
+	if (capi && (!strcmp(version, "v1beta1") || !strcmp(version, "v1beta2"))) {
+		if (!strcmp(o->kind, "IPAddressClaim")) {
+			pk_rules_check_claim(in->value, NULL, o->violations);
+			check_name(in->value, o->violations);
+			return;
+		}
+		if (!strcmp(o->kind, "IPAddress")) {
+			pk_rules_check_ipaddress(in->value, NULL, o->violations);
+			check_name(in->value, o->violations);
+			return;
+		}
+	}
+	free(o->violations);
+	o->violations = NULL;
+	o->status = PK_LINT_SKIPPED;
+	o->note = capi ? "a kind or version of ipam.cluster.x-k8s.io that lint does not check"
+	               : "not an IPAM kind";
+}
+
+/* ---- across objects: duplicates and overlapping pools ---- */
+
+struct identity {
+	const char *kind, *ns, *name;
+	size_t idx;
+};
+
+static int str_cmp_null(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return (a != NULL) - (b != NULL);
+	return strcmp(a, b);
+}
+
+static int cmp_identity(const void *pa, const void *pb)
+{
+	const struct identity *x = pa, *y = pb;
+	int c = str_cmp_null(x->kind, y->kind);
+	if (c == 0)
+		c = str_cmp_null(x->ns, y->ns);
+	if (c == 0)
+		c = str_cmp_null(x->name, y->name);
+	if (c == 0)
+		c = (x->idx > y->idx) - (x->idx < y->idx);
+	return c;
+}
+
+static bool same_identity(const struct pk_lint_object *x, const struct pk_lint_object *y)
+{
+	return x->name != NULL && y->name != NULL && !str_cmp_null(x->kind, y->kind) &&
+	       !str_cmp_null(effective_namespace(x), effective_namespace(y)) &&
+	       !strcmp(x->name, y->name);
+}
+
+/* Sorting by (kind, namespace, name, load order) puts duplicates side by side. */
+static int check_duplicates(struct pk_lint *l)
+{
+	size_t n = 0;
+	struct identity *ids = malloc((l->n_objects ? l->n_objects : 1) * sizeof(*ids));
+	if (ids == NULL)
+		return PK_ERR_NOMEM;
+	for (size_t i = 0; i < l->n_objects; i++) {
+		const struct pk_lint_object *o = &l->objects[i];
+		if (o->violations == NULL || o->name == NULL)
+			continue;
+		ids[n].kind = o->kind;
+		ids[n].ns = effective_namespace(o);
+		ids[n].name = o->name;
+		ids[n].idx = i;
+		n++;
+	}
+	qsort(ids, n, sizeof(*ids), cmp_identity);
+	for (size_t k = 1; k < n; k++) {
+		struct pk_lint_object *prev = &l->objects[ids[k - 1].idx];
+		struct pk_lint_object *o = &l->objects[ids[k].idx];
+		if (!same_identity(prev, o))
+			continue;
+		char what[256];
+		pk_lint_describe_object(o, what, sizeof(what));
+		pk_violations_add(o->violations, PK_SEV_WARN, "metadata.name",
+		                  "%s is also defined at %s; applying both keeps only the last",
+		                  what, prev->origin);
+	}
+	free(ids);
+	return PK_OK;
+}
+
+/* The webhook's rule: an IPPool meets its namespace's IPPools and every
+ * GlobalIPPool; a GlobalIPPool meets every pool. */
+static bool pools_compete(const struct pk_lint *l, size_t a, size_t b)
+{
+	const struct lint_internal *x = &l->internal[a], *y = &l->internal[b];
+	if (x->global || y->global)
+		return true;
+	return !strcmp(effective_namespace(&l->objects[a]), effective_namespace(&l->objects[b]));
+}
+
+static void check_overlaps(struct pk_lint *l)
+{
+	for (size_t j = 0; j < l->n_objects; j++) {
+		if (l->internal[j].pool == NULL)
+			continue;
+		for (size_t i = 0; i < j; i++) {
+			if (l->internal[i].pool == NULL || !pools_compete(l, i, j) ||
+			    same_identity(&l->objects[i], &l->objects[j]))
+				continue;
+			char other[PK_LINT_ORIGIN_MAX + 300], what[256];
+			snprintf(other, sizeof(other), "%s at %s",
+			         pk_lint_describe_object(&l->objects[i], what, sizeof(what)),
+			         l->objects[i].origin);
+			pk_rules_check_pool_overlap(l->internal[j].pool, l->internal[i].pool, other,
+			                            l->objects[j].violations);
+		}
+	}
+}
+
+static void fill_summary(struct pk_lint_object *o, const struct pk_pool *p)
+{
+	size_t n;
+	const struct pk_range *r = pk_range_set_ranges(p->usable, &n);
+	if (n == 0)
+		return;
+	struct pk_lint_pool_summary *s = &o->pool;
+	s->family = p->family;
+	pk_count_format(pk_range_set_size(p->usable), s->size);
+	pk_address_format_v(r[0].lo, p->family, s->first);
+	pk_address_format_v(r[n - 1].hi, p->family, s->last);
+	size_t na;
+	const struct pk_range *a = pk_range_set_ranges(p->addresses, &na);
+	pk_u128 net, bcast;
+	char net_text[PK_ADDR_STRLEN];
+	pk_address_subnet(na ? a[0].lo : r[0].lo, p->family, p->prefix, &net, &bcast);
+	snprintf(s->subnet, sizeof(s->subnet), "%s/%u",
+	         pk_address_format_v(net, p->family, net_text), p->prefix);
+	o->has_pool = true;
+}
+
+int pk_lint_run(struct pk_lint *l)
+{
+	if (l->ran)
+		return PK_OK;
+	l->ran = true;
+	for (size_t i = 0; i < l->n_objects; i++) {
+		struct pk_lint_object *o = &l->objects[i];
+		o->violations = malloc(sizeof(*o->violations));
+		if (o->violations == NULL)
+			return PK_ERR_NOMEM;
+		pk_violations_init(o->violations);
+		check_object(o, &l->internal[i]);
+	}
+	if (check_duplicates(l) != PK_OK)
+		return PK_ERR_NOMEM;
+	check_overlaps(l);
+	for (size_t i = 0; i < l->n_objects; i++) {
+		struct pk_lint_object *o = &l->objects[i];
+		if (o->violations == NULL)
+			continue;
+		if (pk_violations_count(o->violations, PK_SEV_DENY) > 0)
+			o->status = PK_LINT_DENY;
+		else if (pk_violations_count(o->violations, PK_SEV_WARN) > 0)
+			o->status = PK_LINT_WARN;
+		else
+			o->status = PK_LINT_PASS;
+		if (o->status != PK_LINT_DENY && l->internal[i].pool != NULL)
+			fill_summary(o, l->internal[i].pool);
+	}
+	return PK_OK;
+}
+
+const struct pk_lint_object *pk_lint_objects(const struct pk_lint *l, size_t *n)
+{
+	*n = l->n_objects;
+	return l->objects;
+}
+
+const struct pk_lint_problem *pk_lint_problems(const struct pk_lint *l, size_t *n)
+{
+	*n = l->n_problems;
+	return l->problems;
+}
+
+struct pk_lint_totals pk_lint_get_totals(const struct pk_lint *l)
+{
+	struct pk_lint_totals t = {0};
+	t.files = l->files;
+	t.objects = l->n_objects;
+	for (size_t i = 0; i < l->n_objects; i++) {
+		const struct pk_lint_object *o = &l->objects[i];
+		switch (o->status) {
+		case PK_LINT_PASS:
+			t.passed++;
+			break;
+		case PK_LINT_WARN:
+			t.warned++;
+			break;
+		case PK_LINT_DENY:
+			t.denied++;
+			break;
+		case PK_LINT_SKIPPED:
+			t.skipped++;
+			break;
+		}
+		if (o->violations != NULL) {
+			t.deny += pk_violations_count(o->violations, PK_SEV_DENY);
+			t.warn += pk_violations_count(o->violations, PK_SEV_WARN);
+		}
+	}
+	t.checked = t.passed + t.warned + t.denied;
+	for (size_t i = 0; i < l->n_problems; i++) {
+		if (l->problems[i].unreadable)
+			t.unreadable++;
+		else
+			t.unloadable++;
+	}
+	return t;
+}
+
+int pk_lint_exit_code(const struct pk_lint *l, bool strict)
+{
+	struct pk_lint_totals t = pk_lint_get_totals(l);
+	if (t.unreadable > 0)
+		return 2;
+	if (t.denied > 0 || t.unloadable > 0)
+		return 1;
+	if (strict && t.warned > 0)
+		return 1;
+	return 0;
+}
+
+const char *pk_lint_status_name(enum pk_lint_status s)
+{
+	switch (s) {
+	case PK_LINT_PASS:
+		return "pass";
+	case PK_LINT_WARN:
+		return "warn";
+	case PK_LINT_DENY:
+		return "deny";
+	case PK_LINT_SKIPPED:
+		return "skipped";
+	}
+	return "unknown";
+}

@@ -1,0 +1,131 @@
+/*
+ * lint.h - `poolkeeper lint`: the contract rules of common/rules.h over
+ * manifests, collected into a report that report.h prints.
+ *
+ * Which rules run, by apiVersion group and kind:
+ *   ipam.poolkeeper.io       IPPool, GlobalIPPool    pk_rules_check_pool (as a CREATE)
+ *                            any other kind          DENY: not a poolkeeper kind
+ *   ipam.cluster.x-k8s.io    IPAddressClaim          pk_rules_check_claim (as a CREATE)
+ *   (v1beta1 and v1beta2)    IPAddress               pk_rules_check_ipaddress (as a CREATE)
+ *   anything else                                    skipped, with a note
+ * Objects without a string apiVersion and kind, and checked objects without
+ * metadata.name (or generateName), are DENY: the API server refuses them.
+ *
+ * Across everything loaded, pools that pass their own rules are checked for
+ * overlap as the webhook does at admission: an IPPool against the IPPools of
+ * its namespace ("default" when unset) and every GlobalIPPool; a GlobalIPPool
+ * against every pool. Each overlapping pair is reported once, on the pool
+ * loaded later, naming the earlier one and where it is. An object defined
+ * twice (same kind, namespace and name) is a WARN on the later one, since
+ * applying both keeps only the last.
+ *
+ * Pools that pass get a summary: family, subnet, exact usable size and the
+ * first and last usable addresses.
+ *
+ * Ownership: a struct pk_lint owns everything it loads; the report views
+ * (pk_lint_objects, pk_lint_problems) are borrowed and valid until
+ * pk_lint_free. Nothing here prints; report.h does.
+ */
+#ifndef PK_LINT_H
+#define PK_LINT_H
+
+#include "address.h"
+#include "count.h"
+#include "violation.h"
+
+enum pk_lint_status {
+	PK_LINT_PASS = 0,
+	PK_LINT_WARN = 1,    /* warnings only */
+	PK_LINT_DENY = 2,    /* at least one DENY */
+	PK_LINT_SKIPPED = 3, /* not a kind lint checks */
+};
+
+#define PK_LINT_ORIGIN_MAX 512
+
+struct pk_lint_pool_summary {
+	enum pk_family family;
+	char subnet[PK_ADDR_STRLEN + 4]; /* "10.10.0.0/24" */
+	char size[PK_COUNT_STRLEN];      /* exact usable count, decimal */
+	char first[PK_ADDR_STRLEN];      /* lowest usable address */
+	char last[PK_ADDR_STRLEN];       /* highest usable address */
+};
+
+struct pk_lint_object {
+	char origin[PK_LINT_ORIGIN_MAX]; /* "examples/pool.yaml:12 (document 2)" */
+	const char *source;
+	size_t line, document, item; /* see struct pk_manifest_doc */
+	/* Borrowed from the loaded object; NULL when absent or not a string. */
+	const char *api_version, *kind, *namespace_, *name;
+	enum pk_lint_status status;
+	const char *note;                 /* why it was skipped; static text */
+	struct pk_violations *violations; /* NULL when skipped */
+	bool has_pool;                    /* a pool that passed: `pool` is filled */
+	struct pk_lint_pool_summary pool;
+};
+
+/* A file that could not be read (unreadable) or not be loaded (bad YAML/JSON, a cap). */
+struct pk_lint_problem {
+	char *source;  /* owned */
+	char *message; /* owned; names the file, and line and column when known */
+	bool unreadable;
+};
+
+struct pk_lint_totals {
+	size_t files;      /* inputs given: loaded, unloadable or unreadable */
+	size_t objects;    /* objects found */
+	size_t checked;    /* objects the rules ran on */
+	size_t passed;     /* checked with no violation */
+	size_t warned;     /* checked with warnings only */
+	size_t denied;     /* checked with at least one DENY */
+	size_t skipped;    /* not a kind lint checks */
+	size_t deny;       /* DENY violations, all objects */
+	size_t warn;       /* WARN violations, all objects */
+	size_t unloadable; /* files whose YAML/JSON did not load */
+	size_t unreadable; /* files that could not be read */
+};
+
+struct pk_lint;
+
+struct pk_lint *pk_lint_new(void);
+void pk_lint_free(struct pk_lint *l);
+
+/*
+ * Loads the manifests in `len` bytes of `buf` named `source` (copied), and
+ * expands Lists. Content that does not load is recorded as a problem, not
+ * returned as an error. Returns PK_OK, or PK_ERR_NOMEM.
+ */
+PK_MUST_CHECK int pk_lint_add_buffer(struct pk_lint *l, const char *buf, size_t len,
+                                     const char *source);
+
+/* Records a file that could not be read; `message` should name it. */
+PK_MUST_CHECK int pk_lint_add_unreadable(struct pk_lint *l, const char *source,
+                                         const char *message);
+
+/* Runs every rule over what was added. Call once, after the last add. */
+PK_MUST_CHECK int pk_lint_run(struct pk_lint *l);
+
+const struct pk_lint_object *pk_lint_objects(const struct pk_lint *l, size_t *n);
+const struct pk_lint_problem *pk_lint_problems(const struct pk_lint *l, size_t *n);
+struct pk_lint_totals pk_lint_get_totals(const struct pk_lint *l);
+
+/*
+ * 2 when a file could not be read; else 1 when any object was denied or
+ * any file did not load (or, with `strict`, any warning was found); else 0.
+ */
+int pk_lint_exit_code(const struct pk_lint *l, bool strict);
+
+/*
+ * "IPPool default/a", "GlobalIPPool g", "ConfigMap x" into buf: the kind and
+ * the name, with the namespace the object lands in for namespaced kinds.
+ * Returns buf.
+ */
+char *pk_lint_describe_object(const struct pk_lint_object *o, char *buf, size_t len);
+
+/* The namespace the object lands in: its own, "default" for namespaced IPAM
+ * kinds without one, NULL for GlobalIPPool and for other kinds without one. */
+const char *pk_lint_object_namespace(const struct pk_lint_object *o);
+
+/* "pass", "warn", "deny", "skipped". */
+const char *pk_lint_status_name(enum pk_lint_status s);
+
+#endif

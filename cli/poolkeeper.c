@@ -1,0 +1,185 @@
+/*
+ * poolkeeper.c - the `poolkeeper` command: poolkeeper's rules over files.
+ *
+ *   poolkeeper lint [flags] FILE|DIR|- ...
+ *
+ * Exit status: 0 nothing denied (warnings allowed unless --strict);
+ * 1 something denied, or a file's YAML/JSON did not load;
+ * 2 a usage error or a file that could not be read.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flags.h"
+#include "inputs.h"
+#include "lint.h"
+#include "manifest.h"
+#include "report.h"
+
+#ifndef PK_VERSION
+#define PK_VERSION "dev"
+#endif
+
+#define EXIT_USAGE 2
+
+enum lint_flag { F_FORMAT, F_STRICT, F_RECURSIVE, F_VERBOSE, F_HELP, F_COUNT };
+
+static const struct pk_flag lint_flags[F_COUNT] = {
+    [F_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
+                  "report as text lines or as one JSON object"},
+    [F_STRICT] = {"strict", 0, PK_FLAG_BOOL, NULL, NULL, "fail (exit 1) on warnings too"},
+    [F_RECURSIVE] = {"recursive", 'R', PK_FLAG_BOOL, NULL, NULL,
+                     "descend into subdirectories of DIR arguments"},
+    [F_VERBOSE] = {"verbose", 'v', PK_FLAG_COUNT, NULL, NULL,
+                   "also list the objects lint skips and directories without manifests"},
+    [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
+};
+
+static const char lint_usage[] = "poolkeeper lint [flags] FILE|DIR|- ...";
+static const char lint_summary[] =
+    "Checks Kubernetes manifests (YAML or JSON, several documents per file, kind: List)\n"
+    "with the rules poolkeeper's webhook enforces: IPPool and GlobalIPPool\n"
+    "(ipam.poolkeeper.io/v1alpha1) against the pool rules and each other for overlaps,\n"
+    "IPAddressClaim and IPAddress (ipam.cluster.x-k8s.io v1beta1, v1beta2) against the\n"
+    "CAPI IPAM contract. Other kinds are skipped. A DIR contributes its *.yaml, *.yml\n"
+    "and *.json files (subdirectories only with -R); - reads standard input.\n"
+    "\n"
+    "Exit status: 0 nothing denied (warnings pass unless --strict), 1 something\n"
+    "denied or a file did not load, 2 usage error or a file could not be read.";
+
+static void print_main_help(FILE *f)
+{
+	fprintf(f, "Usage: poolkeeper COMMAND [flags] [args]\n"
+	           "\n"
+	           "poolkeeper is a Cluster API IPAM provider; this tool applies its rules\n"
+	           "to manifests in files.\n"
+	           "\n"
+	           "Commands:\n"
+	           "  lint      check pools, IPAddressClaims and IPAddresses in files\n"
+	           "\n"
+	           "Flags:\n"
+	           "  -h, --help     show this help (poolkeeper COMMAND --help for a command)\n"
+	           "      --version  print the version\n");
+}
+
+/* Reads one input into the lint; an unreadable file is recorded, not fatal. */
+static int lint_one(struct pk_lint *l, const char *path)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	struct pk_err err = {{0}};
+	bool std_in = !strcmp(path, "-");
+	const char *name = std_in ? "(stdin)" : path;
+	int rc = std_in ? pk_manifest_read_fd(STDIN_FILENO, name, PK_MANIFEST_MAX_BYTES, &buf, &len,
+	                                      &err)
+	                : pk_manifest_read_file(path, PK_MANIFEST_MAX_BYTES, &buf, &len, &err);
+	if (rc != PK_OK) {
+		fprintf(stderr, "poolkeeper lint: %s\n", err.msg);
+		return pk_lint_add_unreadable(l, name, err.msg);
+	}
+	rc = pk_lint_add_buffer(l, buf, len, name);
+	free(buf);
+	return rc;
+}
+
+static int cmd_lint(int argc, char *argv[])
+{
+	struct pk_flag_value vals[F_COUNT];
+	const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
+	struct pk_inputs in = {0};
+	struct pk_lint *l = NULL;
+	struct pk_err err = {{0}};
+	size_t npos = 0;
+	int status = EXIT_USAGE;
+
+	if (pos == NULL) {
+		fprintf(stderr, "poolkeeper lint: out of memory\n");
+		return EXIT_USAGE;
+	}
+	if (pk_flags_parse(lint_flags, F_COUNT, argc, argv, vals, pos, &npos, &err) != PK_OK) {
+		fprintf(stderr, "poolkeeper lint: %s\nRun 'poolkeeper lint --help' for usage.\n",
+		        err.msg);
+		goto out;
+	}
+	if (vals[F_HELP].set) {
+		pk_flags_print_help(stdout, lint_usage, lint_summary, lint_flags, F_COUNT);
+		status = 0;
+		goto out;
+	}
+	if (npos == 0) {
+		fprintf(stderr, "poolkeeper lint: name at least one FILE, DIR or - (standard "
+		                "input)\nRun 'poolkeeper lint --help' for usage.\n");
+		goto out;
+	}
+	bool json = !strcmp(pk_flags_get_string(lint_flags, vals, F_FORMAT), "json");
+	bool strict = vals[F_STRICT].set;
+	bool verbose = vals[F_VERBOSE].count > 0;
+
+	l = pk_lint_new();
+	if (l == NULL)
+		goto nomem;
+	for (size_t i = 0; i < npos; i++) {
+		size_t found = 0;
+		if (pk_inputs_add(&in, pos[i], vals[F_RECURSIVE].set, &found, &err) != PK_OK) {
+			fprintf(stderr, "poolkeeper lint: %s\n", err.msg);
+			if (pk_lint_add_unreadable(l, pos[i], err.msg) != PK_OK)
+				goto nomem;
+		} else if (found == 0 && verbose) {
+			fprintf(stderr, "poolkeeper lint: %s: no *.yaml, *.yml or *.json files\n",
+			        pos[i]);
+		}
+	}
+	for (size_t i = 0; i < in.n; i++)
+		if (lint_one(l, in.paths[i]) != PK_OK)
+			goto nomem;
+	if (pk_lint_run(l) != PK_OK)
+		goto nomem;
+	if (json) {
+		if (pk_report_write_json(stdout, l, strict) != PK_OK)
+			goto nomem;
+	} else {
+		pk_report_write_text(stdout, l, verbose, strict);
+	}
+	status = pk_lint_exit_code(l, strict);
+	if (fflush(stdout) != 0) {
+		perror("poolkeeper lint: writing the report");
+		status = EXIT_USAGE;
+	}
+	goto out;
+nomem:
+	fprintf(stderr, "poolkeeper lint: out of memory\n");
+	status = EXIT_USAGE;
+out:
+	pk_lint_free(l);
+	pk_inputs_free(&in);
+	free(pos);
+	return status;
+}
+
+int main(int argc, char *argv[])
+{
+	if (argc < 2) {
+		print_main_help(stderr);
+		return EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		if (argc > 2 && !strcmp(argv[2], "lint")) {
+			pk_flags_print_help(stdout, lint_usage, lint_summary, lint_flags, F_COUNT);
+			return 0;
+		}
+		print_main_help(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("poolkeeper %s\n", PK_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "lint"))
+		return cmd_lint(argc - 2, argv + 2);
+	fprintf(stderr, "poolkeeper: unknown command \"%s\"\nRun 'poolkeeper --help' for usage.\n",
+	        cmd);
+	return EXIT_USAGE;
+}

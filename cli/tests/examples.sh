@@ -1,0 +1,31 @@
+#!/bin/sh
+# unit_cli_examples: examples/ lints clean (exit 0) and every file in
+# examples/invalid/ is denied on its own (exit 1), as is the directory.
+# Usage: examples.sh POOLKEEPER_BINARY EXAMPLES_DIR
+bin=$1
+dir=$2
+fail=0
+
+expect() {
+	want=$1
+	shift
+	"$bin" "$@" >/tmp/pk-examples.$$ 2>&1
+	got=$?
+	if [ "$got" -ne "$want" ]; then
+		echo "FAIL: poolkeeper $* exited $got, want $want:"
+		cat /tmp/pk-examples.$$
+		fail=1
+	else
+		echo "ok: poolkeeper $* -> $got"
+	fi
+}
+
+expect 0 lint "$dir"
+expect 0 lint --strict --format json "$dir"
+expect 1 lint "$dir/invalid"
+for f in "$dir"/invalid/*.yaml; do
+	expect 1 lint "$f"
+done
+expect 2 lint "$dir/does-not-exist.yaml"
+rm -f /tmp/pk-examples.$$
+exit $fail

@@ -1,0 +1,283 @@
+/* test_lint.c - dispatch by kind, pool summaries, overlaps, duplicates and exit codes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lint.h"
+
+#define POOL(kind, ns, name, addrs, prefix)                                                 \
+	"apiVersion: ipam.poolkeeper.io/v1alpha1\nkind: " kind "\nmetadata:\n  name: " name \
+	"\n" ns "spec:\n  addresses: " addrs "\n  prefix: " prefix "\n"
+
+#define CLAIM(version, extra_meta, spec)                                                   \
+	"apiVersion: ipam.cluster.x-k8s.io/" version "\nkind: IPAddressClaim\nmetadata:\n" \
+	"  name: c1\n  namespace: default\n" extra_meta "  ownerReferences:\n"             \
+	"  - {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: Metal3Machine, "  \
+	"name: m1, uid: u1, controller: true, blockOwnerDeletion: true}\nspec:\n" spec
+
+#define POOL_REF "  poolRef: {apiGroup: ipam.poolkeeper.io, kind: IPPool, name: p}\n"
+
+/* Lints the given (source, text) pairs; NULL-terminated. */
+static struct pk_lint *lint(const char *source, const char *text, ...)
+{
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	va_list ap;
+	va_start(ap, text);
+	while (source != NULL) {
+		assert_int_equal(pk_lint_add_buffer(l, text, strlen(text), source), PK_OK);
+		source = va_arg(ap, const char *);
+		if (source != NULL)
+			text = va_arg(ap, const char *);
+	}
+	va_end(ap);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	return l;
+}
+
+static const struct pk_lint_object *obj(const struct pk_lint *l, size_t i)
+{
+	size_t n;
+	const struct pk_lint_object *o = pk_lint_objects(l, &n);
+	assert_true(i < n);
+	return &o[i];
+}
+
+/* True when object i has a violation of `sev` whose "field: message" contains `want`. */
+static bool has(const struct pk_lint *l, size_t i, enum pk_severity sev, const char *want)
+{
+	const struct pk_violations *v = obj(l, i)->violations;
+	for (size_t k = 0; v != NULL && k < v->n; k++) {
+		char text[PK_FIELD_MAX + PK_MESSAGE_MAX + 4];
+		if (v->items[k].severity == sev &&
+		    strstr(pk_violation_text(&v->items[k], text, sizeof(text)), want) != NULL)
+			return true;
+	}
+	return false;
+}
+
+static void test_clean_pools_have_summaries(void **state)
+{
+	(void)state;
+	struct pk_lint *l = lint(
+	    "v4.yaml",
+	    POOL("IPPool", "  namespace: default\n", "p4", "[10.10.0.0/24]", "24") "  gateway: "
+	                                                                           "10.10.0.1\n",
+	    "v6.yaml", POOL("IPPool", "", "p6", "[\"2001:db8::/64\"]", "64"), "r.yaml",
+	    POOL("GlobalIPPool", "", "g", "[192.168.1.10-192.168.1.19, 192.168.1.30]", "24"), NULL);
+	const struct pk_lint_object *o = obj(l, 0);
+	assert_int_equal(o->status, PK_LINT_PASS);
+	assert_true(o->has_pool);
+	assert_int_equal(o->pool.family, PK_FAMILY_V4);
+	assert_string_equal(o->pool.subnet, "10.10.0.0/24");
+	assert_string_equal(o->pool.size, "253");
+	assert_string_equal(o->pool.first, "10.10.0.2");
+	assert_string_equal(o->pool.last, "10.10.0.254");
+	assert_string_equal(o->origin, "v4.yaml:1");
+
+	o = obj(l, 1);
+	assert_int_equal(o->status, PK_LINT_PASS);
+	assert_string_equal(o->pool.subnet, "2001:db8::/64");
+	assert_string_equal(o->pool.size, "18446744073709551615");
+	assert_string_equal(o->pool.first, "2001:db8::1");
+	assert_string_equal(o->pool.last, "2001:db8::ffff:ffff:ffff:ffff");
+	assert_null(o->namespace_);
+	assert_string_equal(pk_lint_object_namespace(o), "default");
+
+	o = obj(l, 2);
+	assert_int_equal(o->status, PK_LINT_PASS);
+	assert_string_equal(o->pool.size, "11");
+	assert_string_equal(o->pool.subnet, "192.168.1.0/24");
+	assert_null(pk_lint_object_namespace(o));
+	char buf[128];
+	assert_string_equal(pk_lint_describe_object(o, buf, sizeof(buf)), "GlobalIPPool g");
+	assert_int_equal(pk_lint_exit_code(l, true), 0);
+	pk_lint_free(l);
+}
+
+static void test_pool_denials(void **state)
+{
+	(void)state;
+	struct pk_lint *l =
+	    lint("bad.yaml",
+	         POOL("IPPool", "", "hb", "[10.0.0.1/24]", "24") "---\n" POOL(
+	             "IPPool", "", "ps", "[10.0.1.0/24]", "\"24\"") "---\n"
+	                                                            "apiVersion: "
+	                                                            "ipam.poolkeeper.io/v1alpha1\n"
+	                                                            "kind: IPPool\nspec:\n  "
+	                                                            "addresses: [10.0.2.0/24]\n",
+	         NULL);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
+	assert_true(has(l, 0, PK_SEV_DENY, "did you mean 10.0.0.0/24"));
+	assert_false(obj(l, 0)->has_pool);
+	assert_true(has(l, 1, PK_SEV_DENY, "spec.prefix"));
+	assert_true(has(l, 2, PK_SEV_DENY, "metadata.name: required"));
+	assert_string_equal(obj(l, 1)->origin, "bad.yaml:9 (document 2)");
+	assert_int_equal(pk_lint_exit_code(l, false), 1);
+	struct pk_lint_totals t = pk_lint_get_totals(l);
+	assert_int_equal(t.denied, 3);
+	assert_int_equal(t.checked, 3);
+	assert_int_equal(t.files, 1);
+	pk_lint_free(l);
+}
+
+static void test_dispatch_by_kind(void **state)
+{
+	(void)state;
+	struct pk_lint *l = lint(
+	    "mixed.yaml",
+	    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n"
+	    "apiVersion: ipam.cluster.x-k8s.io/v1alpha1\nkind: IPAddressClaim\nmetadata: {name: "
+	    "y}\n---\n"
+	    "apiVersion: ipam.poolkeeper.io/v1alpha1\nkind: IPPoolSet\nmetadata: {name: z}\n---\n"
+	    "kind: IPPool\nmetadata: {name: w}\n---\n"
+	    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: "
+	    "{name: s}\n",
+	    NULL);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_SKIPPED);
+	assert_null(obj(l, 0)->violations);
+	assert_non_null(obj(l, 0)->note);
+	assert_int_equal(obj(l, 1)->status, PK_LINT_SKIPPED);
+	assert_int_equal(obj(l, 2)->status, PK_LINT_DENY);
+	assert_true(has(l, 2, PK_SEV_DENY, "not a kind of ipam.poolkeeper.io"));
+	assert_true(has(l, 3, PK_SEV_DENY, "apiVersion: required"));
+	assert_int_equal(obj(l, 4)->status, PK_LINT_SKIPPED);
+	assert_int_equal(obj(l, 4)->item, 1);
+	assert_string_equal(obj(l, 4)->kind, "Secret");
+	struct pk_lint_totals t = pk_lint_get_totals(l);
+	assert_int_equal(t.objects, 5);
+	assert_int_equal(t.skipped, 3);
+	pk_lint_free(l);
+}
+
+static void test_claims(void **state)
+{
+	(void)state;
+	struct pk_lint *l = lint(
+	    "c.yaml",
+	    CLAIM("v1beta2", "", "  clusterName: w1\n" POOL_REF) "---\n" CLAIM(
+	        "v1beta2", "", POOL_REF) "---\n" CLAIM("v1beta1",
+	                                               "  labels: {cluster.x-k8s.io/cluster-name: "
+	                                               "w1}\n",
+	                                               POOL_REF),
+	    NULL);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
+	assert_int_equal(obj(l, 1)->status, PK_LINT_DENY);
+	assert_true(has(l, 1, PK_SEV_DENY, "spec.clusterName"));
+	/* Label only: admitted with a deprecation warning; --strict fails it. */
+	assert_int_equal(obj(l, 2)->status, PK_LINT_WARN);
+	pk_lint_free(l);
+
+	l = lint("c.yaml",
+	         CLAIM("v1beta1", "  labels: {cluster.x-k8s.io/cluster-name: w1}\n", POOL_REF),
+	         NULL);
+	assert_int_equal(pk_lint_exit_code(l, false), 0);
+	assert_int_equal(pk_lint_exit_code(l, true), 1);
+	pk_lint_free(l);
+}
+
+static void test_overlaps(void **state)
+{
+	(void)state;
+	struct pk_lint *l =
+	    lint("a.yaml", POOL("IPPool", "", "a", "[10.1.0.0/24]", "24"), "b.yaml",
+	         POOL("IPPool", "  namespace: default\n", "b", "[10.1.0.100-10.1.0.110]", "24"),
+	         "c.yaml", POOL("IPPool", "  namespace: other\n", "c", "[10.1.0.0/24]", "24"),
+	         "d.yaml", POOL("GlobalIPPool", "", "d", "[10.2.0.0/24]", "24"), "e.yaml",
+	         POOL("IPPool", "  namespace: third\n", "e", "[10.2.0.50/32]", "24"), "f.yaml",
+	         POOL("IPPool", "  namespace: third\n", "f", "[\"2001:db8::/120\"]", "120"), NULL);
+	/* a: first, nothing before it. */
+	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
+	/* b: unset namespace of a is "default" too. */
+	assert_int_equal(obj(l, 1)->status, PK_LINT_DENY);
+	assert_true(has(l, 1, PK_SEV_DENY, "overlaps with IPPool default/a at a.yaml:1"));
+	assert_true(has(l, 1, PK_SEV_DENY, "10.1.0.100"));
+	/* c: another namespace, no overlap with a or b. */
+	assert_int_equal(obj(l, 2)->status, PK_LINT_PASS);
+	/* e: a GlobalIPPool meets every namespace. */
+	assert_int_equal(obj(l, 3)->status, PK_LINT_PASS);
+	assert_int_equal(obj(l, 4)->status, PK_LINT_DENY);
+	assert_true(has(l, 4, PK_SEV_DENY, "GlobalIPPool d"));
+	/* f: another family never overlaps. */
+	assert_int_equal(obj(l, 5)->status, PK_LINT_PASS);
+	pk_lint_free(l);
+}
+
+static void test_denied_pool_not_compared(void **state)
+{
+	(void)state;
+	struct pk_lint *l = lint("a.yaml", POOL("IPPool", "", "a", "[10.1.0.0/24]", "\"24\""),
+	                         "b.yaml", POOL("IPPool", "", "b", "[10.1.0.0/24]", "24"), NULL);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
+	assert_int_equal(obj(l, 1)->status, PK_LINT_PASS);
+	pk_lint_free(l);
+}
+
+static void test_duplicates_warn(void **state)
+{
+	(void)state;
+	struct pk_lint *l =
+	    lint("a.yaml", POOL("IPPool", "", "a", "[10.1.0.0/24]", "24"), "b.yaml",
+	         POOL("IPPool", "  namespace: default\n", "a", "[10.1.0.0/24]", "24"), NULL);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
+	assert_int_equal(obj(l, 1)->status, PK_LINT_WARN);
+	assert_true(has(l, 1, PK_SEV_WARN, "also defined at a.yaml:1"));
+	assert_true(obj(l, 1)->has_pool);
+	pk_lint_free(l);
+}
+
+static void test_problems_and_exit_codes(void **state)
+{
+	(void)state;
+	struct pk_lint *l =
+	    lint("ok.yaml", POOL("IPPool", "", "a", "[10.1.0.0/24]", "24"), "broken.yaml",
+	         "a:\n\tb: 1\n", "alias.yaml", "a: &x 1\nb: *x\n", NULL);
+	size_t np;
+	const struct pk_lint_problem *p = pk_lint_problems(l, &np);
+	assert_int_equal(np, 2);
+	assert_string_equal(p[0].source, "broken.yaml");
+	assert_non_null(strstr(p[0].message, "broken.yaml:2:"));
+	assert_false(p[0].unreadable);
+	assert_non_null(strstr(p[1].message, "anchors and aliases"));
+	assert_int_equal(pk_lint_exit_code(l, false), 1);
+	struct pk_lint_totals t = pk_lint_get_totals(l);
+	assert_int_equal(t.files, 3);
+	assert_int_equal(t.unloadable, 2);
+	assert_int_equal(t.passed, 1);
+	pk_lint_free(l);
+
+	l = pk_lint_new();
+	assert_non_null(l);
+	assert_int_equal(pk_lint_add_unreadable(l, "gone.yaml", "gone.yaml: cannot open: nope"),
+	                 PK_OK);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	assert_int_equal(pk_lint_exit_code(l, false), 2);
+	pk_lint_free(l);
+
+	/* Nothing at all to lint is not a failure. */
+	l = lint("empty.yaml", "# nothing here\n", NULL);
+	assert_int_equal(pk_lint_exit_code(l, true), 0);
+	pk_lint_free(l);
+	pk_lint_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_clean_pools_have_summaries),
+	    cmocka_unit_test(test_pool_denials),
+	    cmocka_unit_test(test_dispatch_by_kind),
+	    cmocka_unit_test(test_claims),
+	    cmocka_unit_test(test_overlaps),
+	    cmocka_unit_test(test_denied_pool_not_compared),
+	    cmocka_unit_test(test_duplicates_warn),
+	    cmocka_unit_test(test_problems_and_exit_codes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
