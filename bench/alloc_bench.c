@@ -111,6 +111,51 @@ static pk_u128 baseline_alloc(char (*texts)[PK_ADDR_STRLEN], size_t n, pk_u128 *
 	exit(5);
 }
 
+/*
+ * Allocation cost with `at` addresses in use, poolkeeper and the baseline
+ * side by side; the baseline is timed over `samples` allocations.
+ */
+static void side_by_side(const char *label, const char *cidr, const struct pk_addr_spec *spp,
+                         const struct pk_range_set *u, size_t base_at, size_t base_samples)
+{
+	const struct pk_addr_spec sp = *spp;
+	double t0;
+	struct pk_allocator *b = pk_allocator_new(u);
+	pk_u128 v;
+	for (size_t i = 0; i < base_at; i++)
+		if (pk_allocator_next(b, 0, &v) != PK_OK)
+			exit(6);
+	/* ours: allocate and give back, many times, at base_at in use */
+	const size_t reps = 200000;
+	t0 = now_ns();
+	for (size_t i = 0; i < reps; i++) {
+		if (pk_allocator_next(b, 0, &v) != PK_OK ||
+		    pk_allocator_release(b, v, 0, 0) != PK_OK)
+			exit(9);
+	}
+	double ours = (now_ns() - t0) / (double)reps / 2.0;
+	pk_allocator_free(b);
+
+	char(*texts)[PK_ADDR_STRLEN] = malloc(base_at * sizeof(*texts));
+	pk_u128 *scratch = malloc(base_at * sizeof(*scratch));
+	if (texts == NULL || scratch == NULL)
+		exit(3);
+	for (size_t i = 0; i < base_at; i++)
+		pk_address_format_v(sp.first + 1 + i, sp.family, texts[i]);
+	t0 = now_ns();
+	pk_u128 got = 0;
+	for (size_t i = 0; i < base_samples; i++)
+		got = baseline_alloc(texts, base_at, scratch, u, sp.family);
+	double base = (now_ns() - t0) / (double)base_samples;
+	if (got != sp.first + 1 + base_at)
+		exit(10);
+	printf("%-9s %-14s at %zu in use: poolkeeper %.1f ns/alloc, baseline (rebuild + "
+	       "scan) %.0f ns/alloc, ratio %.0fx\n",
+	       label, cidr, base_at, ours, base, base / ours);
+	free(texts);
+	free(scratch);
+}
+
 static void run(const char *label, const char *cidr, size_t n, size_t base_at, size_t base_samples)
 {
 	struct pk_addr_spec sp;
@@ -159,43 +204,9 @@ static void run(const char *label, const char *cidr, size_t n, size_t base_at, s
 	       (double)mem_frag / 1048576.0);
 	pk_allocator_free(a);
 
-	/* ---- side by side at base_at addresses in use ---- */
-	if (base_at > 0 && base_at < n) {
-		struct pk_allocator *b = pk_allocator_new(u);
-		pk_u128 v;
-		for (size_t i = 0; i < base_at; i++)
-			if (pk_allocator_next(b, 0, &v) != PK_OK)
-				exit(6);
-		/* ours: allocate and give back, many times, at base_at in use */
-		const size_t reps = 200000;
-		t0 = now_ns();
-		for (size_t i = 0; i < reps; i++) {
-			if (pk_allocator_next(b, 0, &v) != PK_OK ||
-			    pk_allocator_release(b, v, 0, 0) != PK_OK)
-				exit(9);
-		}
-		double ours = (now_ns() - t0) / (double)reps / 2.0;
-		pk_allocator_free(b);
-
-		char(*texts)[PK_ADDR_STRLEN] = malloc(base_at * sizeof(*texts));
-		pk_u128 *scratch = malloc(base_at * sizeof(*scratch));
-		if (texts == NULL || scratch == NULL)
-			exit(3);
-		for (size_t i = 0; i < base_at; i++)
-			pk_address_format_v(sp.first + 1 + i, sp.family, texts[i]);
-		t0 = now_ns();
-		pk_u128 got = 0;
-		for (size_t i = 0; i < base_samples; i++)
-			got = baseline_alloc(texts, base_at, scratch, u, sp.family);
-		double base = (now_ns() - t0) / (double)base_samples;
-		if (got != sp.first + 1 + base_at)
-			exit(10);
-		printf("%-9s %-14s at %zu in use: poolkeeper %.1f ns/alloc, baseline (rebuild + "
-		       "scan) %.0f ns/alloc, ratio %.0fx\n",
-		       label, cidr, base_at, ours, base, base / ours);
-		free(texts);
-		free(scratch);
-	}
+	side_by_side(label, cidr, &sp, u, base_at, base_samples);
+	if (n != base_at)
+		side_by_side(label, cidr, &sp, u, n, base_samples / 6 + 1);
 	free(held);
 	pk_range_set_free(u);
 }
