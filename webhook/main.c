@@ -1,0 +1,282 @@
+/*
+ * main.c - poolkeeper-webhook: flags, start-up, signals. The listeners are
+ * server.c's, the certificate watch certs.c's, the decisions admission.c's.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admission.h"
+#include "certs.h"
+#include "flags.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+
+enum {
+	F_CERT,
+	F_KEY,
+	F_BIND,
+	F_PORT,
+	F_HEALTH_PORT,
+	F_METRICS_PORT,
+	F_KUBECONFIG,
+	F_CLAIMS,
+	F_FOREIGN,
+	F_LOG_FORMAT,
+	F_VERBOSE,
+	F_POLL,
+	F_THREADS,
+	F_MAX_CONN,
+	F_GRACE,
+	F_HELP,
+	F_COUNT,
+};
+
+static const struct pk_flag flags[F_COUNT] = {
+    [F_CERT] = {"tls-cert-file", 0, PK_FLAG_STRING, NULL, NULL,
+                "serving certificate, PEM (leaf first, then intermediates); watched"},
+    [F_KEY] = {"tls-private-key-file", 0, PK_FLAG_STRING, NULL, NULL,
+               "private key of the serving certificate, PEM; watched"},
+    [F_BIND] = {"bind-address", 0, PK_FLAG_STRING, "", NULL,
+                "IPv4 or IPv6 address every listener binds; empty for all"},
+    [F_PORT] = {"port", 0, PK_FLAG_STRING, "9443", NULL,
+                "HTTPS port for /validate and /mutate (0: any free port)"},
+    [F_HEALTH_PORT] = {"health-port", 0, PK_FLAG_STRING, "8081", NULL,
+                       "HTTP port for /healthz and /readyz (0: any free port)"},
+    [F_METRICS_PORT] = {"metrics-port", 0, PK_FLAG_STRING, "8080", NULL,
+                        "HTTP port for /metrics (0: any free port)"},
+    [F_KUBECONFIG] = {"kubeconfig", 0, PK_FLAG_STRING, NULL, NULL,
+                      "kubeconfig for API access; in-cluster config inside a pod"},
+    [F_CLAIMS] = {"claim-enforcement", 0, PK_FLAG_CHOICE, "deny", "deny|warn",
+                  "contract violations of claims on poolkeeper pools"},
+    [F_FOREIGN] = {"foreign-claims", 0, PK_FLAG_CHOICE, "warn", "ignore|warn|deny",
+                   "contract violations of claims on other providers' pools"},
+    [F_LOG_FORMAT] = {"log-format", 0, PK_FLAG_CHOICE, "text", "text|json",
+                      "log lines as key=value text or JSON"},
+    [F_VERBOSE] = {"verbose", 'v', PK_FLAG_COUNT, NULL, NULL, "log debug events too"},
+    [F_POLL] = {"cert-poll-seconds", 0, PK_FLAG_STRING, "10", NULL,
+                "how often the certificate files are checked for a new pair (1..86400)"},
+    [F_THREADS] = {"thread-pool-size", 0, PK_FLAG_STRING, "0", NULL,
+                   "webhook worker threads (0: one per core)"},
+    [F_MAX_CONN] = {"max-connections", 0, PK_FLAG_STRING, "1000", NULL,
+                    "webhook connections open at once"},
+    [F_GRACE] = {"shutdown-grace-seconds", 0, PK_FLAG_STRING, "25", NULL,
+                 "on SIGTERM, how long requests in flight may take to finish"},
+    [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "print this help"},
+};
+
+#define USAGE   "poolkeeper-webhook --tls-cert-file FILE --tls-private-key-file FILE [flags]"
+#define SUMMARY "poolkeeper's validating and mutating admission webhook (HTTPS)."
+
+/* A decimal in [min, max]; the error names the flag and the value. */
+static int parse_uint(int idx, const char *s, unsigned long min, unsigned long max,
+                      unsigned long *out, struct pk_err *err)
+{
+	const char *name = flags[idx].name;
+	char *end = NULL;
+	errno = 0;
+	unsigned long v = (s != NULL && *s >= '0' && *s <= '9') ? strtoul(s, &end, 10) : 0;
+	if (s == NULL || end == NULL || *end != '\0' || errno != 0 || v < min || v > max) {
+		char q[300];
+		pk_text_quote(s ? s : "", s ? strlen(s) : 0, q, sizeof(q));
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "--%s must be an integer in %lu..%lu, got \"%s\"", name, min, max,
+		                  q);
+	}
+	*out = v;
+	return PK_OK;
+}
+
+struct options {
+	const char *cert;
+	const char *key;
+	const char *kubeconfig;
+	struct pk_server_config server;
+	struct pk_admission_config admission;
+	enum pk_log_format log_format;
+	unsigned verbosity;
+	unsigned poll_seconds;
+	unsigned grace_seconds;
+	bool help;
+};
+
+static int parse_options(int argc, char **argv, struct options *o, struct pk_err *err)
+{
+	struct pk_flag_value vals[F_COUNT];
+	const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
+	size_t npos = 0;
+	if (pos == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	int rc = pk_flags_parse(flags, F_COUNT, argc - 1, argv + 1, vals, pos, &npos, err);
+	if (rc == PK_OK && npos > 0) {
+		char q[300];
+		pk_text_quote(pos[0], strlen(pos[0]), q, sizeof(q));
+		rc = pk_err_set(err, PK_ERR_INVALID, "unexpected argument \"%s\"", q);
+	}
+	free(pos);
+	if (rc != PK_OK)
+		return rc;
+
+	memset(o, 0, sizeof(*o));
+	pk_server_default_config(&o->server);
+	o->help = vals[F_HELP].set;
+	if (o->help)
+		return PK_OK;
+	o->cert = pk_flags_get_string(flags, vals, F_CERT);
+	o->key = pk_flags_get_string(flags, vals, F_KEY);
+	o->kubeconfig = pk_flags_get_string(flags, vals, F_KUBECONFIG);
+	o->server.bind_address = pk_flags_get_string(flags, vals, F_BIND);
+	o->verbosity = vals[F_VERBOSE].count;
+
+	unsigned long v;
+	if ((rc = parse_uint(F_PORT, pk_flags_get_string(flags, vals, F_PORT), 0, 65535, &v,
+	                     err)) != PK_OK)
+		return rc;
+	o->server.port = (uint16_t)v;
+	if ((rc = parse_uint(F_HEALTH_PORT, pk_flags_get_string(flags, vals, F_HEALTH_PORT), 0,
+	                     65535, &v, err)) != PK_OK)
+		return rc;
+	o->server.health_port = (uint16_t)v;
+	if ((rc = parse_uint(F_METRICS_PORT, pk_flags_get_string(flags, vals, F_METRICS_PORT), 0,
+	                     65535, &v, err)) != PK_OK)
+		return rc;
+	o->server.metrics_port = (uint16_t)v;
+	if ((rc = parse_uint(F_POLL, pk_flags_get_string(flags, vals, F_POLL), 1, 86400, &v,
+	                     err)) != PK_OK)
+		return rc;
+	o->poll_seconds = (unsigned)v;
+	if ((rc = parse_uint(F_THREADS, pk_flags_get_string(flags, vals, F_THREADS), 0, 1024, &v,
+	                     err)) != PK_OK)
+		return rc;
+	o->server.threads = (unsigned)v;
+	if ((rc = parse_uint(F_MAX_CONN, pk_flags_get_string(flags, vals, F_MAX_CONN), 1, 100000,
+	                     &v, err)) != PK_OK)
+		return rc;
+	o->server.max_connections = (unsigned)v;
+	if ((rc = parse_uint(F_GRACE, pk_flags_get_string(flags, vals, F_GRACE), 0, 3600, &v,
+	                     err)) != PK_OK)
+		return rc;
+	o->grace_seconds = (unsigned)v;
+
+	if ((rc = pk_admission_parse_enforcement(pk_flags_get_string(flags, vals, F_CLAIMS),
+	                                         &o->admission.claims)) != PK_OK)
+		return pk_err_set(err, rc, "--claim-enforcement must be deny or warn");
+	if ((rc = pk_admission_parse_enforcement(pk_flags_get_string(flags, vals, F_FOREIGN),
+	                                         &o->admission.foreign_claims)) != PK_OK)
+		return pk_err_set(err, rc, "--foreign-claims must be ignore, warn or deny");
+	if ((rc = pk_log_parse_format(pk_flags_get_string(flags, vals, F_LOG_FORMAT),
+	                              &o->log_format, err)) != PK_OK)
+		return rc;
+
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	bool any;
+	if ((rc = pk_server_parse_bind_address(o->server.bind_address, &ss, &sl, &any, err)) !=
+	    PK_OK)
+		return rc;
+	if (o->cert == NULL || *o->cert == '\0')
+		return pk_err_set(err, PK_ERR_INVALID, "--tls-cert-file is required");
+	if (o->key == NULL || *o->key == '\0')
+		return pk_err_set(err, PK_ERR_INVALID, "--tls-private-key-file is required");
+	return PK_OK;
+}
+
+/*
+ * The seam for API access: the lookups admission needs (pools, a pool's
+ * addresses, one pool) served from the Kubernetes API. `kubeconfig` is the
+ * --kubeconfig value, NULL for the in-cluster configuration.
+ *
+ * It returns NULL while poolkeeper's Kubernetes client (common/kube.h) has
+ * no list and get calls for these objects; with NULL, admission answers
+ * every check that needs only the request and adds a warning that the
+ * checks needing other objects (overlap, shrink, delete protection, an
+ * address inside its pool) were skipped. Wiring the client in means
+ * returning a struct pk_admission_lookup whose callbacks call it; nothing
+ * else in the webhook changes.
+ */
+static const struct pk_admission_lookup *webhook_lookup_from_kubeconfig(const char *kubeconfig)
+{
+	(void)kubeconfig;
+	return NULL;
+}
+
+static const char *listener_names[] = {"webhook", "health", "metrics"};
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct pk_err err = {{0}};
+	if (parse_options(argc, argv, &o, &err) != PK_OK) {
+		pk_log_error("invalid command line", PK_LOG_STR("error", err.msg),
+		             PK_LOG_STR("hint", "see poolkeeper-webhook --help"));
+		return 2;
+	}
+	if (o.help) {
+		pk_flags_print_help(stdout, USAGE, SUMMARY, flags, F_COUNT);
+		return 0;
+	}
+	pk_log_set_format(o.log_format);
+	pk_log_set_level((enum pk_log_level)(PK_LOG_INFO + o.verbosity));
+
+	/* Every thread started from here on inherits this mask; main waits for the signals. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	o.admission.lookup = webhook_lookup_from_kubeconfig(o.kubeconfig);
+	if (o.admission.lookup == NULL)
+		pk_log_warn("no API access: checks that need other objects are skipped",
+		            PK_LOG_STR("kubeconfig", o.kubeconfig ? o.kubeconfig : ""));
+
+	int status = 1;
+	struct pk_metrics *metrics = pk_metrics_new();
+	struct pk_certs *certs = NULL;
+	struct pk_server *server = NULL;
+	if (metrics == NULL) {
+		pk_log_error("out of memory");
+		goto out;
+	}
+	if (pk_certs_open(o.cert, o.key, metrics, &certs, &err) != PK_OK) {
+		pk_log_error("cannot load the serving certificate", PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+	o.server.admission = &o.admission;
+	o.server.certs = certs;
+	o.server.metrics = metrics;
+	if (pk_server_start(&o.server, &server, &err) != PK_OK) {
+		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+	for (int l = PK_SERVER_WEBHOOK; l <= PK_SERVER_METRICS; l++)
+		pk_log_info(
+		    "listening", PK_LOG_STR("listener", listener_names[l]),
+		    PK_LOG_UINT("port", pk_server_port(server, (enum pk_server_listener)l)),
+		    PK_LOG_STR("address", *o.server.bind_address ? o.server.bind_address : "all"));
+	if (pk_certs_start_watch(certs, o.poll_seconds, &err) != PK_OK) {
+		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+
+	int sig = 0;
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	pk_log_info("shutting down", PK_LOG_STR("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"),
+	            PK_LOG_UINT("graceSeconds", o.grace_seconds));
+	status = 0;
+out:
+	if (certs != NULL)
+		pk_certs_stop_watch(certs);
+	pk_server_stop(server, o.grace_seconds);
+	pk_certs_free(certs);
+	pk_metrics_free(metrics);
+	if (status == 0)
+		pk_log_info("stopped");
+	return status;
+}

@@ -1,0 +1,53 @@
+/*
+ * metrics.h - the webhook's Prometheus metrics, rendered as the text
+ * exposition format (version 0.0.4) for GET /metrics:
+ *
+ *   poolkeeper_webhook_requests_total{endpoint,result}        counter
+ *   poolkeeper_webhook_request_duration_seconds{endpoint}     histogram
+ *   poolkeeper_webhook_certificate_reloads_total{result}      counter
+ *   poolkeeper_webhook_certificate_expiry_timestamp_seconds   gauge
+ *
+ * Every update is a relaxed atomic add, so request threads never wait on
+ * each other or on a scrape.
+ */
+#ifndef PK_WEBHOOK_METRICS_H
+#define PK_WEBHOOK_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "admission.h"
+
+enum pk_metrics_result {
+	PK_METRICS_ALLOWED = 0, /* 200, response.allowed true */
+	PK_METRICS_DENIED,      /* 200, response.allowed false */
+	PK_METRICS_ERROR,       /* 4xx/5xx: not an AdmissionReview we could answer */
+};
+
+struct pk_metrics;
+
+/* A zeroed set of metrics, or NULL when out of memory. Free with pk_metrics_free. */
+struct pk_metrics *pk_metrics_new(void);
+void pk_metrics_free(struct pk_metrics *m);
+
+/* One request to /validate or /mutate and how long it took. */
+void pk_metrics_observe_request(struct pk_metrics *m, enum pk_admission_endpoint endpoint,
+                                enum pk_metrics_result result, double seconds);
+/* One certificate reload attempt. */
+void pk_metrics_count_reload(struct pk_metrics *m, bool ok);
+/* notAfter of the serving certificate now in use, seconds since the epoch. */
+void pk_metrics_set_cert_expiry(struct pk_metrics *m, int64_t not_after);
+
+/* Reads one counter back (tests and the benchmark). */
+uint64_t pk_metrics_get_requests(const struct pk_metrics *m, enum pk_admission_endpoint endpoint,
+                                 enum pk_metrics_result result);
+uint64_t pk_metrics_get_reloads(const struct pk_metrics *m, bool ok);
+
+/*
+ * The exposition text, NUL-terminated; *len gets its length. The caller
+ * frees it with free(). NULL when out of memory.
+ */
+char *pk_metrics_render(const struct pk_metrics *m, size_t *len);
+
+#endif

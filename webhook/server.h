@@ -1,0 +1,98 @@
+/*
+ * server.h - poolkeeper-webhook's listeners, all libmicrohttpd daemons:
+ *
+ *   webhook  HTTPS (GnuTLS, TLS 1.2 and 1.3), POST /validate and /mutate,
+ *            a thread pool, keep-alive, capped connections and memory;
+ *   health   plain HTTP, GET /healthz and /readyz;
+ *   metrics  plain HTTP, GET /metrics (Prometheus text).
+ *
+ * Bad input never reaches the admission module unbounded: bodies over
+ * PK_ADMISSION_MAX_BODY get 413 (read and discarded up to
+ * PK_SERVER_DISCARD_MAX first, so a client that sends everything before
+ * reading still sees the status; beyond that the connection is closed).
+ *
+ * Timeouts. libmicrohttpd has one timeout per connection, reset by every
+ * byte received. The webhook sets it to `request_timeout` (10 s) from
+ * accept until the first request's headers are in and again while a body
+ * is being read, and to `idle_timeout` (120 s) between requests on a
+ * kept-alive connection, so an idle connection outlives the apiserver's
+ * 90 s. On top of that each request carries its start time (taken when
+ * its headers are complete): a body still arriving request_timeout later
+ * is discarded and answered 408 once its last byte is in, and if it is
+ * still arriving at twice request_timeout the connection is closed
+ * (libmicrohttpd cannot send an answer before it has read the body, and a
+ * trickling client must not hold a connection for ever). The headers of a
+ * second request on a kept-alive connection are bounded by idle_timeout
+ * per stall and by the per-connection memory limit in size.
+ */
+#ifndef PK_WEBHOOK_SERVER_H
+#define PK_WEBHOOK_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "admission.h"
+#include "certs.h"
+#include "metrics.h"
+#include "pk.h"
+
+/* Bodies between PK_ADMISSION_MAX_BODY and this are read and discarded before the 413. */
+#define PK_SERVER_DISCARD_MAX (16u * 1024u * 1024u)
+
+struct pk_server_config {
+	const char *bind_address; /* IPv4 or IPv6 literal; NULL or "" for every address */
+	uint16_t port;            /* 0: any free port (see pk_server_port) */
+	uint16_t health_port;
+	uint16_t metrics_port;
+	unsigned threads;         /* webhook thread pool; 0: one per core */
+	unsigned max_connections; /* webhook connections at once */
+	size_t connection_memory; /* per-connection buffer (headers and read chunks) */
+	unsigned request_timeout; /* seconds; headers and body */
+	unsigned idle_timeout;    /* seconds; between requests on a kept-alive connection */
+	const struct pk_admission_config *admission; /* borrowed */
+	struct pk_certs *certs;                      /* borrowed; must hold a pair */
+	struct pk_metrics *metrics;                  /* borrowed; may be NULL */
+};
+
+/* The defaults poolkeeper-webhook starts with (ports 9443, 8081, 8080). */
+void pk_server_default_config(struct pk_server_config *cfg);
+
+enum pk_server_listener {
+	PK_SERVER_WEBHOOK,
+	PK_SERVER_HEALTH,
+	PK_SERVER_METRICS,
+};
+
+struct pk_server;
+
+/*
+ * Parses a --bind-address value: "" (every address), an IPv4 literal, or an
+ * IPv6 literal with or without brackets. `port` is filled in later.
+ */
+PK_MUST_CHECK int pk_server_parse_bind_address(const char *s, struct sockaddr_storage *ss,
+                                               socklen_t *len, bool *any, struct pk_err *err);
+
+/*
+ * Starts the three listeners and makes `cfg->certs` the pair source for
+ * TLS handshakes. On failure nothing is left running and err says which
+ * listener failed. Stop and free with pk_server_stop.
+ */
+PK_MUST_CHECK int pk_server_start(const struct pk_server_config *cfg, struct pk_server **out,
+                                  struct pk_err *err);
+
+/* The port a listener is bound to (the chosen one when started with port 0). */
+uint16_t pk_server_port(const struct pk_server *s, enum pk_server_listener which);
+
+/* True once the TLS listener is up with a certificate loaded (what /readyz answers). */
+bool pk_server_ready(const struct pk_server *s);
+
+/*
+ * Graceful stop: /readyz turns 503, the webhook stops accepting, answers
+ * from then on carry "Connection: close", requests in flight are given up
+ * to `grace_seconds` to finish, then every listener is stopped and `s`
+ * freed. The certs stay the caller's.
+ */
+void pk_server_stop(struct pk_server *s, unsigned grace_seconds);
+
+#endif

@@ -1,0 +1,710 @@
+/*
+ * test_admission.c - AdmissionReviews in, AdmissionReviews out: every rule
+ * the webhook enforces, allowed and denied, both claim API versions, the
+ * mutations, and malformed requests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <openssl/evp.h>
+
+#include "admission.h"
+
+/* ---- fixtures: the objects a cluster holds, served through the lookup seam ---- */
+
+struct world {
+	json_t *pools;     /* array of pool objects (with "kind") */
+	json_t *addresses; /* array of IPAddress objects */
+	bool fail;         /* every lookup fails */
+};
+
+static bool str_eq(const json_t *o, const char *key, const char *want)
+{
+	const json_t *s = json_object_get(o, key);
+	if (want == NULL)
+		return true;
+	return json_is_string(s) && strcmp(json_string_value(s), want) == 0;
+}
+
+static int list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
+		      struct pk_err *err)
+{
+	struct world *w = ctx;
+	if (w->fail)
+		return pk_err_set(err, PK_ERR_INVALID, "connection refused");
+	*items = json_array();
+	size_t i;
+	json_t *p;
+	json_array_foreach(w->pools, i, p)
+	{
+		if (str_eq(p, "kind", kind) && str_eq(json_object_get(p, "metadata"), "namespace", ns))
+			json_array_append(*items, p);
+	}
+	return PK_OK;
+}
+
+static int list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
+			       json_t **items, struct pk_err *err)
+{
+	struct world *w = ctx;
+	if (w->fail)
+		return pk_err_set(err, PK_ERR_INVALID, "connection refused");
+	*items = json_array();
+	size_t i;
+	json_t *a;
+	json_array_foreach(w->addresses, i, a)
+	{
+		const json_t *ref = json_object_get(json_object_get(a, "spec"), "poolRef");
+		if (str_eq(ref, "kind", kind) && str_eq(ref, "name", name) &&
+		    str_eq(json_object_get(a, "metadata"), "namespace", ns))
+			json_array_append(*items, a);
+	}
+	return PK_OK;
+}
+
+static int get_pool(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
+		    struct pk_err *err)
+{
+	json_t *items;
+	int rc = list_pools(ctx, kind, ns, &items, err);
+	if (rc != PK_OK)
+		return rc;
+	*obj = NULL;
+	size_t i;
+	json_t *p;
+	json_array_foreach(items, i, p)
+	{
+		if (str_eq(json_object_get(p, "metadata"), "name", name))
+			*obj = json_incref(p);
+	}
+	json_decref(items);
+	return PK_OK;
+}
+
+static struct world W;
+static struct pk_admission_lookup LK = {&W, list_pools, list_pool_addresses, get_pool};
+
+static json_t *load(const char *text)
+{
+	json_error_t e;
+	json_t *j = json_loads(text, 0, &e);
+	if (j == NULL)
+		fail_msg("fixture: %s: %s", e.text, text);
+	return j;
+}
+
+static json_t *pool(const char *kind, const char *ns, const char *name, const char *spec)
+{
+	char buf[2048];
+	if (ns != NULL)
+		snprintf(buf, sizeof(buf),
+			 "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\","
+			 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":%s}",
+			 kind, name, ns, spec);
+	else
+		snprintf(buf, sizeof(buf),
+			 "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\","
+			 "\"metadata\":{\"name\":\"%s\"},\"spec\":%s}",
+			 kind, name, spec);
+	return load(buf);
+}
+
+static json_t *ipaddress(const char *ns, const char *name, const char *addr, const char *kind,
+			 const char *pool_name)
+{
+	char buf[2048];
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddress\","
+		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"ownerReferences\":["
+		 "{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddressClaim\","
+		 "\"name\":\"%s\",\"uid\":\"u1\",\"controller\":true,\"blockOwnerDeletion\":true},"
+		 "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\",\"name\":\"%s\","
+		 "\"uid\":\"u2\",\"controller\":false,\"blockOwnerDeletion\":true}]},"
+		 "\"spec\":{\"address\":\"%s\",\"prefix\":24,\"claimRef\":{\"name\":\"%s\"},"
+		 "\"poolRef\":{\"apiGroup\":\"ipam.poolkeeper.io\",\"kind\":\"%s\",\"name\":\"%s\"}}}",
+		 name, ns, name, kind, pool_name, addr, name, kind, pool_name);
+	return load(buf);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	W.pools = json_array();
+	W.addresses = json_array();
+	W.fail = false;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	json_decref(W.pools);
+	json_decref(W.addresses);
+	return 0;
+}
+
+/* ---- driving a review ---- */
+
+struct answer {
+	int http;
+	json_t *all;
+	json_t *resp; /* borrowed from all */
+	bool allowed;
+	const char *message;
+	char warnings[8192];
+	char patch[4096];
+};
+
+static void review(const struct pk_admission_config *cfg, enum pk_admission_endpoint ep,
+		   const char *op, const char *group, const char *version, const char *resource,
+		   json_t *obj, json_t *old, struct answer *a)
+{
+	json_t *req = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:b}", "uid", "7f2d-1", "operation",
+				op, "resource", "group", group, "version", version, "resource",
+				resource, "dryRun", 0);
+	const json_t *md = json_object_get(obj ? obj : old, "metadata");
+	if (json_object_get(md, "name"))
+		json_object_set(req, "name", json_object_get(md, "name"));
+	if (json_object_get(md, "namespace"))
+		json_object_set(req, "namespace", json_object_get(md, "namespace"));
+	if (obj)
+		json_object_set(req, "object", obj);
+	if (old)
+		json_object_set(req, "oldObject", old);
+	json_t *rv = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
+			       "AdmissionReview", "request", req);
+	char *body = json_dumps(rv, JSON_COMPACT);
+	memset(a, 0, sizeof(*a));
+	pk_admission_review(cfg, ep, body, strlen(body), &a->http, &a->all);
+	free(body);
+	json_decref(rv);
+	assert_int_equal(a->http, 200);
+	a->resp = json_object_get(a->all, "response");
+	assert_string_equal(json_string_value(json_object_get(a->all, "kind")), "AdmissionReview");
+	assert_string_equal(json_string_value(json_object_get(a->resp, "uid")), "7f2d-1");
+	a->allowed = json_is_true(json_object_get(a->resp, "allowed"));
+	a->message = json_string_value(
+		json_object_get(json_object_get(a->resp, "status"), "message"));
+	size_t i;
+	json_t *w;
+	json_array_foreach(json_object_get(a->resp, "warnings"), i, w)
+	{
+		size_t n = strlen(a->warnings);
+		snprintf(a->warnings + n, sizeof(a->warnings) - n, "%s\n", json_string_value(w));
+	}
+	const char *p = json_string_value(json_object_get(a->resp, "patch"));
+	if (p != NULL) {
+		assert_string_equal(json_string_value(json_object_get(a->resp, "patchType")),
+				    "JSONPatch");
+		int n = EVP_DecodeBlock((unsigned char *)a->patch, (const unsigned char *)p,
+					(int)strlen(p));
+		assert_true(n > 0);
+		a->patch[n] = '\0';
+		/* trailing NULs from base64 padding */
+	}
+}
+
+static void done(struct answer *a)
+{
+	json_decref(a->all);
+}
+
+static void assert_denied_with(struct answer *a, const char *text)
+{
+	if (a->allowed)
+		fail_msg("allowed; expected a denial mentioning \"%s\"", text);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(a->resp, "status"), "code")),
+			 403);
+	if (strstr(a->message, text) == NULL)
+		fail_msg("denial \"%s\" lacks \"%s\"", a->message, text);
+}
+
+static void assert_allowed(struct answer *a)
+{
+	if (!a->allowed)
+		fail_msg("denied: %s", a->message);
+}
+
+static const struct pk_admission_config CFG_API = {PK_ENFORCE_DENY, PK_ENFORCE_WARN, &LK};
+static const struct pk_admission_config CFG_NOAPI = {PK_ENFORCE_DENY, PK_ENFORCE_WARN, NULL};
+
+#define POOL_V "ipam.poolkeeper.io", "v1alpha1"
+#define CAPI_V2 "ipam.cluster.x-k8s.io", "v1beta2"
+#define CAPI_V1 "ipam.cluster.x-k8s.io", "v1beta1"
+
+/* ---- malformed requests ---- */
+
+static void test_bad_requests(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *body;
+		int http;
+		const char *says;
+	} cases[] = {
+		{"not json", 400, "not JSON"},
+		{"[]", 400, "not an admission.k8s.io/v1 AdmissionReview"},
+		{"{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\","
+		 "\"request\":{}}",
+		 400, "not an admission.k8s.io/v1 AdmissionReview"},
+		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}", 400,
+		 "no request"},
+		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+		 "\"request\":{\"operation\":\"CREATE\"}}",
+		 400, "request.uid"},
+		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+		 "\"request\":{\"uid\":\"1\",\"operation\":\"PATCH\"}}",
+		 400, "request.operation"},
+		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+		 "\"request\":{\"uid\":\"1\",\"operation\":\"CREATE\",\"resource\":{}}}",
+		 400, "request.object is missing on CREATE"},
+		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+		 "\"request\":{\"uid\":\"1\",\"operation\":\"UPDATE\",\"object\":{}}}",
+		 400, "request.oldObject is missing on UPDATE"},
+		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+		 "\"request\":{\"uid\":\"1\",\"operation\":\"CREATE\",\"object\":{}}}",
+		 400, "request.resource"},
+		{"{\"a\":1,\"a\":2}", 400, "not JSON"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int http;
+		json_t *resp;
+		pk_admission_review(&CFG_API, PK_ADMISSION_VALIDATE, cases[i].body,
+				    strlen(cases[i].body), &http, &resp);
+		assert_int_equal(http, cases[i].http);
+		const char *err = json_string_value(json_object_get(resp, "error"));
+		assert_non_null(err);
+		if (strstr(err, cases[i].says) == NULL)
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, cases[i].says);
+		json_decref(resp);
+	}
+	/* deep nesting is refused before parsing */
+	size_t n = 100000;
+	char *deep = malloc(2 * n + 1);
+	memset(deep, '[', n);
+	memset(deep + n, ']', n);
+	deep[2 * n] = '\0';
+	int http;
+	json_t *resp;
+	pk_admission_review(&CFG_API, PK_ADMISSION_VALIDATE, deep, 2 * n, &http, &resp);
+	assert_int_equal(http, 400);
+	assert_non_null(strstr(json_string_value(json_object_get(resp, "error")), "nested"));
+	json_decref(resp);
+	free(deep);
+	/* oversized bodies get 413 */
+	pk_admission_review(&CFG_API, PK_ADMISSION_VALIDATE, "{}", PK_ADMISSION_MAX_BODY + 1,
+			    &http, &resp);
+	assert_int_equal(http, 413);
+	json_decref(resp);
+}
+
+static void test_unknown_resource(void **state)
+{
+	(void)state;
+	struct answer a;
+	json_t *o = load("{\"metadata\":{\"name\":\"x\",\"namespace\":\"d\"}}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "", "v1", "configmaps", o, NULL, &a);
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "/v1/configmaps"));
+	done(&a);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.poolkeeper.io", "v1beta9",
+	       "ippools", o, NULL, &a);
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "ipam.poolkeeper.io/v1beta9/ippools"));
+	done(&a);
+	json_decref(o);
+}
+
+/* ---- pools ---- */
+
+static void test_pool_create(void **state)
+{
+	(void)state;
+	struct answer a;
+	json_t *p = pool("IPPool", "team-a", "nodes",
+			 "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,\"gateway\":\"10.0.0.1\"}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	assert_allowed(&a);
+	assert_string_equal(a.warnings, "");
+	done(&a);
+	/* without API access it still answers, and says what it skipped */
+	review(&CFG_NOAPI, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	assert_allowed(&a);
+	assert_non_null(strstr(a.warnings, "overlap and shrink checks were skipped"));
+	done(&a);
+	json_decref(p);
+
+	static const struct {
+		const char *spec;
+		const char *says;
+	} bad[] = {
+		{"{\"addresses\":[\"10.0.0.1/24\"],\"prefix\":24}", "did you mean 10.0.0.0/24?"},
+		{"{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,\"gateway\":\"10.0.1.1\"}",
+		 "10.0.1.1"},
+		{"{\"addresses\":[\"10.0.0.0/24\",\"2001:db8::1\"],\"prefix\":24}", "2001:db8::1"},
+		{"{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":\"24\"}", "spec.prefix"},
+		{"{\"addresses\":[]}", "spec.addresses"},
+		{"{\"addresses\":[\"10.0.0.20-10.0.0.10\"],\"prefix\":24}", "starts after it ends"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = pool("IPPool", "team-a", "nodes", bad[i].spec);
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+		assert_denied_with(&a, bad[i].says);
+		assert_non_null(strstr(a.message, "IPPool team-a/nodes"));
+		done(&a);
+		json_decref(p);
+	}
+}
+
+static void test_pool_overlap(void **state)
+{
+	(void)state;
+	struct answer a;
+	json_array_append_new(W.pools, pool("GlobalIPPool", NULL, "shared",
+					    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}"));
+	json_array_append_new(W.pools, pool("IPPool", "team-b", "b-nodes",
+					    "{\"addresses\":[\"10.1.0.0/24\"],\"prefix\":24}"));
+	/* an IPPool overlapping a GlobalIPPool */
+	json_t *p = pool("IPPool", "team-a", "nodes",
+			 "{\"addresses\":[\"10.0.0.128/25\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	assert_denied_with(&a, "GlobalIPPool shared");
+	done(&a);
+	json_decref(p);
+	/* IPPools of other namespaces are not compared with each other */
+	p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.1.0.0/25\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(p);
+	/* ... but a GlobalIPPool is compared with every pool */
+	p = pool("GlobalIPPool", NULL, "wide", "{\"addresses\":[\"10.1.0.0/16\"],\"prefix\":16}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "globalippools", p, NULL, &a);
+	assert_denied_with(&a, "IPPool team-b/b-nodes");
+	done(&a);
+	json_decref(p);
+	/* an update of a pool is not compared with itself */
+	p = pool("GlobalIPPool", NULL, "shared", "{\"addresses\":[\"10.0.0.0/25\"],\"prefix\":24}");
+	json_t *old = json_incref(json_array_get(W.pools, 0));
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, "globalippools", p, old, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(p);
+	json_decref(old);
+	/* when the lookup fails, the check does not pass silently */
+	W.fail = true;
+	p = pool("IPPool", "team-a", "x", "{\"addresses\":[\"10.9.0.0/24\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "connection refused"));
+	done(&a);
+	json_decref(p);
+}
+
+static void test_pool_shrink_and_delete(void **state)
+{
+	(void)state;
+	struct answer a;
+	json_t *old = pool("IPPool", "team-a", "nodes",
+			   "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}");
+	json_array_append(W.pools, old);
+	json_array_append_new(W.addresses, ipaddress("team-a", "m-1", "10.0.0.50", "IPPool", "nodes"));
+	/* shrinking past an address in use is refused, naming it */
+	json_t *p = pool("IPPool", "team-a", "nodes",
+			 "{\"addresses\":[\"10.0.0.100-10.0.0.200\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, "ippools", p, old, &a);
+	assert_denied_with(&a, "10.0.0.50");
+	done(&a);
+	json_decref(p);
+	/* growing is fine */
+	p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/23\"],\"prefix\":23}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, "ippools", p, old, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(p);
+	/* delete while an IPAddress exists: refused */
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "ippools", NULL, old, &a);
+	assert_denied_with(&a, "IPAddress team-a/m-1");
+	assert_non_null(strstr(a.message, "ipam.poolkeeper.io/skip-delete-protection"));
+	done(&a);
+	/* clusterctl move and the explicit annotation are never refused */
+	const char *annotations[] = {"clusterctl.cluster.x-k8s.io/delete-for-move",
+				     "ipam.poolkeeper.io/skip-delete-protection"};
+	for (int i = 0; i < 2; i++) {
+		json_t *moving = json_deep_copy(old);
+		json_object_set_new(json_object_get(moving, "metadata"), "annotations",
+				    json_pack("{s:s}", annotations[i], ""));
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "ippools", NULL, moving,
+		       &a);
+		assert_allowed(&a);
+		done(&a);
+		json_decref(moving);
+	}
+	/* once the addresses are gone, deletion passes */
+	json_array_clear(W.addresses);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "ippools", NULL, old, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(old);
+}
+
+/* ---- claims ---- */
+
+static json_t *claim(const char *version, const char *cluster, const char *label,
+		     const char *owner_flags, const char *pool_group)
+{
+	char buf[2048], spec_cluster[128] = "", labels[256] = "";
+	if (cluster)
+		snprintf(spec_cluster, sizeof(spec_cluster), "\"clusterName\":\"%s\",", cluster);
+	if (label)
+		snprintf(labels, sizeof(labels),
+			 "\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"%s\"},", label);
+	snprintf(buf, sizeof(buf),
+		 "{\"apiVersion\":\"ipam.cluster.x-k8s.io/%s\",\"kind\":\"IPAddressClaim\","
+		 "\"metadata\":{\"name\":\"m-1\",\"namespace\":\"team-a\",%s\"ownerReferences\":["
+		 "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+		 "\"VSphereMachine\",\"name\":\"m-1\",\"uid\":\"9\"%s}]},"
+		 "\"spec\":{%s\"poolRef\":{\"apiGroup\":\"%s\",\"kind\":\"IPPool\",\"name\":\"nodes\"}}}",
+		 version, labels, owner_flags, spec_cluster, pool_group);
+	return load(buf);
+}
+
+#define OWNER_OK ",\"controller\":true,\"blockOwnerDeletion\":true"
+
+static void test_claims(void **state)
+{
+	(void)state;
+	struct answer a;
+	static const char *const versions[] = {"v1beta1", "v1beta2"};
+	for (int v = 0; v < 2; v++) {
+		const char *ver = versions[v];
+		json_t *c = claim(ver, "prod", NULL, OWNER_OK, "ipam.poolkeeper.io");
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
+		       "ipaddressclaims", c, NULL, &a);
+		assert_allowed(&a);
+		done(&a);
+		json_decref(c);
+
+		c = claim(ver, NULL, NULL, OWNER_OK, "ipam.poolkeeper.io");
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
+		       "ipaddressclaims", c, NULL, &a);
+		assert_denied_with(&a, "spec.clusterName");
+		done(&a);
+		json_decref(c);
+
+		/* the deprecated label alone passes, with a warning */
+		c = claim(ver, NULL, "prod", OWNER_OK, "ipam.poolkeeper.io");
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
+		       "ipaddressclaims", c, NULL, &a);
+		assert_allowed(&a);
+		assert_non_null(strstr(a.warnings, "deprecated"));
+		done(&a);
+		json_decref(c);
+
+		c = claim(ver, "prod", NULL, ",\"controller\":true", "ipam.poolkeeper.io");
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
+		       "ipaddressclaims", c, NULL, &a);
+		assert_denied_with(&a, "blockOwnerDeletion");
+		done(&a);
+		json_decref(c);
+
+		c = claim(ver, "prod", NULL, ",\"blockOwnerDeletion\":true", "ipam.poolkeeper.io");
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
+		       "ipaddressclaims", c, NULL, &a);
+		assert_denied_with(&a, "controller");
+		done(&a);
+		json_decref(c);
+	}
+}
+
+static void test_claim_enforcement_modes(void **state)
+{
+	(void)state;
+	struct answer a;
+	json_t *bad = claim("v1beta2", NULL, NULL, "", "ipam.poolkeeper.io");
+	/* --claim-enforcement=warn admits with kubectl "Warning:" lines */
+	struct pk_admission_config warn = {PK_ENFORCE_WARN, PK_ENFORCE_WARN, &LK};
+	review(&warn, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", bad, NULL, &a);
+	assert_allowed(&a);
+	assert_non_null(strstr(a.warnings, "would be denied"));
+	assert_non_null(strstr(a.warnings, "spec.clusterName"));
+	done(&a);
+	json_decref(bad);
+
+	json_t *foreign = claim("v1beta2", NULL, NULL, "", "ipam.cluster.x-k8s.io");
+	/* other providers' claims: warn by default */
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
+	       &a);
+	assert_allowed(&a);
+	assert_non_null(strstr(a.warnings, "would be denied"));
+	done(&a);
+	struct pk_admission_config ignore = {PK_ENFORCE_DENY, PK_ENFORCE_IGNORE, &LK};
+	review(&ignore, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
+	       &a);
+	assert_allowed(&a);
+	assert_string_equal(a.warnings, "");
+	done(&a);
+	struct pk_admission_config strict = {PK_ENFORCE_DENY, PK_ENFORCE_DENY, &LK};
+	review(&strict, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
+	       &a);
+	assert_denied_with(&a, "spec.clusterName");
+	done(&a);
+	json_decref(foreign);
+}
+
+static void test_claim_updates_and_deletes(void **state)
+{
+	(void)state;
+	struct answer a;
+	json_t *old = claim("v1beta2", "prod", NULL, OWNER_OK, "ipam.poolkeeper.io");
+	/* metadata changes always pass: finalizers, owner references rewritten, annotations */
+	json_t *c = json_deep_copy(old);
+	json_t *md = json_object_get(c, "metadata");
+	json_object_set_new(md, "finalizers", json_pack("[s]", "ipam.poolkeeper.io/release-address"));
+	json_object_set_new(md, "ownerReferences", json_array());
+	json_object_set_new(md, "annotations",
+			    json_pack("{s:s}", "clusterctl.cluster.x-k8s.io/delete-for-move", ""));
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, "ipaddressclaims", c, old, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(c);
+	/* a spec change is refused */
+	c = json_deep_copy(old);
+	json_object_set_new(json_object_get(json_object_get(c, "spec"), "poolRef"), "name",
+			    json_string("other"));
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, "ipaddressclaims", c, old, &a);
+	assert_denied_with(&a, "immutable");
+	done(&a);
+	json_decref(c);
+	/* deletion is never blocked, whatever the claim looks like */
+	json_t *broken = claim("v1beta2", NULL, NULL, "", "ipam.poolkeeper.io");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", CAPI_V2, "ipaddressclaims", NULL, broken,
+	       &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(broken);
+	json_decref(old);
+}
+
+/* ---- mutations ---- */
+
+static void test_mutations(void **state)
+{
+	(void)state;
+	struct answer a;
+	json_t *c = claim("v1beta2", NULL, "prod", OWNER_OK, "ipam.poolkeeper.io");
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V2, "ipaddressclaims", c, NULL, &a);
+	assert_allowed(&a);
+	assert_string_equal(a.patch,
+			    "[{\"op\":\"add\",\"path\":\"/spec/clusterName\",\"value\":\"prod\"}]");
+	done(&a);
+	/* not on UPDATE: the spec is immutable afterwards */
+	review(&CFG_API, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V2, "ipaddressclaims", c, c, &a);
+	assert_string_equal(a.patch, "");
+	done(&a);
+	json_decref(c);
+	/* an empty clusterName is replaced */
+	c = claim("v1beta1", "", "prod", OWNER_OK, "ipam.poolkeeper.io");
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V1, "ipaddressclaims", c, NULL, &a);
+	assert_string_equal(
+		a.patch, "[{\"op\":\"replace\",\"path\":\"/spec/clusterName\",\"value\":\"prod\"}]");
+	done(&a);
+	json_decref(c);
+	/* a set clusterName is never rewritten */
+	c = claim("v1beta2", "prod", "other", OWNER_OK, "ipam.poolkeeper.io");
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V2, "ipaddressclaims", c, NULL, &a);
+	assert_string_equal(a.patch, "");
+	done(&a);
+	json_decref(c);
+	/* pools: prefix from a lone CIDR */
+	json_t *p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\"]}");
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	assert_string_equal(a.patch, "[{\"op\":\"add\",\"path\":\"/spec/prefix\",\"value\":24}]");
+	done(&a);
+	json_decref(p);
+	p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":16}");
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	assert_string_equal(a.patch, "");
+	done(&a);
+	json_decref(p);
+	p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\",\"10.0.1.5\"]}");
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	assert_string_equal(a.patch, "");
+	done(&a);
+	json_decref(p);
+}
+
+/* ---- addresses ---- */
+
+static void test_ipaddresses(void **state)
+{
+	(void)state;
+	struct answer a;
+	json_array_append_new(W.pools, pool("IPPool", "team-a", "nodes",
+					    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,"
+					    "\"gateway\":\"10.0.0.1\"}"));
+	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.5", "IPPool", "nodes");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(ip);
+	/* the gateway and the network address are not usable */
+	const char *unusable[] = {"10.0.0.1", "10.0.0.0", "10.0.1.5"};
+	for (int i = 0; i < 3; i++) {
+		ip = ipaddress("team-a", "m-1", unusable[i], "IPPool", "nodes");
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL,
+		       &a);
+		assert_denied_with(&a, unusable[i]);
+		assert_non_null(strstr(a.message, "IPPool team-a/nodes"));
+		done(&a);
+		json_decref(ip);
+	}
+	/* a missing pool is a warning only (clusterctl move recreates in any order) */
+	ip = ipaddress("team-a", "m-1", "10.0.0.5", "IPPool", "gone");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
+	assert_allowed(&a);
+	assert_non_null(strstr(a.warnings, "does not exist"));
+	done(&a);
+	json_decref(ip);
+	/* the contract's own rules: the owner reference to the claim */
+	ip = ipaddress("team-a", "m-1", "10.0.0.5", "IPPool", "nodes");
+	json_object_set_new(json_object_get(ip, "metadata"), "ownerReferences", json_array());
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
+	assert_denied_with(&a, "ownerReferences");
+	done(&a);
+	json_decref(ip);
+}
+
+static void test_enforcement_flag(void **state)
+{
+	(void)state;
+	enum pk_enforcement e;
+	assert_int_equal(pk_admission_parse_enforcement("deny", &e), PK_OK);
+	assert_int_equal(e, PK_ENFORCE_DENY);
+	assert_int_equal(pk_admission_parse_enforcement("warn", &e), PK_OK);
+	assert_int_equal(e, PK_ENFORCE_WARN);
+	assert_int_equal(pk_admission_parse_enforcement("ignore", &e), PK_OK);
+	assert_int_equal(pk_admission_parse_enforcement("Deny", &e), PK_ERR_INVALID);
+	assert_int_equal(pk_admission_parse_enforcement("", &e), PK_ERR_INVALID);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_resource, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_overlap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_shrink_and_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claims, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_enforcement_modes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_updates_and_deletes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ipaddresses, setup, teardown),
+		cmocka_unit_test(test_enforcement_flag),
+	};
+	return cmocka_run_group_tests_name("admission", tests, NULL, NULL);
+}

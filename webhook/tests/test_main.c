@@ -1,0 +1,371 @@
+/*
+ * test_main.c - poolkeeper-webhook as a program: flags in both spellings,
+ * bad values named in the error, start-up failures naming the file, the
+ * "listening" lines with the bound ports, and a clean exit on SIGTERM and
+ * SIGINT. Runs the built binary (PK_WEBHOOK_BIN).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <gnutls/gnutls.h>
+#include <jansson.h>
+
+#include "testcerts.h"
+
+static struct testpki pki;
+static const char *bin;
+
+static int setup(void **state)
+{
+	(void)state;
+	bin = getenv("PK_WEBHOOK_BIN");
+	if (bin == NULL) {
+		fprintf(stderr, "PK_WEBHOOK_BIN is not set\n");
+		return -1;
+	}
+	return testpki_init(&pki, "main-test") ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	testpki_cleanup(&pki);
+	return 0;
+}
+
+struct proc {
+	pid_t pid;
+	char out[400]; /* stdout file */
+	char err[400]; /* stderr file */
+};
+
+static void start(struct proc *p, const char *const *args)
+{
+	static unsigned seq;
+	snprintf(p->out, sizeof(p->out), "%s/out.%u", pki.dir, seq);
+	snprintf(p->err, sizeof(p->err), "%s/err.%u", pki.dir, seq++);
+	const char *argv[32];
+	size_t n = 0;
+	argv[n++] = bin;
+	for (size_t i = 0; args[i] != NULL && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	p->pid = fork();
+	assert_true(p->pid >= 0);
+	if (p->pid == 0) {
+		int o = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(p->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(o, 1);
+		dup2(e, 2);
+		execv(bin, (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+}
+
+static int finish(struct proc *p)
+{
+	int st = 0;
+	assert_int_equal(waitpid(p->pid, &st, 0), p->pid);
+	if (!WIFEXITED(st))
+		fail_msg("poolkeeper-webhook did not exit normally (status %d)", st);
+	return WEXITSTATUS(st);
+}
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	size_t n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/* Runs to completion; returns the exit status and stderr (and stdout) in buf. */
+static int run(const char *const *args, char *err, size_t cap, char *out, size_t ocap)
+{
+	struct proc p;
+	start(&p, args);
+	int rc = finish(&p);
+	slurp(p.err, err, cap);
+	if (out != NULL)
+		slurp(p.out, out, ocap);
+	return rc;
+}
+
+static void expect_usage_error(const char *const *args, const char *want1, const char *want2)
+{
+	char err[8192];
+	int rc = run(args, err, sizeof(err), NULL, 0);
+	if (rc != 2)
+		fail_msg("exit %d, want 2; stderr: %s", rc, err);
+	if (strstr(err, want1) == NULL || (want2 != NULL && strstr(err, want2) == NULL))
+		fail_msg("stderr does not name \"%s\"/\"%s\": %s", want1, want2 ? want2 : "", err);
+}
+
+static void test_help(void **state)
+{
+	(void)state;
+	char err[4096], out[8192];
+	const char *args[] = {"--help", NULL};
+	assert_int_equal(run(args, err, sizeof(err), out, sizeof(out)), 0);
+	const char *want[] = {"--tls-cert-file",
+	                      "--tls-private-key-file",
+	                      "--bind-address",
+	                      "--port",
+	                      "--health-port",
+	                      "--metrics-port",
+	                      "--kubeconfig",
+	                      "--claim-enforcement deny|warn",
+	                      "--foreign-claims ignore|warn|deny",
+	                      "--log-format text|json",
+	                      "-v, --verbose",
+	                      "--cert-poll-seconds"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (strstr(out, want[i]) == NULL)
+			fail_msg("--help lacks %s:\n%s", want[i], out);
+}
+
+static void test_bad_flags(void **state)
+{
+	(void)state;
+	const char *base[] = {"--tls-cert-file", pki.cert, "--tls-private-key-file", pki.key};
+#define WITH(...) (const char *const[]){base[0], base[1], base[2], base[3], __VA_ARGS__, NULL}
+	expect_usage_error(WITH("--port=abc"), "--port", "abc");
+	expect_usage_error(WITH("--port", "70000"), "--port", "70000");
+	expect_usage_error(WITH("--port", "-1"), "--port", "-1");
+	expect_usage_error(WITH("--port="), "--port", NULL);
+	expect_usage_error(WITH("--port", "12a"), "--port", "12a");
+	expect_usage_error(WITH("--health-port=99999"), "--health-port", "99999");
+	expect_usage_error(WITH("--metrics-port", "x"), "--metrics-port", NULL);
+	expect_usage_error(WITH("--cert-poll-seconds=0"), "--cert-poll-seconds", NULL);
+	expect_usage_error(WITH("--claim-enforcement=maybe"), "--claim-enforcement", "maybe");
+	expect_usage_error(WITH("--claim-enforcement=ignore"), "--claim-enforcement", "ignore");
+	expect_usage_error(WITH("--foreign-claims", "block"), "--foreign-claims", "block");
+	expect_usage_error(WITH("--log-format=xml"), "--log-format", "xml");
+	expect_usage_error(WITH("--bind-address=example.org"), "--bind-address", "example.org");
+	expect_usage_error(WITH("--bogus"), "--bogus", NULL);
+	expect_usage_error(WITH("--port"), "--port", "needs a value");
+	expect_usage_error(WITH("stray"), "stray", NULL);
+	expect_usage_error((const char *const[]){"--tls-private-key-file", pki.key, NULL},
+	                   "--tls-cert-file", NULL);
+	expect_usage_error((const char *const[]){"--tls-cert-file", pki.cert, NULL},
+	                   "--tls-private-key-file", NULL);
+#undef WITH
+}
+
+static void test_bad_files(void **state)
+{
+	(void)state;
+	char missing[400], other_crt[400], other_key[400], err[8192];
+	snprintf(missing, sizeof(missing), "%s/nope/tls.crt", pki.dir);
+	snprintf(other_crt, sizeof(other_crt), "%s/main-other.crt", pki.dir);
+	snprintf(other_key, sizeof(other_key), "%s/main-other.key", pki.dir);
+	assert_true(testpki_issue(&pki, "other", other_crt, other_key));
+	const char *a1[] = {"--tls-cert-file", missing,           "--tls-private-key-file", pki.key,
+	                    "--port=0",        "--health-port=0", "--metrics-port=0",       NULL};
+	assert_int_equal(run(a1, err, sizeof(err), NULL, 0), 1);
+	assert_non_null(strstr(err, missing));
+	const char *a2[] = {"--tls-cert-file",  pki.cert,   "--tls-private-key-file",
+	                    other_key,          "--port=0", "--health-port=0",
+	                    "--metrics-port=0", NULL};
+	assert_int_equal(run(a2, err, sizeof(err), NULL, 0), 1);
+	assert_non_null(strstr(err, other_key));
+	assert_non_null(strstr(err, "does not match"));
+	const char *a3[] = {"--tls-cert-file", pki.ca /* no key of ours matches */,
+	                    "--tls-private-key-file", pki.cert, NULL};
+	assert_int_equal(run(a3, err, sizeof(err), NULL, 0), 1);
+	assert_non_null(strstr(err, "private key file"));
+}
+
+static uint16_t free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	socklen_t len = sizeof(sa);
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+/* Waits (up to 20 s) until stderr holds `want`; returns the text. */
+static bool wait_for(const struct proc *p, const char *want, char *buf, size_t cap)
+{
+	for (int i = 0; i < 200; i++) {
+		slurp(p->err, buf, cap);
+		if (strstr(buf, want) != NULL)
+			return true;
+		struct timespec t = {0, 100 * 1000 * 1000};
+		nanosleep(&t, NULL);
+	}
+	return false;
+}
+
+static void test_start_and_stop(void **state)
+{
+	(void)state;
+	char buf[16384], port[16], want[128];
+	uint16_t n = free_port();
+	snprintf(port, sizeof(port), "--port=%u", n);
+	const char *a1[] = {"--tls-cert-file",
+	                    pki.cert,
+	                    "--tls-private-key-file",
+	                    pki.key,
+	                    port,
+	                    "--health-port=0",
+	                    "--metrics-port",
+	                    "0",
+	                    "--bind-address=127.0.0.1",
+	                    "-v",
+	                    NULL};
+	struct proc p;
+	start(&p, a1);
+	snprintf(want, sizeof(want), "msg=\"listening\" listener=webhook port=%u ", n);
+	if (!wait_for(&p, want, buf, sizeof(buf))) {
+		kill(p.pid, SIGKILL);
+		finish(&p);
+		fail_msg("no \"%s\" in: %s", want, buf);
+	}
+	assert_non_null(strstr(buf, "msg=\"listening\" listener=health port="));
+	assert_non_null(strstr(buf, "msg=\"listening\" listener=metrics port="));
+	assert_null(strstr(buf, "listener=health port=0 "));
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	slurp(p.err, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "msg=\"shutting down\" signal=SIGTERM"));
+	assert_non_null(strstr(buf, "msg=\"stopped\""));
+
+	/* The other spelling, JSON logs, SIGINT. */
+	n = free_port();
+	snprintf(port, sizeof(port), "%u", n);
+	char certflag[400];
+	snprintf(certflag, sizeof(certflag), "--tls-cert-file=%s", pki.cert);
+	const char *a3[] = {certflag,
+	                    "--tls-private-key-file",
+	                    pki.key,
+	                    "--port",
+	                    port,
+	                    "--health-port",
+	                    "0",
+	                    "--metrics-port=0",
+	                    "--log-format",
+	                    "json",
+	                    "--claim-enforcement=warn",
+	                    "--foreign-claims",
+	                    "ignore",
+	                    NULL};
+	start(&p, a3);
+	snprintf(want, sizeof(want), "\"listener\":\"webhook\",\"port\":%u,", n);
+	if (!wait_for(&p, want, buf, sizeof(buf))) {
+		kill(p.pid, SIGKILL);
+		finish(&p);
+		fail_msg("no \"%s\" in: %s", want, buf);
+	}
+	kill(p.pid, SIGINT);
+	assert_int_equal(finish(&p), 0);
+	slurp(p.err, buf, sizeof(buf));
+	/* Every line is one JSON object. */
+	for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+		*nl = '\0';
+		json_t *doc = json_loads(line, 0, NULL);
+		if (doc == NULL)
+			fail_msg("not a JSON line: %s", line);
+		json_decref(doc);
+	}
+}
+
+/* A request in flight when SIGTERM arrives is answered; new connections are refused. */
+static void test_graceful_stop(void **state)
+{
+	(void)state;
+	char buf[16384], port[16], want[128];
+	uint16_t n = free_port();
+	snprintf(port, sizeof(port), "--port=%u", n);
+	const char *args[] = {
+	    "--tls-cert-file", pki.cert,           "--tls-private-key-file",   pki.key, port,
+	    "--health-port=0", "--metrics-port=0", "--bind-address=127.0.0.1", NULL};
+	struct proc p;
+	start(&p, args);
+	snprintf(want, sizeof(want), "listener=webhook port=%u ", n);
+	if (!wait_for(&p, want, buf, sizeof(buf))) {
+		kill(p.pid, SIGKILL);
+		finish(&p);
+		fail_msg("no \"%s\" in: %s", want, buf);
+	}
+
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(n)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	gnutls_certificate_credentials_t cred;
+	gnutls_session_t s;
+	assert_int_equal(gnutls_certificate_allocate_credentials(&cred), 0);
+	assert_int_equal(gnutls_init(&s, GNUTLS_CLIENT), 0);
+	assert_int_equal(gnutls_set_default_priority(s), 0);
+	gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred);
+	gnutls_transport_set_int(s, fd);
+	gnutls_handshake_set_timeout(s, 10000);
+	gnutls_record_set_timeout(s, 10000);
+	int rc;
+	do
+		rc = gnutls_handshake(s);
+	while (rc < 0 && !gnutls_error_is_fatal(rc));
+	assert_int_equal(rc, 0);
+	const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{";
+	assert_true(gnutls_record_send(s, head, strlen(head)) > 0);
+	/* Let the server see the headers, then ask it to stop. */
+	struct timespec t = {0, 300 * 1000 * 1000};
+	nanosleep(&t, NULL);
+	kill(p.pid, SIGTERM);
+	assert_true(wait_for(&p, "shutting down", buf, sizeof(buf)));
+	nanosleep(&t, NULL);
+	/* The listener is closed: a new connection is refused. */
+	int fd2 = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_not_equal(connect(fd2, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd2);
+	/* The request in flight still gets its answer, with Connection: close. */
+	assert_true(gnutls_record_send(s, "}", 1) == 1);
+	size_t len = 0;
+	for (;;) {
+		ssize_t r = gnutls_record_recv(s, buf + len, sizeof(buf) - 1 - len);
+		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	if (strncmp(buf, "HTTP/1.1 400", 12) != 0)
+		fail_msg("want the in-flight answer, got: %s", buf);
+	assert_non_null(strstr(buf, "Connection: close"));
+	gnutls_deinit(s);
+	gnutls_certificate_free_credentials(cred);
+	close(fd);
+	assert_int_equal(finish(&p), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_help),
+	    cmocka_unit_test(test_bad_flags),
+	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_start_and_stop),
+	    cmocka_unit_test(test_graceful_stop),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

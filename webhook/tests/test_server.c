@@ -1,0 +1,716 @@
+/*
+ * test_server.c - the real listeners on 127.0.0.1, port 0, driven with
+ * libcurl over TLS with a test CA: admission answers, bad input, TLS
+ * versions, health, metrics, and certificate rotation under a kept-alive
+ * connection.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <gnutls/gnutls.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "log.h"
+#include "server.h"
+#include "testcerts.h"
+
+static const char REVIEW[] =
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+    "\"uid\":\"7d3c-uid-echo\",\"operation\":\"CREATE\",\"resource\":{\"group\":"
+    "\"ipam.poolkeeper.io\",\"version\":\"v1alpha1\",\"resource\":\"ippools\"},"
+    "\"namespace\":\"team-a\",\"name\":\"x\",\"object\":{\"apiVersion\":"
+    "\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"IPPool\",\"metadata\":{\"name\":\"x\","
+    "\"namespace\":\"team-a\"},\"spec\":{\"addresses\":[\"10.0.0.10-10.0.0.20\"],"
+    "\"prefix\":24,\"gateway\":\"10.0.0.1\"}}}}";
+
+struct fixture {
+	struct testpki pki;
+	struct pk_metrics *metrics;
+	struct pk_certs *certs;
+	struct pk_admission_config admission;
+	struct pk_server *server;
+	uint16_t port, health, mport;
+};
+
+static int setup(void **state)
+{
+	static struct fixture f;
+	memset(&f, 0, sizeof(f));
+	pk_log_set_level(PK_LOG_ERROR);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (!testpki_init(&f.pki, "serving-one"))
+		return -1;
+	f.metrics = pk_metrics_new();
+	struct pk_err err = {{0}};
+	if (pk_certs_open(f.pki.cert, f.pki.key, f.metrics, &f.certs, &err) != PK_OK) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	if (pk_certs_start_watch(f.certs, 1, &err) != PK_OK)
+		return -1;
+	f.admission.claims = PK_ENFORCE_DENY;
+	f.admission.foreign_claims = PK_ENFORCE_WARN;
+	f.admission.lookup = NULL;
+	struct pk_server_config cfg;
+	pk_server_default_config(&cfg);
+	cfg.bind_address = "127.0.0.1";
+	cfg.port = cfg.health_port = cfg.metrics_port = 0;
+	cfg.threads = 2;
+	cfg.admission = &f.admission;
+	cfg.certs = f.certs;
+	cfg.metrics = f.metrics;
+	if (pk_server_start(&cfg, &f.server, &err) != PK_OK) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	f.port = pk_server_port(f.server, PK_SERVER_WEBHOOK);
+	f.health = pk_server_port(f.server, PK_SERVER_HEALTH);
+	f.mport = pk_server_port(f.server, PK_SERVER_METRICS);
+	if (f.port == 0 || f.health == 0 || f.mport == 0)
+		return -1;
+	*state = &f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	pk_certs_stop_watch(f->certs);
+	pk_server_stop(f->server, 5);
+	/* Every connection closed gave its pair back. */
+	size_t held = pk_certs_count_sessions(f->certs);
+	pk_certs_free(f->certs);
+	pk_metrics_free(f->metrics);
+	testpki_cleanup(&f->pki);
+	curl_global_cleanup();
+	if (held != 0) {
+		fprintf(stderr, "%zu TLS sessions still hold a certificate pair\n", held);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- a small libcurl client ---- */
+
+struct reply {
+	long status;
+	char body[65536];
+	size_t len;
+	char headers[8192];
+	size_t hlen;
+	CURLcode rc;
+	char subject[512]; /* the server certificate's subject, from CURLINFO_CERTINFO */
+	long new_connections;
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+	struct reply *r = ud;
+	size_t len = sz * n;
+	size_t room = sizeof(r->body) - 1 - r->len;
+	size_t take = len < room ? len : room;
+	memcpy(r->body + r->len, p, take);
+	r->len += take;
+	r->body[r->len] = '\0';
+	return len;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+	struct reply *r = ud;
+	size_t len = sz * n;
+	size_t room = sizeof(r->headers) - 1 - r->hlen;
+	size_t take = len < room ? len : room;
+	memcpy(r->headers + r->hlen, p, take);
+	r->hlen += take;
+	r->headers[r->hlen] = '\0';
+	return len;
+}
+
+static CURL *client(const struct fixture *f)
+{
+	CURL *c = curl_easy_init();
+	curl_easy_setopt(c, CURLOPT_CAINFO, f->pki.ca);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	curl_easy_setopt(c, CURLOPT_CERTINFO, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	return c;
+}
+
+static void perform(CURL *c, const char *url, const char *method, const char *body, size_t len,
+                    struct curl_slist *hdrs, struct reply *r)
+{
+	memset(r, 0, sizeof(*r));
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	if (body != NULL) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	} else {
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	}
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	r->rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &r->new_connections);
+	struct curl_certinfo *ci = NULL;
+	if (curl_easy_getinfo(c, CURLINFO_CERTINFO, &ci) == CURLE_OK && ci != NULL &&
+	    ci->num_of_certs > 0) {
+		for (struct curl_slist *s = ci->certinfo[0]; s != NULL; s = s->next)
+			if (!strncmp(s->data, "Subject:", 8))
+				snprintf(r->subject, sizeof(r->subject), "%s", s->data + 8);
+	}
+}
+
+static void request(const struct fixture *f, const char *path, const char *method, const char *body,
+                    size_t len, struct reply *r)
+{
+	char url[256];
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u%s", f->port, path);
+	CURL *c = client(f);
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	perform(c, url, method, body, len, h, r);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+}
+
+static void plain_get(uint16_t port, const char *path, struct reply *r)
+{
+	char url[256];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	CURL *c = curl_easy_init();
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	perform(c, url, "GET", NULL, 0, NULL, r);
+	curl_easy_cleanup(c);
+}
+
+/* ---- tests ---- */
+
+static void test_valid_review(void **state)
+{
+	struct fixture *f = *state;
+	struct reply r;
+	request(f, "/validate", "POST", REVIEW, strlen(REVIEW), &r);
+	assert_int_equal(r.rc, CURLE_OK);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.headers, "application/json"));
+	json_error_t je;
+	json_t *doc = json_loads(r.body, 0, &je);
+	assert_non_null(doc);
+	const json_t *resp = json_object_get(doc, "response");
+	assert_string_equal(json_string_value(json_object_get(resp, "uid")), "7d3c-uid-echo");
+	assert_true(json_is_true(json_object_get(resp, "allowed")));
+	/* Without API access the skipped checks are announced. */
+	assert_true(json_array_size(json_object_get(resp, "warnings")) > 0);
+	json_decref(doc);
+
+	request(f, "/mutate", "POST", REVIEW, strlen(REVIEW), &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "7d3c-uid-echo"));
+}
+
+static void test_bad_requests(void **state)
+{
+	struct fixture *f = *state;
+	struct reply r;
+	request(f, "/validate", "POST", "this is not json", 16, &r);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(r.body, "\"error\""));
+	assert_non_null(strstr(r.headers, "application/json"));
+
+	request(f, "/validate", "POST", "", 0, &r);
+	assert_int_equal(r.status, 400);
+
+	request(f, "/validate", "POST", "{\"kind\":\"AdmissionReview\"}", 26, &r);
+	assert_int_equal(r.status, 400);
+
+	request(f, "/validate", "GET", NULL, 0, &r);
+	assert_int_equal(r.status, 405);
+	assert_non_null(strstr(r.headers, "Allow: POST"));
+
+	request(f, "/mutate", "PUT", "{}", 2, &r);
+	assert_int_equal(r.status, 405);
+
+	request(f, "/nope", "POST", REVIEW, strlen(REVIEW), &r);
+	assert_int_equal(r.status, 404);
+	request(f, "/", "GET", NULL, 0, &r);
+	assert_int_equal(r.status, 404);
+	request(f, "/validate/extra", "POST", "{}", 2, &r);
+	assert_int_equal(r.status, 404);
+}
+
+static void test_oversize(void **state)
+{
+	struct fixture *f = *state;
+	size_t n = 4u * 1024 * 1024;
+	char *big = malloc(n);
+	assert_non_null(big);
+	memset(big, ' ', n);
+	big[0] = '{';
+	char url[256];
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/validate", f->port);
+
+	/* The whole body goes out before the client reads (no Expect: 100-continue). */
+	CURL *c = client(f);
+	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+	struct reply *r = malloc(sizeof(*r));
+	perform(c, url, "POST", big, n, h, r);
+	assert_int_equal(r->rc, CURLE_OK);
+	assert_int_equal(r->status, 413);
+	assert_non_null(strstr(r->body, "larger than"));
+
+	/* With Expect: 100-continue the answer comes before the body. */
+	curl_slist_free_all(h);
+	h = curl_slist_append(NULL, "Expect: 100-continue");
+	perform(c, url, "POST", big, n, h, r);
+	assert_int_equal(r->rc, CURLE_OK);
+	assert_int_equal(r->status, 413);
+
+	/* Just over the cap is 413 too; exactly at it is parsed. */
+	perform(c, url, "POST", big, PK_ADMISSION_MAX_BODY + 1, NULL, r);
+	assert_int_equal(r->status, 413);
+	perform(c, url, "POST", big, PK_ADMISSION_MAX_BODY, NULL, r);
+	assert_int_equal(r->status, 400);
+
+	/* A body announced beyond what is worth discarding is refused at the headers. */
+	curl_slist_free_all(h);
+	h = curl_slist_append(NULL, "Content-Length: 104857600");
+	struct curl_slist *h2 = curl_slist_append(h, "Expect: 100-continue");
+	perform(c, url, "POST", big, 16, h2, r);
+	assert_int_equal(r->status, 413);
+	curl_slist_free_all(h2);
+	curl_easy_cleanup(c);
+	free(r);
+	free(big);
+}
+
+/* A GnuTLS client handshake with the given priorities; 0 or the GnuTLS error. */
+static int handshake(uint16_t port, const char *prio, int *alert)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	gnutls_certificate_credentials_t cred;
+	gnutls_session_t s;
+	assert_int_equal(gnutls_certificate_allocate_credentials(&cred), 0);
+	assert_int_equal(gnutls_init(&s, GNUTLS_CLIENT), 0);
+	assert_int_equal(gnutls_priority_set_direct(s, prio, NULL), 0);
+	gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred);
+	gnutls_transport_set_int(s, fd);
+	gnutls_handshake_set_timeout(s, 10000);
+	int rc;
+	do
+		rc = gnutls_handshake(s);
+	while (rc < 0 && !gnutls_error_is_fatal(rc));
+	*alert = rc == GNUTLS_E_FATAL_ALERT_RECEIVED ? (int)gnutls_alert_get(s) : -1;
+	if (rc == 0)
+		gnutls_bye(s, GNUTLS_SHUT_RDWR);
+	gnutls_deinit(s);
+	gnutls_certificate_free_credentials(cred);
+	close(fd);
+	return rc;
+}
+
+static void test_tls_versions(void **state)
+{
+	struct fixture *f = *state;
+	int alert;
+	assert_int_equal(handshake(f->port, "NORMAL:-VERS-ALL:+VERS-TLS1.2", &alert), 0);
+	assert_int_equal(handshake(f->port, "NORMAL:-VERS-ALL:+VERS-TLS1.3", &alert), 0);
+	/*
+	 * The server, not the client, refuses TLS 1.1 and 1.0: the client sends
+	 * its hello and the server hangs up (libmicrohttpd closes a failed
+	 * handshake without an alert) or answers protocol_version.
+	 */
+	const char *old_versions[] = {"NORMAL:-VERS-ALL:+VERS-TLS1.1",
+	                              "NORMAL:-VERS-ALL:+VERS-TLS1.0"};
+	for (size_t i = 0; i < 2; i++) {
+		int rc = handshake(f->port, old_versions[i], &alert);
+		if (rc == GNUTLS_E_FATAL_ALERT_RECEIVED)
+			assert_int_equal(alert, GNUTLS_A_PROTOCOL_VERSION);
+		else
+			assert_int_equal(rc, GNUTLS_E_PREMATURE_TERMINATION);
+	}
+
+	/* libcurl capped at TLS 1.1 cannot talk to it either. */
+	char url[256];
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/validate", f->port);
+	CURL *c = client(f);
+	curl_easy_setopt(c, CURLOPT_SSLVERSION,
+	                 (long)(CURL_SSLVERSION_TLSv1_1 | CURL_SSLVERSION_MAX_TLSv1_1));
+	struct reply r;
+	perform(c, url, "POST", "{}", 2, NULL, &r);
+	assert_int_not_equal(r.rc, CURLE_OK);
+	curl_easy_cleanup(c);
+
+	/* Plain HTTP on the TLS port is no request either. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/validate", f->port);
+	c = client(f);
+	perform(c, url, "POST", "{}", 2, NULL, &r);
+	assert_int_not_equal(r.status, 200);
+	curl_easy_cleanup(c);
+}
+
+static void test_health(void **state)
+{
+	struct fixture *f = *state;
+	struct reply r;
+	assert_true(pk_server_ready(f->server));
+	plain_get(f->health, "/healthz", &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "ok\n");
+	plain_get(f->health, "/readyz", &r);
+	assert_int_equal(r.status, 200);
+	plain_get(f->health, "/metrics", &r);
+	assert_int_equal(r.status, 404);
+	plain_get(f->mport, "/healthz", &r);
+	assert_int_equal(r.status, 404);
+}
+
+static void test_metrics(void **state)
+{
+	struct fixture *f = *state;
+	struct reply r;
+	request(f, "/validate", "POST", REVIEW, strlen(REVIEW), &r);
+	request(f, "/validate", "POST", "[", 1, &r);
+	plain_get(f->mport, "/metrics", &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.headers, "text/plain; version=0.0.4"));
+	assert_non_null(strstr(r.body, "poolkeeper_webhook_requests_total{endpoint=\"validate\","
+	                               "result=\"allowed\"} "));
+	assert_null(strstr(r.body, "poolkeeper_webhook_requests_total{endpoint=\"validate\","
+	                           "result=\"allowed\"} 0\n"));
+	assert_null(strstr(r.body, "poolkeeper_webhook_requests_total{endpoint=\"validate\","
+	                           "result=\"error\"} 0\n"));
+	assert_non_null(strstr(r.body, "poolkeeper_webhook_request_duration_seconds_bucket"));
+	assert_non_null(strstr(r.body, "poolkeeper_webhook_certificate_reloads_total{result="));
+	assert_non_null(strstr(r.body, "poolkeeper_webhook_certificate_expiry_timestamp_seconds "));
+	assert_null(strstr(r.body, "poolkeeper_webhook_certificate_expiry_timestamp_seconds 0\n"));
+}
+
+/* Polls new connections until the served subject contains `cn` (up to ~10 s). */
+static bool wait_for_subject(const struct fixture *f, const char *cn, struct reply *r)
+{
+	for (int i = 0; i < 100; i++) {
+		request(f, "/validate", "POST", REVIEW, strlen(REVIEW), r);
+		if (r->status == 200 && strstr(r->subject, cn) != NULL)
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
+}
+
+static void test_rotation(void **state)
+{
+	struct fixture *f = *state;
+	struct reply *r = malloc(sizeof(*r));
+	char url[256];
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/validate", f->port);
+
+	/* A kept-alive connection opened on the first pair. */
+	CURL *kept = client(f);
+	perform(kept, url, "POST", REVIEW, strlen(REVIEW), NULL, r);
+	assert_int_equal(r->status, 200);
+	assert_non_null(strstr(r->subject, "serving-one"));
+	assert_int_equal(r->new_connections, 1);
+
+	uint64_t ok_before = pk_metrics_get_reloads(f->metrics, true);
+	assert_true(testpki_issue(&f->pki, "serving-two", f->pki.cert, f->pki.key));
+	assert_true(wait_for_subject(f, "serving-two", r));
+	assert_true(pk_metrics_get_reloads(f->metrics, true) > ok_before);
+
+	/* The old connection goes on working, on the same connection. */
+	for (int i = 0; i < 3; i++) {
+		perform(kept, url, "POST", REVIEW, strlen(REVIEW), NULL, r);
+		assert_int_equal(r->rc, CURLE_OK);
+		assert_int_equal(r->status, 200);
+		assert_int_equal(r->new_connections, 0);
+	}
+
+	/* A key that does not match the certificate: the current pair stays. */
+	uint64_t bad_before = pk_metrics_get_reloads(f->metrics, false);
+	char other_crt[400], other_key[400], cmd[2048];
+	snprintf(other_crt, sizeof(other_crt), "%s/other.crt", f->pki.dir);
+	snprintf(other_key, sizeof(other_key), "%s/other.key", f->pki.dir);
+	assert_true(testpki_issue(&f->pki, "serving-other", other_crt, other_key));
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s.tmp' && mv '%s.tmp' '%s'", other_key, f->pki.key,
+	         f->pki.key, f->pki.key);
+	assert_true(testpki_run(cmd));
+	for (int i = 0; i < 50 && pk_metrics_get_reloads(f->metrics, false) == bad_before; i++)
+		usleep(100 * 1000);
+	assert_true(pk_metrics_get_reloads(f->metrics, false) > bad_before);
+	request(f, "/validate", "POST", REVIEW, strlen(REVIEW), r);
+	assert_int_equal(r->status, 200);
+	assert_non_null(strstr(r->subject, "serving-two"));
+	perform(kept, url, "POST", REVIEW, strlen(REVIEW), NULL, r);
+	assert_int_equal(r->status, 200);
+
+	plain_get(f->mport, "/metrics", r);
+	assert_null(strstr(r->body, "poolkeeper_webhook_certificate_reloads_total{result="
+	                            "\"failure\"} 0\n"));
+	curl_easy_cleanup(kept);
+	free(r);
+	/* Closed connections give their pairs back (the server notices the close promptly). */
+	for (int i = 0; i < 50 && pk_certs_count_sessions(f->certs) > 0; i++)
+		usleep(100 * 1000);
+	assert_int_equal(pk_certs_count_sessions(f->certs), 0);
+}
+
+/* ---- slow clients, on a second server with a 1 s request timeout ---- */
+
+struct tls_client {
+	int fd;
+	gnutls_session_t s;
+	gnutls_certificate_credentials_t cred;
+};
+
+static void tls_connect(struct tls_client *c, uint16_t port)
+{
+	c->fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	assert_int_equal(connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(gnutls_certificate_allocate_credentials(&c->cred), 0);
+	assert_int_equal(gnutls_init(&c->s, GNUTLS_CLIENT), 0);
+	assert_int_equal(gnutls_set_default_priority(c->s), 0);
+	gnutls_credentials_set(c->s, GNUTLS_CRD_CERTIFICATE, c->cred);
+	gnutls_transport_set_int(c->s, c->fd);
+	gnutls_handshake_set_timeout(c->s, 10000);
+	gnutls_record_set_timeout(c->s, 6000);
+	int rc;
+	do
+		rc = gnutls_handshake(c->s);
+	while (rc < 0 && !gnutls_error_is_fatal(rc));
+	assert_int_equal(rc, 0);
+}
+
+static void tls_send(struct tls_client *c, const char *text)
+{
+	assert_int_equal(gnutls_record_send(c->s, text, strlen(text)), (ssize_t)strlen(text));
+}
+
+/* Reads until the server closes or 6 s pass; returns what came. */
+static size_t tls_read_all(struct tls_client *c, char *buf, size_t cap)
+{
+	size_t len = 0;
+	for (;;) {
+		ssize_t n = gnutls_record_recv(c->s, buf + len, cap - 1 - len);
+		if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (strstr(buf, "\r\n\r\n") != NULL && len > 0 && memchr(buf, '}', len) != NULL)
+			break;
+		if (len + 1 >= cap)
+			break;
+	}
+	buf[len] = '\0';
+	return len;
+}
+
+static void tls_close(struct tls_client *c)
+{
+	gnutls_deinit(c->s);
+	gnutls_certificate_free_credentials(c->cred);
+	close(c->fd);
+}
+
+static double now_seconds(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void test_slow_clients(void **state)
+{
+	struct fixture *f = *state;
+	struct pk_server_config cfg;
+	pk_server_default_config(&cfg);
+	cfg.bind_address = "127.0.0.1";
+	cfg.port = cfg.health_port = cfg.metrics_port = 0;
+	cfg.threads = 1;
+	cfg.request_timeout = 1;
+	cfg.idle_timeout = 3;
+	cfg.admission = &f->admission;
+	cfg.certs = f->certs;
+	struct pk_server *s = NULL;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	uint16_t port = pk_server_port(s, PK_SERVER_WEBHOOK);
+	char buf[4096];
+	const char *head =
+	    "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+	    "Content-Length: 20\r\n\r\n";
+
+	/* A body trickling in past the deadline (never idle long enough to be cut): 408. */
+	struct tls_client c;
+	tls_connect(&c, port);
+	tls_send(&c, head);
+	const char *chunks[] = {"{\"a\":", "\"bbbb", "bbbbb", "bbbbb\"}"};
+	for (size_t i = 0; i < 4; i++) {
+		tls_send(&c, chunks[i]);
+		if (i < 3)
+			usleep(500 * 1000);
+	}
+	tls_read_all(&c, buf, sizeof(buf));
+	if (strncmp(buf, "HTTP/1.1 408", 12) != 0)
+		fail_msg("want 408, got: %s", buf);
+	tls_close(&c);
+
+	/* A body that stops: the connection is closed after the request timeout. */
+	tls_connect(&c, port);
+	tls_send(&c, head);
+	tls_send(&c, "{\"a\":");
+	double t0 = now_seconds();
+	tls_read_all(&c, buf, sizeof(buf));
+	double waited = now_seconds() - t0;
+	assert_true(waited < 5.0);
+	assert_null(strstr(buf, "200 OK"));
+	tls_close(&c);
+
+	/* A connection that never sends headers goes the same way. */
+	tls_connect(&c, port);
+	t0 = now_seconds();
+	tls_read_all(&c, buf, sizeof(buf));
+	assert_true(now_seconds() - t0 < 5.0);
+	assert_int_equal(buf[0], '\0');
+	tls_close(&c);
+
+	/* A kept-alive connection lives past the request timeout between requests. */
+	tls_connect(&c, port);
+	tls_send(&c, "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+	tls_read_all(&c, buf, sizeof(buf));
+	assert_true(!strncmp(buf, "HTTP/1.1 400", 12));
+	usleep(1800 * 1000);
+	tls_send(&c, "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+	tls_read_all(&c, buf, sizeof(buf));
+	assert_true(!strncmp(buf, "HTTP/1.1 400", 12));
+	tls_close(&c);
+
+	pk_server_stop(s, 1);
+	pk_certs_set_active(f->certs);
+}
+
+static void test_bind_address(void **state)
+{
+	(void)state;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool any;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_server_parse_bind_address("", &ss, &len, &any, &err), PK_OK);
+	assert_true(any);
+	assert_int_equal(pk_server_parse_bind_address(NULL, &ss, &len, &any, &err), PK_OK);
+	assert_true(any);
+	assert_int_equal(pk_server_parse_bind_address("127.0.0.1", &ss, &len, &any, &err), PK_OK);
+	assert_int_equal(ss.ss_family, AF_INET);
+	assert_int_equal(pk_server_parse_bind_address("::1", &ss, &len, &any, &err), PK_OK);
+	assert_int_equal(ss.ss_family, AF_INET6);
+	assert_int_equal(pk_server_parse_bind_address("[fd00::1]", &ss, &len, &any, &err), PK_OK);
+	assert_int_equal(ss.ss_family, AF_INET6);
+	const char *bad[] = {"localhost", "10.0.0.256", "[::1",          "::1]",
+	                     "[]",        "1.2.3.4:80", "fe80::1%eth0x", "0x7f.1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(pk_server_parse_bind_address(bad[i], &ss, &len, &any, &err),
+		                 PK_ERR_INVALID);
+		assert_non_null(strstr(err.msg, "--bind-address"));
+		assert_non_null(strstr(err.msg, bad[i]));
+	}
+}
+
+/* A second server on IPv6 loopback, when the machine has it. */
+static void test_ipv6_listener(void **state)
+{
+	struct fixture *f = *state;
+	int probe = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	bool have_v6 = probe >= 0 && bind(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (probe >= 0)
+		close(probe);
+	if (!have_v6)
+		skip();
+	/* One TLS listener per process serves the certs; stop the fixture's briefly. */
+	struct pk_server_config cfg;
+	pk_server_default_config(&cfg);
+	cfg.bind_address = "::1";
+	cfg.port = cfg.health_port = cfg.metrics_port = 0;
+	cfg.threads = 1;
+	cfg.admission = &f->admission;
+	cfg.certs = f->certs;
+	struct pk_server *s = NULL;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	char url[256];
+	snprintf(url, sizeof(url), "http://[::1]:%u/healthz", pk_server_port(s, PK_SERVER_HEALTH));
+	CURL *c = curl_easy_init();
+	struct reply *r = malloc(sizeof(*r));
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	perform(c, url, "GET", NULL, 0, NULL, r);
+	assert_int_equal(r->status, 200);
+	curl_easy_cleanup(c);
+	free(r);
+	pk_server_stop(s, 1);
+	/* Give the fixture's server its certs back. */
+	pk_certs_set_active(f->certs);
+}
+
+static void test_start_errors(void **state)
+{
+	struct fixture *f = *state;
+	struct pk_server_config cfg;
+	pk_server_default_config(&cfg);
+	cfg.bind_address = "127.0.0.1";
+	cfg.admission = &f->admission;
+	cfg.certs = f->certs;
+	cfg.port = f->port; /* taken */
+	cfg.health_port = cfg.metrics_port = 0;
+	struct pk_server *s = NULL;
+	struct pk_err err = {{0}};
+	assert_int_not_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	assert_non_null(strstr(err.msg, "webhook"));
+	cfg.port = 0;
+	cfg.health_port = f->health;
+	assert_int_not_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	assert_non_null(strstr(err.msg, "health"));
+	cfg.health_port = 0;
+	cfg.bind_address = "not-an-address";
+	assert_int_not_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	cfg.bind_address = "127.0.0.1";
+	cfg.certs = NULL;
+	assert_int_not_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	pk_certs_set_active(f->certs);
+	/* The fixture's server still answers. */
+	struct reply r;
+	request(f, "/validate", "POST", REVIEW, strlen(REVIEW), &r);
+	assert_int_equal(r.status, 200);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bind_address), cmocka_unit_test(test_valid_review),
+	    cmocka_unit_test(test_bad_requests), cmocka_unit_test(test_oversize),
+	    cmocka_unit_test(test_tls_versions), cmocka_unit_test(test_health),
+	    cmocka_unit_test(test_metrics),      cmocka_unit_test(test_rotation),
+	    cmocka_unit_test(test_start_errors), cmocka_unit_test(test_ipv6_listener),
+	    cmocka_unit_test(test_slow_clients),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
