@@ -682,37 +682,54 @@ static void check_claim_cluster(const json_t *claim, const json_t *spec, struct 
 	                  PK_CLUSTER_NAME_LABEL);
 }
 
-void pk_rules_check_claim(const json_t *claim, const json_t *old, struct pk_violations *out)
+/*
+ * What a claim and an IPAddress check first: that the object is one, that
+ * an UPDATE changes no spec (and nothing else is checked then: finalizers,
+ * annotations and owner references rewritten by the garbage collector or
+ * clusterctl move must always pass, or deletion and move would be
+ * blocked), its apiVersion and kind, and that spec is an object. Returns
+ * the spec to check further, or NULL when there is nothing more to check
+ * (*version is set whenever the object is one).
+ */
+static const json_t *capi_object_spec(const json_t *obj, const json_t *old, const char *kind,
+                                      const char *spec_hint, int *version,
+                                      struct pk_violations *out)
 {
 	char desc[DESC_MAX];
 
-	if (!json_is_object(claim)) {
-		pk_violations_add(out, PK_SEV_DENY, "object",
-		                  "an IPAddressClaim must be a JSON object, got %s",
-		                  pk_violation_describe_value(claim, true, desc, sizeof(desc)));
-		return;
+	*version = 0;
+	if (!json_is_object(obj)) {
+		pk_violations_add(out, PK_SEV_DENY, "object", "an %s must be a JSON object, got %s",
+		                  kind, pk_violation_describe_value(obj, true, desc, sizeof(desc)));
+		return NULL;
 	}
-	/*
-	 * On UPDATE only spec immutability: finalizers, annotations and owner
-	 * references rewritten by the garbage collector or clusterctl move
-	 * must always pass, or deletion and move would be blocked.
-	 */
 	if (old != NULL) {
-		check_spec_immutable(claim, old, "IPAddressClaim", out);
-		return;
+		check_spec_immutable(obj, old, kind, out);
+		return NULL;
 	}
-	int version = capi_version(claim, "IPAddressClaim", out);
-	const json_t *spec = json_object_get(claim, "spec");
+	*version = capi_version(obj, kind, out);
+	const json_t *spec = json_object_get(obj, "spec");
 	if (!json_is_object(spec)) {
-		pk_violations_add(out, PK_SEV_DENY, "spec",
-		                  "must be an object with poolRef and clusterName, got %s",
+		pk_violations_add(out, PK_SEV_DENY, "spec", "must be an object with %s, got %s",
+		                  spec_hint,
 		                  pk_violation_describe_value(spec, true, desc, sizeof(desc)));
-	} else {
+		return NULL;
+	}
+	return spec;
+}
+
+void pk_rules_check_claim(const json_t *claim, const json_t *old, struct pk_violations *out)
+{
+	int version;
+	const json_t *spec = capi_object_spec(claim, old, "IPAddressClaim",
+	                                      "poolRef and clusterName", &version, out);
+	if (spec != NULL) {
 		const json_t *kind, *name;
 		check_claim_cluster(claim, spec, out);
 		check_pool_ref(spec, version, &kind, &name, out);
 	}
-	check_claim_owners(claim, out);
+	if (json_is_object(claim) && old == NULL)
+		check_claim_owners(claim, out);
 }
 
 /*
@@ -884,26 +901,13 @@ static void ipaddress_prefix_gateway(const json_t *spec, const struct pk_addr *a
 void pk_rules_check_ipaddress(const json_t *addr, const json_t *old, struct pk_violations *out)
 {
 	char desc[DESC_MAX];
-
-	if (!json_is_object(addr)) {
-		pk_violations_add(out, PK_SEV_DENY, "object",
-		                  "an IPAddress must be a JSON object, got %s",
-		                  pk_violation_describe_value(addr, true, desc, sizeof(desc)));
-		return;
-	}
-	if (old != NULL) {
-		check_spec_immutable(addr, old, "IPAddress", out);
-		return;
-	}
-	int version = capi_version(addr, "IPAddress", out);
-	const json_t *spec = json_object_get(addr, "spec");
-	if (!json_is_object(spec)) {
-		pk_violations_add(out, PK_SEV_DENY, "spec",
-		                  "must be an object with address, prefix, claimRef and poolRef, "
-		                  "got %s",
-		                  pk_violation_describe_value(spec, true, desc, sizeof(desc)));
-		(void)owner_refs(addr, "an IPAddress needs owner references to its claim and pool",
-		                 out);
+	int version;
+	const json_t *spec = capi_object_spec(
+	    addr, old, "IPAddress", "address, prefix, claimRef and poolRef", &version, out);
+	if (spec == NULL) {
+		if (json_is_object(addr) && old == NULL)
+			(void)owner_refs(
+			    addr, "an IPAddress needs owner references to its claim and pool", out);
 		return;
 	}
 	struct pk_addr a;
