@@ -151,8 +151,12 @@ void pk_flags_print_help(FILE *f, const char *usage, const char *summary,
 			         *arg ? " " : "", arg);
 		else
 			snprintf(lhs, sizeof(lhs), "    --%s%s%s", t->name, *arg ? " " : "", arg);
-		fprintf(f, "  %-28s %s", lhs, t->help);
-		if (t->def != NULL)
+		/* A flag too long for the column gets its help on the next line. */
+		if (strlen(lhs) > 28)
+			fprintf(f, "  %s\n  %-28s %s", lhs, "", t->help);
+		else
+			fprintf(f, "  %-28s %s", lhs, t->help);
+		if (t->def != NULL && t->def[0] != '\0')
 			fprintf(f, " (default %s)", t->def);
 		if (t->type == PK_FLAG_COUNT)
 			fprintf(f, " (repeatable)");
