@@ -1,0 +1,292 @@
+/* decide.c - the claim reconciler's next step; see decide.h for the contract. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "decide.h"
+#include "rules.h"
+
+const char *pk_claim_action_name(enum pk_claim_action a)
+{
+	switch (a) {
+	case PK_ACT_NONE:
+		return "none";
+	case PK_ACT_WAIT:
+		return "wait";
+	case PK_ACT_ADD_FINALIZER:
+		return "add finalizer";
+	case PK_ACT_NOT_READY:
+		return "not ready";
+	case PK_ACT_ALLOCATE:
+		return "allocate";
+	case PK_ACT_SET_READY:
+		return "set ready";
+	case PK_ACT_UNPROTECT_ADDRESS:
+		return "remove address finalizer";
+	case PK_ACT_DELETE_ADDRESS:
+		return "delete address";
+	case PK_ACT_RELEASE:
+		return "release";
+	}
+	return "unknown";
+}
+
+static void set(struct pk_claim_decision *d, enum pk_claim_action a, const char *reason,
+                const char *fmt, ...) PK_PRINTF(4, 5);
+static void set(struct pk_claim_decision *d, enum pk_claim_action a, const char *reason,
+                const char *fmt, ...)
+{
+	va_list ap;
+	d->action = a;
+	d->reason = reason;
+	va_start(ap, fmt);
+	vsnprintf(d->message, sizeof(d->message), fmt, ap);
+	va_end(ap);
+}
+
+/* Deletion: never blocked by a missing Cluster or pool. */
+static void decide_deleting(const struct pk_claim_facts *f, struct pk_claim_decision *d)
+{
+	if (!f->has_finalizer) {
+		set(d, PK_ACT_NONE, "Released", "nothing of poolkeeper's holds the claim");
+		return;
+	}
+	if (f->cluster == PK_CLUSTER_PAUSED) {
+		set(d, PK_ACT_WAIT, "Paused",
+		    "%s is paused; the address is released once it is not", f->cluster_text);
+		return;
+	}
+	if (f->pool == PK_POOL_PAUSED) {
+		set(d, PK_ACT_WAIT, "Paused",
+		    "%s is paused; the address is released once it is not", f->pool_text);
+		return;
+	}
+	/* clusterctl move deletes the source objects; the IPAddress moves with the claim. */
+	if (f->delete_for_move) {
+		set(d, PK_ACT_RELEASE, "Moved",
+		    "moved by clusterctl: only the finalizer comes off");
+		return;
+	}
+	switch (f->address) {
+	case PK_ADDRESS_OURS:
+		if (f->address_has_finalizer)
+			set(d, PK_ACT_UNPROTECT_ADDRESS, "Releasing",
+			    "the claim is being deleted: unprotecting its IPAddress");
+		else
+			set(d, PK_ACT_DELETE_ADDRESS, "Releasing",
+			    "the claim is being deleted: deleting its IPAddress");
+		return;
+	case PK_ADDRESS_OURS_DELETING:
+		if (f->address_has_finalizer)
+			set(d, PK_ACT_UNPROTECT_ADDRESS, "Releasing",
+			    "the claim is being deleted: unprotecting its IPAddress");
+		else
+			set(d, PK_ACT_WAIT, "Releasing",
+			    "waiting for the IPAddress to be gone before releasing the address");
+		return;
+	case PK_ADDRESS_NONE:
+	case PK_ADDRESS_FOREIGN: /* not ours to delete */
+		set(d, PK_ACT_RELEASE, "Released", "the IPAddress is gone: releasing the address");
+		return;
+	}
+}
+
+void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d)
+{
+	d->message[0] = '\0';
+	if (!f->ours) {
+		set(d, PK_ACT_NONE, "NotOurs", "poolRef names another provider's pool");
+		return;
+	}
+	if (f->deleting) {
+		decide_deleting(f, d);
+		return;
+	}
+	if (f->cluster == PK_CLUSTER_PAUSED || f->pool == PK_POOL_PAUSED) {
+		set(d, PK_ACT_WAIT, "Paused", "%s is paused",
+		    f->cluster == PK_CLUSTER_PAUSED ? f->cluster_text : f->pool_text);
+		return;
+	}
+	if (f->cluster == PK_CLUSTER_MISSING) {
+		set(d, PK_ACT_WAIT, "ClusterNotFound",
+		    "%s does not exist; the claim is handled once it does", f->cluster_text);
+		return;
+	}
+	/* "Put its finalizer on the claim before allocating" (contract, provider step 3). */
+	if (!f->has_finalizer) {
+		set(d, PK_ACT_ADD_FINALIZER, "Allocating", "adding finalizer %s",
+		    PK_CLAIM_FINALIZER);
+		return;
+	}
+	switch (f->address) {
+	case PK_ADDRESS_OURS:
+		/* An address already held stays held, whatever became of the pool. */
+		if (f->bound)
+			set(d, PK_ACT_NONE, "Allocated", "bound");
+		else
+			set(d, PK_ACT_SET_READY, "Allocated", "adopting the existing IPAddress");
+		return;
+	case PK_ADDRESS_OURS_DELETING:
+		/* Deleted under a live claim: let it go, then re-create it identically. */
+		if (f->address_has_finalizer)
+			set(d, PK_ACT_UNPROTECT_ADDRESS, "AddressDeleted",
+			    "the IPAddress was deleted while its claim exists; it is re-created "
+			    "with the same address once it is gone");
+		else
+			set(d, PK_ACT_WAIT, "AddressDeleted",
+			    "waiting for the deleted IPAddress to be gone to re-create it");
+		return;
+	case PK_ADDRESS_FOREIGN:
+		set(d, PK_ACT_NOT_READY, "AllocationFailed",
+		    "an IPAddress named like the claim exists and is not owned by it; delete it or "
+		    "rename the claim");
+		return;
+	case PK_ADDRESS_NONE:
+		break;
+	}
+	switch (f->pool) {
+	case PK_POOL_MISSING:
+		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s does not exist", f->pool_text);
+		return;
+	case PK_POOL_DELETING:
+		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s is being deleted", f->pool_text);
+		return;
+	case PK_POOL_INVALID:
+		set(d, PK_ACT_NOT_READY, "PoolNotReady",
+		    "%s has an invalid spec; see its Ready condition", f->pool_text);
+		return;
+	case PK_POOL_PAUSED: /* handled above */
+	case PK_POOL_ACTIVE:
+		break;
+	}
+	if (!f->pool_in_scope) {
+		set(d, PK_ACT_NOT_READY, "PoolNotReady",
+		    "%s serves claims of its own namespace only; use a GlobalIPPool to share "
+		    "addresses across namespaces",
+		    f->pool_text);
+		return;
+	}
+	set(d, PK_ACT_ALLOCATE, "Allocating", "allocating from %s", f->pool_text);
+}
+
+/* ---- facts from objects ---- */
+
+static const char *str_at(const json_t *o, const char *a, const char *b)
+{
+	const json_t *x = json_object_get(o, a);
+	if (b != NULL)
+		x = json_object_get(x, b);
+	return json_is_string(x) ? json_string_value(x) : NULL;
+}
+
+static bool has_string(const json_t *arr, const char *want)
+{
+	size_t i;
+	const json_t *v;
+	json_array_foreach(arr, i, v)
+	{
+		if (json_is_string(v) && strcmp(json_string_value(v), want) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool deleting(const json_t *obj)
+{
+	return str_at(obj, "metadata", "deletionTimestamp") != NULL;
+}
+
+static bool annotated(const json_t *obj, const char *key)
+{
+	const json_t *a = json_object_get(json_object_get(obj, "metadata"), "annotations");
+	return json_is_object(a) && json_object_get(a, key) != NULL;
+}
+
+const char *pk_claim_cluster_name(const json_t *claim)
+{
+	const char *n = str_at(claim, "spec", "clusterName");
+	if (n != NULL && n[0] != '\0')
+		return n;
+	const json_t *labels = json_object_get(json_object_get(claim, "metadata"), "labels");
+	n = str_at(labels, PK_CLUSTER_NAME_LABEL, NULL);
+	return n != NULL && n[0] != '\0' ? n : NULL;
+}
+
+void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_named,
+                         const json_t *cluster, const json_t *address, struct pk_claim_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	const json_t *md = json_object_get(claim, "metadata");
+	const json_t *ref = json_object_get(json_object_get(claim, "spec"), "poolRef");
+	const char *ns = str_at(md, "namespace", NULL), *name = str_at(md, "name", NULL);
+	const char *uid = str_at(md, "uid", NULL);
+	const char *kind = str_at(ref, "kind", NULL), *pool_name = str_at(ref, "name", NULL);
+	bool global = kind != NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
+
+	f->ours = pk_rules_is_poolkeeper_pool_ref(ref);
+	f->deleting = deleting(claim);
+	f->has_finalizer = has_string(json_object_get(md, "finalizers"), PK_CLAIM_FINALIZER);
+	f->delete_for_move = annotated(claim, PK_DELETE_FOR_MOVE_ANNOTATION);
+	snprintf(f->pool_text, sizeof(f->pool_text), "%s %s%s%s", kind ? kind : "pool",
+	         global ? "" : (ns ? ns : ""), global ? "" : "/", pool_name ? pool_name : "?");
+	const char *cname = pk_claim_cluster_name(claim);
+	snprintf(f->cluster_text, sizeof(f->cluster_text), "Cluster %s/%s", ns ? ns : "",
+	         cname ? cname : "?");
+
+	/* Bound: status.addressRef names the IPAddress and Ready is True. */
+	const json_t *status = json_object_get(claim, "status");
+	const char *bound_to = str_at(json_object_get(status, "addressRef"), "name", NULL);
+	bool ready = false;
+	size_t i;
+	const json_t *c;
+	json_array_foreach(json_object_get(status, "conditions"), i, c)
+	{
+		const char *t = str_at(c, "type", NULL), *s = str_at(c, "status", NULL);
+		if (t != NULL && s != NULL && strcmp(t, "Ready") == 0 && strcmp(s, "True") == 0)
+			ready = true;
+	}
+	f->bound = bound_to != NULL && name != NULL && strcmp(bound_to, name) == 0 && ready;
+
+	if (!cluster_named)
+		f->cluster = PK_CLUSTER_UNNAMED;
+	else if (cluster == NULL)
+		f->cluster = PK_CLUSTER_MISSING;
+	else if (json_is_true(json_object_get(json_object_get(cluster, "spec"), "paused")) ||
+	         annotated(cluster, PK_PAUSED_ANNOTATION))
+		f->cluster = PK_CLUSTER_PAUSED;
+	else
+		f->cluster = PK_CLUSTER_ACTIVE;
+
+	if (pool == NULL)
+		f->pool = PK_POOL_MISSING;
+	else if (deleting(pool))
+		f->pool = PK_POOL_DELETING;
+	else if (annotated(pool, PK_PAUSED_ANNOTATION))
+		f->pool = PK_POOL_PAUSED;
+	else
+		f->pool =
+		    PK_POOL_ACTIVE; /* the caller downgrades to INVALID when it cannot decode */
+	const char *pool_ns = str_at(json_object_get(pool, "metadata"), "namespace", NULL);
+	f->pool_in_scope =
+	    global || pool == NULL || (pool_ns != NULL && ns != NULL && strcmp(pool_ns, ns) == 0);
+
+	if (address == NULL) {
+		f->address = PK_ADDRESS_NONE;
+		return;
+	}
+	const json_t *amd = json_object_get(address, "metadata");
+	bool owned = false;
+	json_array_foreach(json_object_get(amd, "ownerReferences"), i, c)
+	{
+		const char *ouid = str_at(c, "uid", NULL), *okind = str_at(c, "kind", NULL);
+		if (json_is_true(json_object_get(c, "controller")) && ouid != NULL && uid != NULL &&
+		    okind != NULL && strcmp(okind, "IPAddressClaim") == 0 && strcmp(ouid, uid) == 0)
+			owned = true;
+	}
+	if (!owned)
+		f->address = PK_ADDRESS_FOREIGN;
+	else
+		f->address = deleting(address) ? PK_ADDRESS_OURS_DELETING : PK_ADDRESS_OURS;
+	f->address_has_finalizer =
+	    has_string(json_object_get(amd, "finalizers"), PK_ADDRESS_FINALIZER);
+}

@@ -1,0 +1,113 @@
+/*
+ * decide.h - the claim reconciler's decisions, as a pure function of what
+ * the controller sees: the claim, its pool, its Cluster and the IPAddress
+ * named like the claim. One call answers "what is the next step"; the
+ * controller performs it, and the write's watch event brings the claim
+ * back for the step after. Knowing nothing of how addresses are found
+ * (the pool backend does that), this is where the CAPI IPAM contract
+ * lives in the controller:
+ *
+ *   1. Ignore claims whose poolRef is not a poolkeeper pool.
+ *   2. Skip while the Cluster (spec.clusterName, else the deprecated label)
+ *      or the pool is paused; a Cluster that does not exist is a skip too,
+ *      unless the claim is being deleted: a cluster deleted first must
+ *      never deadlock its claims.
+ *   3. Put the finalizer on the claim before allocating.
+ *   4. Adopt an IPAddress named like the claim and owned by its UID (after
+ *      a restart, or after clusterctl move, which recreates objects without
+ *      status); otherwise allocate and create it.
+ *   5. Set status.addressRef and the Ready condition.
+ *   6. On deletion: take the IPAddress's finalizer off and delete it; the
+ *      address is released only once the IPAddress is seen gone; then the
+ *      claim's finalizer comes off. A claim deleted by clusterctl move
+ *      (annotation delete-for-move) only loses the finalizer: its
+ *      IPAddress moves with it.
+ *   7. An IPAddress deleted while its claim lives is re-created, with the
+ *      same address, once the old one is gone.
+ * A missing or deleting pool never blocks a claim's deletion.
+ */
+#ifndef PK_DECIDE_H
+#define PK_DECIDE_H
+
+#include <jansson.h>
+
+#include "pk.h"
+
+#define PK_CLAIM_FINALIZER   "ipam.poolkeeper.io/release-address"
+#define PK_ADDRESS_FINALIZER "ipam.poolkeeper.io/protect-address"
+#define PK_PAUSED_ANNOTATION "cluster.x-k8s.io/paused"
+
+enum pk_cluster_state {
+	PK_CLUSTER_UNNAMED = 0, /* neither spec.clusterName nor the label: go on */
+	PK_CLUSTER_MISSING,
+	PK_CLUSTER_PAUSED,
+	PK_CLUSTER_ACTIVE,
+};
+
+enum pk_pool_state {
+	PK_POOL_MISSING = 0,
+	PK_POOL_DELETING,
+	PK_POOL_PAUSED,
+	PK_POOL_INVALID, /* its spec does not decode: nothing to allocate from */
+	PK_POOL_ACTIVE,
+};
+
+enum pk_address_state {
+	PK_ADDRESS_NONE = 0,      /* no IPAddress named like the claim */
+	PK_ADDRESS_OURS,          /* owned (controller) by this claim's UID */
+	PK_ADDRESS_OURS_DELETING, /* ours, with a deletionTimestamp */
+	PK_ADDRESS_FOREIGN,       /* named like the claim, owned by something else */
+};
+
+/* What the controller knows about one claim. */
+struct pk_claim_facts {
+	bool ours;          /* poolRef names an IPPool or GlobalIPPool of ipam.poolkeeper.io */
+	bool pool_in_scope; /* an IPPool serves only its own namespace */
+	bool deleting;      /* metadata.deletionTimestamp is set */
+	bool has_finalizer; /* PK_CLAIM_FINALIZER */
+	bool delete_for_move;
+	bool bound; /* status.addressRef.name is the claim's name and Ready is True */
+	enum pk_cluster_state cluster;
+	enum pk_pool_state pool;
+	enum pk_address_state address;
+	bool address_has_finalizer; /* PK_ADDRESS_FINALIZER on the IPAddress */
+	char pool_text[320];        /* "IPPool ns/name", for messages */
+	char cluster_text[320];     /* "Cluster ns/name", for messages */
+};
+
+enum pk_claim_action {
+	PK_ACT_NONE = 0, /* nothing to do (done, or not ours) */
+	PK_ACT_WAIT,     /* paused or waiting on something; the reason says which */
+	PK_ACT_ADD_FINALIZER,
+	PK_ACT_NOT_READY, /* set Ready=False with reason and message */
+	PK_ACT_ALLOCATE,  /* allocate (or re-create the held address) and create the IPAddress */
+	PK_ACT_SET_READY, /* adopt the IPAddress: hold its address, set addressRef and Ready */
+	PK_ACT_UNPROTECT_ADDRESS, /* remove PK_ADDRESS_FINALIZER from the IPAddress */
+	PK_ACT_DELETE_ADDRESS,
+	PK_ACT_RELEASE, /* release the address and remove the claim's finalizer */
+};
+
+struct pk_claim_decision {
+	enum pk_claim_action action;
+	const char *reason; /* a condition reason (CamelCase) or the cause of a wait */
+	char message[PK_ERR_MSG_MAX];
+};
+
+/* The next step for a claim. Pure. */
+void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d);
+
+/* "add finalizer", "allocate", ...: for logs and events. */
+const char *pk_claim_action_name(enum pk_claim_action a);
+
+/*
+ * The facts from the objects as read from the API (any may be NULL when
+ * it does not exist; cluster_named says whether the claim names one). The
+ * caller finds the objects; this only reads them, checking JSON types.
+ */
+void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_named,
+                         const json_t *cluster, const json_t *address, struct pk_claim_facts *f);
+
+/* The Cluster a claim names: spec.clusterName, else the deprecated label; NULL when neither. */
+const char *pk_claim_cluster_name(const json_t *claim);
+
+#endif

@@ -1,0 +1,343 @@
+/*
+ * test_decide.c - the claim reconciler's next step, per the CAPI IPAM
+ * contract: a table over the facts, and the facts read from recorded API
+ * objects.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "decide.h"
+
+/* A claim that is ours, has its finalizer, in an active cluster and pool, with no address yet. */
+static struct pk_claim_facts base(void)
+{
+	struct pk_claim_facts f;
+	memset(&f, 0, sizeof(f));
+	f.ours = true;
+	f.pool_in_scope = true;
+	f.has_finalizer = true;
+	f.cluster = PK_CLUSTER_ACTIVE;
+	f.pool = PK_POOL_ACTIVE;
+	f.address = PK_ADDRESS_NONE;
+	snprintf(f.pool_text, sizeof(f.pool_text), "IPPool team-a/nodes");
+	snprintf(f.cluster_text, sizeof(f.cluster_text), "Cluster team-a/prod");
+	return f;
+}
+
+struct row {
+	const char *what;
+	void (*edit)(struct pk_claim_facts *f);
+	enum pk_claim_action want;
+	const char *reason;
+	const char *says; /* in the message, or NULL */
+};
+
+static void none(struct pk_claim_facts *f)
+{
+	(void)f;
+}
+static void foreign_pool(struct pk_claim_facts *f)
+{
+	f->ours = false;
+}
+static void no_finalizer(struct pk_claim_facts *f)
+{
+	f->has_finalizer = false;
+}
+static void cluster_paused(struct pk_claim_facts *f)
+{
+	f->cluster = PK_CLUSTER_PAUSED;
+}
+static void pool_paused(struct pk_claim_facts *f)
+{
+	f->pool = PK_POOL_PAUSED;
+}
+static void cluster_missing(struct pk_claim_facts *f)
+{
+	f->cluster = PK_CLUSTER_MISSING;
+}
+static void cluster_unnamed(struct pk_claim_facts *f)
+{
+	f->cluster = PK_CLUSTER_UNNAMED;
+}
+static void pool_missing(struct pk_claim_facts *f)
+{
+	f->pool = PK_POOL_MISSING;
+}
+static void pool_deleting(struct pk_claim_facts *f)
+{
+	f->pool = PK_POOL_DELETING;
+}
+static void pool_invalid(struct pk_claim_facts *f)
+{
+	f->pool = PK_POOL_INVALID;
+}
+static void out_of_scope(struct pk_claim_facts *f)
+{
+	f->pool_in_scope = false;
+}
+static void adopt(struct pk_claim_facts *f)
+{
+	f->address = PK_ADDRESS_OURS;
+	f->address_has_finalizer = true;
+}
+static void bound(struct pk_claim_facts *f)
+{
+	adopt(f);
+	f->bound = true;
+}
+static void adopt_pool_gone(struct pk_claim_facts *f)
+{
+	adopt(f);
+	f->pool = PK_POOL_MISSING;
+}
+static void addr_deleted(struct pk_claim_facts *f)
+{
+	f->address = PK_ADDRESS_OURS_DELETING;
+	f->address_has_finalizer = true;
+}
+static void addr_deleted_unprotected(struct pk_claim_facts *f)
+{
+	f->address = PK_ADDRESS_OURS_DELETING;
+}
+static void addr_foreign(struct pk_claim_facts *f)
+{
+	f->address = PK_ADDRESS_FOREIGN;
+}
+static void del(struct pk_claim_facts *f)
+{
+	f->deleting = true;
+	adopt(f);
+}
+static void del_unprotected(struct pk_claim_facts *f)
+{
+	del(f);
+	f->address_has_finalizer = false;
+}
+static void del_addr_going(struct pk_claim_facts *f)
+{
+	del(f);
+	f->address = PK_ADDRESS_OURS_DELETING;
+	f->address_has_finalizer = false;
+}
+static void del_addr_gone(struct pk_claim_facts *f)
+{
+	f->deleting = true;
+}
+static void del_no_finalizer(struct pk_claim_facts *f)
+{
+	del(f);
+	f->has_finalizer = false;
+}
+static void del_cluster_missing(struct pk_claim_facts *f)
+{
+	del_addr_gone(f);
+	f->cluster = PK_CLUSTER_MISSING;
+}
+static void del_pool_missing(struct pk_claim_facts *f)
+{
+	del(f);
+	f->pool = PK_POOL_MISSING;
+}
+static void del_pool_deleting(struct pk_claim_facts *f)
+{
+	del_addr_gone(f);
+	f->pool = PK_POOL_DELETING;
+}
+static void del_cluster_paused(struct pk_claim_facts *f)
+{
+	del(f);
+	f->cluster = PK_CLUSTER_PAUSED;
+}
+static void del_for_move(struct pk_claim_facts *f)
+{
+	del(f);
+	f->delete_for_move = true;
+}
+static void del_foreign_addr(struct pk_claim_facts *f)
+{
+	f->deleting = true;
+	f->address = PK_ADDRESS_FOREIGN;
+}
+
+static const struct row rows[] = {
+    {"a fresh claim is allocated", none, PK_ACT_ALLOCATE, "Allocating", "IPPool team-a/nodes"},
+    {"another provider's claim is ignored", foreign_pool, PK_ACT_NONE, "NotOurs", NULL},
+    {"the finalizer comes before any allocation", no_finalizer, PK_ACT_ADD_FINALIZER, "Allocating",
+     "ipam.poolkeeper.io/release-address"},
+    {"a paused Cluster is skipped", cluster_paused, PK_ACT_WAIT, "Paused", "Cluster team-a/prod"},
+    {"a paused pool is skipped", pool_paused, PK_ACT_WAIT, "Paused", "IPPool team-a/nodes"},
+    {"a missing Cluster is skipped while the claim lives", cluster_missing, PK_ACT_WAIT,
+     "ClusterNotFound", "does not exist"},
+    {"a claim naming no Cluster goes on", cluster_unnamed, PK_ACT_ALLOCATE, "Allocating", NULL},
+    {"a missing pool: not ready, naming it", pool_missing, PK_ACT_NOT_READY, "PoolNotReady",
+     "IPPool team-a/nodes does not exist"},
+    {"a deleting pool: not ready", pool_deleting, PK_ACT_NOT_READY, "PoolNotReady",
+     "being deleted"},
+    {"an invalid pool: not ready", pool_invalid, PK_ACT_NOT_READY, "PoolNotReady", "invalid"},
+    {"an IPPool of another namespace", out_of_scope, PK_ACT_NOT_READY, "PoolNotReady",
+     "GlobalIPPool"},
+    {"an existing IPAddress owned by the claim is adopted, not reallocated", adopt,
+     PK_ACT_SET_READY, "Allocated", NULL},
+    {"a bound claim needs nothing", bound, PK_ACT_NONE, "Allocated", NULL},
+    {"an adopted address stays held when its pool is gone", adopt_pool_gone, PK_ACT_SET_READY,
+     "Allocated", NULL},
+    {"an IPAddress deleted under a live claim is let go", addr_deleted, PK_ACT_UNPROTECT_ADDRESS,
+     "AddressDeleted", "re-created"},
+    {"... and re-created once gone", addr_deleted_unprotected, PK_ACT_WAIT, "AddressDeleted", NULL},
+    {"an IPAddress named like the claim but not its own", addr_foreign, PK_ACT_NOT_READY,
+     "AllocationFailed", "not owned by it"},
+    {"deletion unprotects the IPAddress first", del, PK_ACT_UNPROTECT_ADDRESS, "Releasing", NULL},
+    {"then deletes it", del_unprotected, PK_ACT_DELETE_ADDRESS, "Releasing", NULL},
+    {"and waits until it is gone", del_addr_going, PK_ACT_WAIT, "Releasing", "gone"},
+    {"then releases and lets the claim go", del_addr_gone, PK_ACT_RELEASE, "Released", NULL},
+    {"a claim without our finalizer is not held", del_no_finalizer, PK_ACT_NONE, "Released", NULL},
+    {"a missing Cluster never blocks deletion", del_cluster_missing, PK_ACT_RELEASE, "Released",
+     NULL},
+    {"a missing pool never blocks deletion", del_pool_missing, PK_ACT_UNPROTECT_ADDRESS,
+     "Releasing", NULL},
+    {"a deleting pool never blocks deletion", del_pool_deleting, PK_ACT_RELEASE, "Released", NULL},
+    {"a paused Cluster holds deletion", del_cluster_paused, PK_ACT_WAIT, "Paused", NULL},
+    {"clusterctl move: only the finalizer comes off", del_for_move, PK_ACT_RELEASE, "Moved", NULL},
+    {"someone else's IPAddress is never deleted", del_foreign_addr, PK_ACT_RELEASE, "Released",
+     NULL},
+};
+
+static void test_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct pk_claim_facts f = base();
+		struct pk_claim_decision d;
+		rows[i].edit(&f);
+		pk_decide_claim(&f, &d);
+		if (d.action != rows[i].want || strcmp(d.reason, rows[i].reason) != 0 ||
+		    (rows[i].says != NULL && strstr(d.message, rows[i].says) == NULL))
+			fail_msg("%s: got %s/%s \"%s\", want %s/%s \"%s\"", rows[i].what,
+			         pk_claim_action_name(d.action), d.reason, d.message,
+			         pk_claim_action_name(rows[i].want), rows[i].reason,
+			         rows[i].says ? rows[i].says : "");
+	}
+}
+
+static json_t *load(const char *text)
+{
+	char *s = strdup(text);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	json_error_t e;
+	json_t *j = json_loads(s, 0, &e);
+	if (j == NULL)
+		fail_msg("fixture: %s: %s", e.text, s);
+	free(s);
+	return j;
+}
+
+#define CLAIM_MD "'namespace':'team-a','name':'m-1','uid':'u-claim'"
+#define POOLREF  "'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'nodes'}"
+
+static void test_facts_from_objects(void **state)
+{
+	(void)state;
+	struct pk_claim_facts f;
+	json_t *claim = load("{'metadata':{" CLAIM_MD ",'finalizers':['ipam.poolkeeper.io/"
+	                     "release-address']},'spec':{'clusterName':'prod'," POOLREF "},"
+	                     "'status':{'addressRef':{'name':'m-1'},'conditions':[{'type':'Ready',"
+	                     "'status':'True'}]}}");
+	json_t *pool = load("{'metadata':{'namespace':'team-a','name':'nodes'}}");
+	json_t *cluster = load("{'metadata':{'name':'prod'},'spec':{}}");
+	json_t *addr = load("{'metadata':{'name':'m-1','finalizers':['ipam.poolkeeper.io/"
+	                    "protect-address'],'ownerReferences':[{'kind':'IPAddressClaim','name':"
+	                    "'m-1','uid':'u-claim','controller':true}]}}");
+	pk_claim_facts_from(claim, pool, true, cluster, addr, &f);
+	assert_true(f.ours && f.has_finalizer && f.bound && f.pool_in_scope);
+	assert_false(f.deleting || f.delete_for_move);
+	assert_int_equal(f.cluster, PK_CLUSTER_ACTIVE);
+	assert_int_equal(f.pool, PK_POOL_ACTIVE);
+	assert_int_equal(f.address, PK_ADDRESS_OURS);
+	assert_true(f.address_has_finalizer);
+	assert_string_equal(f.pool_text, "IPPool team-a/nodes");
+	assert_string_equal(pk_claim_cluster_name(claim), "prod");
+
+	/* paused two ways */
+	json_t *paused = load("{'metadata':{'name':'prod'},'spec':{'paused':true}}");
+	pk_claim_facts_from(claim, pool, true, paused, addr, &f);
+	assert_int_equal(f.cluster, PK_CLUSTER_PAUSED);
+	json_decref(paused);
+	paused = load("{'metadata':{'name':'prod','annotations':{'cluster.x-k8s.io/paused':''}}}");
+	pk_claim_facts_from(claim, pool, true, paused, addr, &f);
+	assert_int_equal(f.cluster, PK_CLUSTER_PAUSED);
+	json_decref(paused);
+	/* spec.paused must be a JSON true: a string is not a pause */
+	paused = load("{'metadata':{'name':'prod'},'spec':{'paused':'true'}}");
+	pk_claim_facts_from(claim, pool, true, paused, addr, &f);
+	assert_int_equal(f.cluster, PK_CLUSTER_ACTIVE);
+	json_decref(paused);
+
+	/* an address owned by another claim (moved objects get new UIDs, so the claim's must match)
+	 */
+	json_t *other =
+	    load("{'metadata':{'name':'m-1','ownerReferences':[{'kind':'IPAddressClaim',"
+	         "'name':'m-1','uid':'u-other','controller':true}]}}");
+	pk_claim_facts_from(claim, pool, true, cluster, other, &f);
+	assert_int_equal(f.address, PK_ADDRESS_FOREIGN);
+	json_decref(other);
+	/* missing cluster, missing pool, deleting address */
+	json_t *going = load("{'metadata':{'name':'m-1','deletionTimestamp':'2026-11-30T00:00:00Z',"
+	                     "'ownerReferences':[{'kind':'IPAddressClaim','uid':'u-claim',"
+	                     "'controller':true}]}}");
+	pk_claim_facts_from(claim, NULL, true, NULL, going, &f);
+	assert_int_equal(f.cluster, PK_CLUSTER_MISSING);
+	assert_int_equal(f.pool, PK_POOL_MISSING);
+	assert_int_equal(f.address, PK_ADDRESS_OURS_DELETING);
+	assert_false(f.address_has_finalizer);
+	json_decref(going);
+
+	json_decref(claim);
+	/* the deprecated label names the cluster; delete-for-move; no status */
+	claim = load("{'metadata':{" CLAIM_MD ",'labels':{'cluster.x-k8s.io/cluster-name':'old'},"
+	             "'annotations':{'clusterctl.cluster.x-k8s.io/delete-for-move':''},"
+	             "'deletionTimestamp':'2026-11-30T00:00:00Z'},'spec':{" POOLREF "}}");
+	pk_claim_facts_from(claim, pool, true, cluster, NULL, &f);
+	assert_string_equal(pk_claim_cluster_name(claim), "old");
+	assert_true(f.deleting && f.delete_for_move);
+	assert_false(f.bound || f.has_finalizer);
+	assert_int_equal(f.address, PK_ADDRESS_NONE);
+	json_decref(claim);
+
+	/* another provider's pool */
+	claim = load("{'metadata':{" CLAIM_MD "},'spec':{'poolRef':{'apiGroup':"
+	             "'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'x'}}}");
+	pk_claim_facts_from(claim, NULL, false, NULL, NULL, &f);
+	assert_false(f.ours);
+	assert_null(pk_claim_cluster_name(claim));
+	json_decref(claim);
+	/* a GlobalIPPool serves every namespace */
+	claim = load("{'metadata':{" CLAIM_MD "},'spec':{'poolRef':{'apiGroup':"
+	             "'ipam.poolkeeper.io','kind':'GlobalIPPool','name':'shared'}}}");
+	json_t *global = load("{'metadata':{'name':'shared'}}");
+	pk_claim_facts_from(claim, global, false, NULL, NULL, &f);
+	assert_true(f.ours && f.pool_in_scope);
+	assert_string_equal(f.pool_text, "GlobalIPPool shared");
+	json_decref(global);
+	json_decref(claim);
+
+	json_decref(pool);
+	json_decref(cluster);
+	json_decref(addr);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_facts_from_objects),
+	};
+	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
+}
