@@ -411,6 +411,10 @@ static void review_claim(const struct pk_admission_config *cfg,
 			return;
 		v->patch = json_pack("[{s:s, s:s, s:s}]", "op", cn == NULL ? "add" : "replace",
 				     "path", "/spec/clusterName", "value", label);
+		warn(v,
+		     "%s: spec.clusterName was empty and was set from the deprecated label %s; set "
+		     "spec.clusterName in the claim instead",
+		     what, PK_CLUSTER_NAME_LABEL);
 		return;
 	}
 	struct pk_violations vs;

@@ -600,6 +600,7 @@ static void test_mutations(void **state)
 	assert_allowed(&a);
 	assert_string_equal(a.patch,
 			    "[{\"op\":\"add\",\"path\":\"/spec/clusterName\",\"value\":\"prod\"}]");
+	assert_non_null(strstr(a.warnings, "deprecated label cluster.x-k8s.io/cluster-name"));
 	done(&a);
 	/* not on UPDATE: the spec is immutable afterwards */
 	review(&CFG_API, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V2, "ipaddressclaims", c, c, &a);
