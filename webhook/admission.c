@@ -19,9 +19,9 @@
 #include "rules.h"
 #include "violation.h"
 
-#define MSG_MAX 4096
+#define MSG_MAX       4096
 #define NAME_TEXT_MAX 640
-#define WARNINGS_MAX 16
+#define WARNINGS_MAX  16
 
 int pk_admission_parse_enforcement(const char *s, enum pk_enforcement *out)
 {
@@ -92,7 +92,7 @@ static void deny(struct verdict *v, int code, const char *fmt, ...)
  * warnings under PK_ENFORCE_WARN; WARN ones are always warnings.
  */
 static void apply(struct verdict *v, const struct pk_violations *vs, enum pk_enforcement mode,
-		  const char *what)
+                  const char *what)
 {
 	char line[PK_FIELD_MAX + PK_MESSAGE_MAX + 8];
 	if (mode == PK_ENFORCE_IGNORE)
@@ -133,8 +133,7 @@ static bool has_annotation(const json_t *obj, const char *key)
 }
 
 /* "IPPool ns/name" or "GlobalIPPool name"; ns and name come from the request. */
-static void object_name(char *buf, size_t len, const char *kind, const char *ns,
-			const char *name)
+static void object_name(char *buf, size_t len, const char *kind, const char *ns, const char *name)
 {
 	char qn[300], qs[300];
 	pk_text_quote(name ? name : "", name ? strlen(name) : 0, qn, sizeof(qn));
@@ -194,9 +193,9 @@ static const char *pool_kind_of(const char *resource)
 }
 
 /* Checks `pool` against every other poolkeeper pool it may not overlap. */
-static void pool_overlaps(const struct pk_admission_config *cfg, const char *kind,
-			  const char *ns, const char *name, const char *what, const json_t *obj,
-			  struct verdict *v, struct pk_violations *vs)
+static void pool_overlaps(const struct pk_admission_config *cfg, const char *kind, const char *ns,
+                          const char *name, const char *what, const json_t *obj, struct verdict *v,
+                          struct pk_violations *vs)
 {
 	const struct pk_admission_lookup *lk = cfg->lookup;
 	struct pk_pool me;
@@ -209,7 +208,8 @@ static void pool_overlaps(const struct pk_admission_config *cfg, const char *kin
 		return; /* the spec itself is already reported */
 	}
 	bool global = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
-	/* An IPPool against its namespace's IPPools and every GlobalIPPool; a GlobalIPPool against all. */
+	/* An IPPool against its namespace's IPPools and every GlobalIPPool; a GlobalIPPool against
+	 * all. */
 	const struct {
 		const char *kind;
 		const char *ns;
@@ -239,11 +239,11 @@ static void pool_overlaps(const struct pk_admission_config *cfg, const char *kin
 			memset(&theirs, 0, sizeof(theirs));
 			pk_violations_init(&ignore);
 			if (pk_pool_decode(json_object_get(other, "spec"), &theirs, &ignore) ==
-				    PK_OK &&
+			        PK_OK &&
 			    theirs.usable != NULL) {
 				char oname_text[NAME_TEXT_MAX];
 				object_name(oname_text, sizeof(oname_text), scopes[s].kind, ons,
-					    oname);
+				            oname);
 				pk_rules_check_pool_overlap(&me, &theirs, oname_text, vs);
 			}
 			pk_pool_release(&theirs);
@@ -254,9 +254,9 @@ static void pool_overlaps(const struct pk_admission_config *cfg, const char *kin
 }
 
 /* spec.address of every IPAddress allocated from the pool, as a C array of borrowed strings. */
-static int pool_addresses(const struct pk_admission_config *cfg, const char *kind,
-			  const char *ns, const char *name, json_t **items, const char ***texts,
-			  size_t *n, struct pk_err *err)
+static int pool_addresses(const struct pk_admission_config *cfg, const char *kind, const char *ns,
+                          const char *name, json_t **items, const char ***texts, size_t *n,
+                          struct pk_err *err)
 {
 	const struct pk_admission_lookup *lk = cfg->lookup;
 	*texts = NULL;
@@ -282,10 +282,9 @@ static int pool_addresses(const struct pk_admission_config *cfg, const char *kin
 	return PK_OK;
 }
 
-static void review_pool(const struct pk_admission_config *cfg,
-			enum pk_admission_endpoint endpoint, const char *op, const char *kind,
-			const char *ns, const char *name, const json_t *obj, const json_t *old,
-			struct verdict *v)
+static void review_pool(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
+                        const char *op, const char *kind, const char *ns, const char *name,
+                        const json_t *obj, const json_t *old, struct verdict *v)
 {
 	char what[NAME_TEXT_MAX];
 	object_name(what, sizeof(what), kind, ns, name);
@@ -301,11 +300,11 @@ static void review_pool(const struct pk_admission_config *cfg,
 		struct pk_addr_spec sp;
 		struct pk_err err;
 		if (pk_addr_spec_parse(json_string_value(json_array_get(addrs, 0)), &sp, NULL,
-				       &err) != PK_OK ||
+		                       &err) != PK_OK ||
 		    sp.kind != PK_SPEC_CIDR)
 			return;
 		v->patch = json_pack("[{s:s, s:s, s:i}]", "op", "add", "path", "/spec/prefix",
-				     "value", (json_int_t)sp.prefix_len);
+		                     "value", (json_int_t)sp.prefix_len);
 		return;
 	}
 
@@ -317,8 +316,9 @@ static void review_pool(const struct pk_admission_config *cfg,
 		    has_annotation(old, PK_SKIP_DELETE_PROTECTION_ANNOTATION))
 			return;
 		if (cfg->lookup == NULL) {
-			warn(v, "%s: delete protection was not checked: poolkeeper-webhook has no "
-				"API access",
+			warn(v,
+			     "%s: delete protection was not checked: poolkeeper-webhook has no "
+			     "API access",
 			     what);
 			return;
 		}
@@ -336,7 +336,7 @@ static void review_pool(const struct pk_admission_config *cfg,
 			const json_t *first = json_array_get(items, 0);
 			char who[NAME_TEXT_MAX];
 			object_name(who, sizeof(who), "IPAddress", meta_str(first, "namespace"),
-				    meta_str(first, "name"));
+			            meta_str(first, "name"));
 			deny(v, 403,
 			     "%s: %zu IPAddress%s allocated from this pool still exist%s (first: "
 			     "%s); delete the claims that hold them first, or annotate the pool "
@@ -351,8 +351,9 @@ static void review_pool(const struct pk_admission_config *cfg,
 
 	pk_rules_check_pool(obj, old, &vs);
 	if (cfg->lookup == NULL) {
-		warn(v, "%s: overlap and shrink checks were skipped: poolkeeper-webhook has no API "
-			"access",
+		warn(v,
+		     "%s: overlap and shrink checks were skipped: poolkeeper-webhook has no API "
+		     "access",
 		     what);
 	} else if (pk_violations_count(&vs, PK_SEV_DENY) == 0) {
 		pool_overlaps(cfg, kind, ns, name, what, obj, v, &vs);
@@ -386,9 +387,9 @@ static void review_pool(const struct pk_admission_config *cfg,
 
 /* ---- claims and addresses ---- */
 
-static void review_claim(const struct pk_admission_config *cfg,
-			 enum pk_admission_endpoint endpoint, const char *op, const char *ns,
-			 const char *name, const json_t *obj, const json_t *old, struct verdict *v)
+static void review_claim(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
+                         const char *op, const char *ns, const char *name, const json_t *obj,
+                         const json_t *old, struct verdict *v)
 {
 	if (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0)
 		return; /* deletion is never blocked */
@@ -399,7 +400,8 @@ static void review_claim(const struct pk_admission_config *cfg,
 	object_name(what, sizeof(what), "IPAddressClaim", ns, name);
 
 	if (endpoint == PK_ADMISSION_MUTATE) {
-		/* On CREATE only (the spec is immutable afterwards), and only for poolkeeper's claims. */
+		/* On CREATE only (the spec is immutable afterwards), and only for poolkeeper's
+		 * claims. */
 		if (!ours || strcmp(op, "CREATE") != 0 || !json_is_object(spec))
 			return;
 		const json_t *cn = json_object_get(spec, "clusterName");
@@ -410,7 +412,7 @@ static void review_claim(const struct pk_admission_config *cfg,
 		if (label == NULL || label[0] == '\0')
 			return;
 		v->patch = json_pack("[{s:s, s:s, s:s}]", "op", cn == NULL ? "add" : "replace",
-				     "path", "/spec/clusterName", "value", label);
+		                     "path", "/spec/clusterName", "value", label);
 		warn(v,
 		     "%s: spec.clusterName was empty and was set from the deprecated label %s; set "
 		     "spec.clusterName in the claim instead",
@@ -424,9 +426,9 @@ static void review_claim(const struct pk_admission_config *cfg,
 }
 
 static void review_ipaddress(const struct pk_admission_config *cfg,
-			     enum pk_admission_endpoint endpoint, const char *op, const char *ns,
-			     const char *name, const json_t *obj, const json_t *old,
-			     struct verdict *v)
+                             enum pk_admission_endpoint endpoint, const char *op, const char *ns,
+                             const char *name, const json_t *obj, const json_t *old,
+                             struct verdict *v)
 {
 	if (endpoint == PK_ADMISSION_MUTATE ||
 	    (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0))
@@ -454,12 +456,13 @@ static void review_ipaddress(const struct pk_admission_config *cfg,
 			json_t *pool = NULL;
 			struct pk_err err;
 			if (cfg->lookup->get_pool(cfg->lookup->ctx, kind, global ? NULL : ns, pname,
-						  &pool, &err) != PK_OK) {
+			                          &pool, &err) != PK_OK) {
 				deny(v, 500, "%s: cannot read %s: %s", what, pool_text, err.msg);
 				return;
 			}
 			if (pool == NULL) {
-				/* clusterctl move may recreate addresses in any order: warn only. */
+				/* clusterctl move may recreate addresses in any order: warn only.
+				 */
 				warn(v, "%s: %s does not exist", what, pool_text);
 			} else {
 				struct pk_pool p;
@@ -469,15 +472,16 @@ static void review_ipaddress(const struct pk_admission_config *cfg,
 				pk_violations_init(&ignore);
 				const char *text = str_member(spec, "address");
 				if (pk_pool_decode(json_object_get(pool, "spec"), &p, &ignore) ==
-					    PK_OK &&
+				        PK_OK &&
 				    p.usable != NULL && text != NULL &&
 				    pk_address_parse(text, &a, "spec.address", &err) == PK_OK &&
-				    (a.family != p.family || !pk_range_set_contains(p.usable, a.v))) {
+				    (a.family != p.family ||
+				     !pk_range_set_contains(p.usable, a.v))) {
 					char q[300];
 					pk_text_quote(text, strlen(text), q, sizeof(q));
 					pk_violations_add(&vs, PK_SEV_DENY, "spec.address",
-							  "\"%s\" is not a usable address of %s", q,
-							  pool_text);
+					                  "\"%s\" is not a usable address of %s", q,
+					                  pool_text);
 				}
 				pk_pool_release(&p);
 				json_decref(pool);
@@ -490,7 +494,7 @@ static void review_ipaddress(const struct pk_admission_config *cfg,
 /* ---- the envelope ---- */
 
 static void bad_request(int *status, json_t **response, int code, const char *fmt, ...)
-	PK_PRINTF(4, 5);
+    PK_PRINTF(4, 5);
 static void bad_request(int *status, json_t **response, int code, const char *fmt, ...)
 {
 	char buf[1024];
@@ -503,28 +507,26 @@ static void bad_request(int *status, json_t **response, int code, const char *fm
 	json_object_set_new(*response, "error", jstr(buf));
 }
 
-void pk_admission_review(const struct pk_admission_config *cfg,
-			 enum pk_admission_endpoint endpoint, const char *body, size_t len,
-			 int *http_status, json_t **response)
+void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
+                         const char *body, size_t len, int *http_status, json_t **response)
 {
 	*response = NULL;
 	if (len > PK_ADMISSION_MAX_BODY) {
 		bad_request(http_status, response, 413,
-			    "request body is %zu bytes; at most %u are accepted", len,
-			    PK_ADMISSION_MAX_BODY);
+		            "request body is %zu bytes; at most %u are accepted", len,
+		            PK_ADMISSION_MAX_BODY);
 		return;
 	}
 	if (!depth_ok(body, len, PK_ADMISSION_MAX_DEPTH)) {
 		bad_request(http_status, response, 400, "JSON is nested deeper than %d levels",
-			    PK_ADMISSION_MAX_DEPTH);
+		            PK_ADMISSION_MAX_DEPTH);
 		return;
 	}
 	json_error_t jerr;
 	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
-		bad_request(http_status, response, 400,
-			    "body is not JSON: %s at line %d column %d", jerr.text, jerr.line,
-			    jerr.column);
+		bad_request(http_status, response, 400, "body is not JSON: %s at line %d column %d",
+		            jerr.text, jerr.line, jerr.column);
 		return;
 	}
 	const json_t *req = json_object_get(root, "request");
@@ -532,7 +534,7 @@ void pk_admission_review(const struct pk_admission_config *cfg,
 	if (!json_is_object(root) || kind == NULL || strcmp(kind, "AdmissionReview") != 0 ||
 	    api == NULL || strcmp(api, "admission.k8s.io/v1") != 0) {
 		bad_request(http_status, response, 400,
-			    "body is not an admission.k8s.io/v1 AdmissionReview");
+		            "body is not an admission.k8s.io/v1 AdmissionReview");
 		goto out;
 	}
 	if (!json_is_object(req)) {
@@ -546,9 +548,9 @@ void pk_admission_review(const struct pk_admission_config *cfg,
 	}
 	const char *op = str_member(req, "operation");
 	if (op == NULL || (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0 &&
-			   strcmp(op, "DELETE") != 0 && strcmp(op, "CONNECT") != 0)) {
+	                   strcmp(op, "DELETE") != 0 && strcmp(op, "CONNECT") != 0)) {
 		bad_request(http_status, response, 400,
-			    "request.operation must be CREATE, UPDATE, DELETE or CONNECT");
+		            "request.operation must be CREATE, UPDATE, DELETE or CONNECT");
 		goto out;
 	}
 	const json_t *obj = json_object_get(req, "object");
@@ -564,10 +566,10 @@ void pk_admission_review(const struct pk_admission_config *cfg,
 	}
 	const json_t *res = json_object_get(req, "resource");
 	const char *group = str_member(res, "group"), *version = str_member(res, "version"),
-		   *resource = str_member(res, "resource");
+	           *resource = str_member(res, "resource");
 	if (group == NULL || version == NULL || resource == NULL) {
 		bad_request(http_status, response, 400,
-			    "request.resource needs group, version and resource");
+		            "request.resource needs group, version and resource");
 		goto out;
 	}
 	const char *ns = str_member(req, "namespace");
@@ -584,12 +586,12 @@ void pk_admission_review(const struct pk_admission_config *cfg,
 	    pool_kind != NULL) {
 		review_pool(cfg, endpoint, op, pool_kind, ns, name, obj, old, &v);
 	} else if (strcmp(group, PK_CAPI_IPAM_GROUP) == 0 &&
-		   (strcmp(version, "v1beta1") == 0 || strcmp(version, "v1beta2") == 0) &&
-		   strcmp(resource, "ipaddressclaims") == 0) {
+	           (strcmp(version, "v1beta1") == 0 || strcmp(version, "v1beta2") == 0) &&
+	           strcmp(resource, "ipaddressclaims") == 0) {
 		review_claim(cfg, endpoint, op, ns, name, obj, old, &v);
 	} else if (strcmp(group, PK_CAPI_IPAM_GROUP) == 0 &&
-		   (strcmp(version, "v1beta1") == 0 || strcmp(version, "v1beta2") == 0) &&
-		   strcmp(resource, "ipaddresses") == 0) {
+	           (strcmp(version, "v1beta1") == 0 || strcmp(version, "v1beta2") == 0) &&
+	           strcmp(resource, "ipaddresses") == 0) {
 		review_ipaddress(cfg, endpoint, op, ns, name, obj, old, &v);
 	} else {
 		char q[300];
@@ -609,9 +611,10 @@ void pk_admission_review(const struct pk_admission_config *cfg,
 	if (!v.allowed) {
 		json_t *st = json_object();
 		json_object_set_new(st, "code", json_integer(v.code));
-		json_object_set_new(st, "reason", json_string(v.code == 403   ? "Forbidden"
-							      : v.code == 400 ? "BadRequest"
-									      : "InternalError"));
+		json_object_set_new(st, "reason",
+		                    json_string(v.code == 403   ? "Forbidden"
+		                                : v.code == 400 ? "BadRequest"
+		                                                : "InternalError"));
 		json_object_set_new(st, "message", jstr(v.message));
 		json_object_set_new(resp, "status", st);
 	}

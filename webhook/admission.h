@@ -35,18 +35,19 @@ struct pk_admission_lookup {
 	void *ctx;
 	/* Pools of `kind` ("IPPool" or "GlobalIPPool"); ns NULL means every namespace. */
 	int (*list_pools)(void *ctx, const char *kind, const char *ns, json_t **items,
-			  struct pk_err *err);
-	/* IPAddress objects whose spec.poolRef names this pool (ns NULL for a GlobalIPPool: all). */
+	                  struct pk_err *err);
+	/* IPAddress objects whose spec.poolRef names this pool (ns NULL for a GlobalIPPool: all).
+	 */
 	int (*list_pool_addresses)(void *ctx, const char *kind, const char *ns, const char *name,
-				   json_t **items, struct pk_err *err);
+	                           json_t **items, struct pk_err *err);
 	/* One pool, or *obj = NULL when it does not exist. */
-	int (*get_pool)(void *ctx, const char *kind, const char *ns, const char *name,
-			json_t **obj, struct pk_err *err);
+	int (*get_pool)(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
+	                struct pk_err *err);
 };
 
 struct pk_admission_config {
-	enum pk_enforcement claims;         /* claims on poolkeeper pools (deny|warn) */
-	enum pk_enforcement foreign_claims; /* claims on other providers' pools */
+	enum pk_enforcement claims;               /* claims on poolkeeper pools (deny|warn) */
+	enum pk_enforcement foreign_claims;       /* claims on other providers' pools */
 	const struct pk_admission_lookup *lookup; /* NULL: no API access */
 };
 
@@ -61,9 +62,8 @@ enum pk_admission_endpoint {
  * *http_status is 400 (or 413 for size) and *response is {"error": ...}
  * naming what is wrong. The caller frees *response with json_decref.
  */
-void pk_admission_review(const struct pk_admission_config *cfg,
-			 enum pk_admission_endpoint endpoint, const char *body, size_t len,
-			 int *http_status, json_t **response);
+void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
+                         const char *body, size_t len, int *http_status, json_t **response);
 
 /* Parses a flag value "deny|warn|ignore"; PK_ERR_INVALID otherwise. */
 PK_MUST_CHECK int pk_admission_parse_enforcement(const char *s, enum pk_enforcement *out);

@@ -13,6 +13,7 @@
 #include "certs.h"
 #include "flags.h"
 #include "log.h"
+#include "lookup.h"
 #include "metrics.h"
 #include "server.h"
 
@@ -185,25 +186,6 @@ static int parse_options(int argc, char **argv, struct options *o, struct pk_err
 	return PK_OK;
 }
 
-/*
- * The seam for API access: the lookups admission needs (pools, a pool's
- * addresses, one pool) served from the Kubernetes API. `kubeconfig` is the
- * --kubeconfig value, NULL for the in-cluster configuration.
- *
- * It returns NULL while poolkeeper's Kubernetes client (common/kube.h) has
- * no list and get calls for these objects; with NULL, admission answers
- * every check that needs only the request and adds a warning that the
- * checks needing other objects (overlap, shrink, delete protection, an
- * address inside its pool) were skipped. Wiring the client in means
- * returning a struct pk_admission_lookup whose callbacks call it; nothing
- * else in the webhook changes.
- */
-static const struct pk_admission_lookup *webhook_lookup_from_kubeconfig(const char *kubeconfig)
-{
-	(void)kubeconfig;
-	return NULL;
-}
-
 static const char *listener_names[] = {"webhook", "health", "metrics"};
 
 int main(int argc, char **argv)
@@ -230,15 +212,24 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	o.admission.lookup = webhook_lookup_from_kubeconfig(o.kubeconfig);
-	if (o.admission.lookup == NULL)
-		pk_log_warn("no API access: checks that need other objects are skipped",
-		            PK_LOG_STR("kubeconfig", o.kubeconfig ? o.kubeconfig : ""));
-
 	int status = 1;
-	struct pk_metrics *metrics = pk_metrics_new();
+	struct pk_lookup *lookup = NULL;
+	struct pk_metrics *metrics = NULL;
 	struct pk_certs *certs = NULL;
 	struct pk_server *server = NULL;
+	/* API access: --kubeconfig, $KUBECONFIG, or the pod's service account (lookup.h). */
+	if (pk_lookup_open(o.kubeconfig, &lookup, &err) != PK_OK) {
+		pk_log_error("cannot set up API access", PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+	o.admission.lookup = pk_lookup_admission(lookup);
+	if (o.admission.lookup == NULL)
+		pk_log_warn("no API access (no --kubeconfig, no KUBECONFIG, not in a pod): checks "
+		            "that need other objects are skipped");
+	else
+		pk_log_info("API access", PK_LOG_STR("server", pk_lookup_server(lookup)));
+
+	metrics = pk_metrics_new();
 	if (metrics == NULL) {
 		pk_log_error("out of memory");
 		goto out;
@@ -276,6 +267,7 @@ out:
 	pk_server_stop(server, o.grace_seconds);
 	pk_certs_free(certs);
 	pk_metrics_free(metrics);
+	pk_lookup_close(lookup);
 	if (status == 0)
 		pk_log_info("stopped");
 	return status;

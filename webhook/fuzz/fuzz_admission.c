@@ -12,7 +12,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
-		      struct pk_err *err)
+                      struct pk_err *err)
 {
 	(void)kind;
 	(void)ns;
@@ -23,7 +23,7 @@ static int list_pools(void *ctx, const char *kind, const char *ns, json_t **item
 }
 
 static int list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
-			       json_t **items, struct pk_err *err)
+                               json_t **items, struct pk_err *err)
 {
 	(void)ctx;
 	(void)kind;
@@ -31,12 +31,12 @@ static int list_pool_addresses(void *ctx, const char *kind, const char *ns, cons
 	(void)name;
 	(void)err;
 	*items = json_pack("[{s:{s:s}}, {s:{s:i}}, {}]", "spec", "address", "10.0.0.7", "spec",
-			   "address", 5);
+	                   "address", 5);
 	return PK_OK;
 }
 
 static int get_pool(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
-		    struct pk_err *err)
+                    struct pk_err *err)
 {
 	(void)kind;
 	(void)ns;
@@ -58,15 +58,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_incref(obj);
 	struct pk_admission_lookup lk = {obj, list_pools, list_pool_addresses, get_pool};
 	const struct pk_admission_config cfgs[] = {
-		{PK_ENFORCE_DENY, PK_ENFORCE_WARN, NULL},
-		{PK_ENFORCE_WARN, PK_ENFORCE_DENY, &lk},
+	    {PK_ENFORCE_DENY, PK_ENFORCE_WARN, NULL},
+	    {PK_ENFORCE_WARN, PK_ENFORCE_DENY, &lk},
 	};
 	for (int c = 0; c < 2; c++)
 		for (int ep = PK_ADMISSION_VALIDATE; ep <= PK_ADMISSION_MUTATE; ep++) {
 			int http = 0;
 			json_t *resp = NULL;
 			pk_admission_review(&cfgs[c], (enum pk_admission_endpoint)ep,
-					    (const char *)data, size, &http, &resp);
+			                    (const char *)data, size, &http, &resp);
 			if (resp == NULL)
 				abort();
 			if (http == 200) {
@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    !json_is_string(json_object_get(r, "uid")))
 					abort();
 			} else if ((http != 400 && http != 413) ||
-				   !json_is_string(json_object_get(resp, "error"))) {
+			           !json_is_string(json_object_get(resp, "error"))) {
 				abort();
 			}
 			char *text = json_dumps(resp, JSON_COMPACT);

@@ -30,7 +30,7 @@ static bool str_eq(const json_t *o, const char *key, const char *want)
 }
 
 static int list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
-		      struct pk_err *err)
+                      struct pk_err *err)
 {
 	struct world *w = ctx;
 	if (w->fail)
@@ -40,14 +40,15 @@ static int list_pools(void *ctx, const char *kind, const char *ns, json_t **item
 	json_t *p;
 	json_array_foreach(w->pools, i, p)
 	{
-		if (str_eq(p, "kind", kind) && str_eq(json_object_get(p, "metadata"), "namespace", ns))
+		if (str_eq(p, "kind", kind) &&
+		    str_eq(json_object_get(p, "metadata"), "namespace", ns))
 			json_array_append(*items, p);
 	}
 	return PK_OK;
 }
 
 static int list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
-			       json_t **items, struct pk_err *err)
+                               json_t **items, struct pk_err *err)
 {
 	struct world *w = ctx;
 	if (w->fail)
@@ -66,7 +67,7 @@ static int list_pool_addresses(void *ctx, const char *kind, const char *ns, cons
 }
 
 static int get_pool(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
-		    struct pk_err *err)
+                    struct pk_err *err)
 {
 	json_t *items;
 	int rc = list_pools(ctx, kind, ns, &items, err);
@@ -101,31 +102,32 @@ static json_t *pool(const char *kind, const char *ns, const char *name, const ch
 	char buf[2048];
 	if (ns != NULL)
 		snprintf(buf, sizeof(buf),
-			 "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\","
-			 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":%s}",
-			 kind, name, ns, spec);
+		         "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\","
+		         "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":%s}",
+		         kind, name, ns, spec);
 	else
 		snprintf(buf, sizeof(buf),
-			 "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\","
-			 "\"metadata\":{\"name\":\"%s\"},\"spec\":%s}",
-			 kind, name, spec);
+		         "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\","
+		         "\"metadata\":{\"name\":\"%s\"},\"spec\":%s}",
+		         kind, name, spec);
 	return load(buf);
 }
 
 static json_t *ipaddress(const char *ns, const char *name, const char *addr, const char *kind,
-			 const char *pool_name)
+                         const char *pool_name)
 {
 	char buf[2048];
-	snprintf(buf, sizeof(buf),
-		 "{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddress\","
-		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"ownerReferences\":["
-		 "{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddressClaim\","
-		 "\"name\":\"%s\",\"uid\":\"u1\",\"controller\":true,\"blockOwnerDeletion\":true},"
-		 "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\",\"name\":\"%s\","
-		 "\"uid\":\"u2\",\"controller\":false,\"blockOwnerDeletion\":true}]},"
-		 "\"spec\":{\"address\":\"%s\",\"prefix\":24,\"claimRef\":{\"name\":\"%s\"},"
-		 "\"poolRef\":{\"apiGroup\":\"ipam.poolkeeper.io\",\"kind\":\"%s\",\"name\":\"%s\"}}}",
-		 name, ns, name, kind, pool_name, addr, name, kind, pool_name);
+	snprintf(
+	    buf, sizeof(buf),
+	    "{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddress\","
+	    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"ownerReferences\":["
+	    "{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddressClaim\","
+	    "\"name\":\"%s\",\"uid\":\"u1\",\"controller\":true,\"blockOwnerDeletion\":true},"
+	    "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\",\"name\":\"%s\","
+	    "\"uid\":\"u2\",\"controller\":false,\"blockOwnerDeletion\":true}]},"
+	    "\"spec\":{\"address\":\"%s\",\"prefix\":24,\"claimRef\":{\"name\":\"%s\"},"
+	    "\"poolRef\":{\"apiGroup\":\"ipam.poolkeeper.io\",\"kind\":\"%s\",\"name\":\"%s\"}}}",
+	    name, ns, name, kind, pool_name, addr, name, kind, pool_name);
 	return load(buf);
 }
 
@@ -159,12 +161,12 @@ struct answer {
 };
 
 static void review(const struct pk_admission_config *cfg, enum pk_admission_endpoint ep,
-		   const char *op, const char *group, const char *version, const char *resource,
-		   json_t *obj, json_t *old, struct answer *a)
+                   const char *op, const char *group, const char *version, const char *resource,
+                   json_t *obj, json_t *old, struct answer *a)
 {
 	json_t *req = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:b}", "uid", "7f2d-1", "operation",
-				op, "resource", "group", group, "version", version, "resource",
-				resource, "dryRun", 0);
+	                        op, "resource", "group", group, "version", version, "resource",
+	                        resource, "dryRun", 0);
 	const json_t *md = json_object_get(obj ? obj : old, "metadata");
 	if (json_object_get(md, "name"))
 		json_object_set(req, "name", json_object_get(md, "name"));
@@ -175,7 +177,7 @@ static void review(const struct pk_admission_config *cfg, enum pk_admission_endp
 	if (old)
 		json_object_set(req, "oldObject", old);
 	json_t *rv = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
-			       "AdmissionReview", "request", req);
+	                       "AdmissionReview", "request", req);
 	char *body = json_dumps(rv, JSON_COMPACT);
 	memset(a, 0, sizeof(*a));
 	pk_admission_review(cfg, ep, body, strlen(body), &a->http, &a->all);
@@ -186,8 +188,8 @@ static void review(const struct pk_admission_config *cfg, enum pk_admission_endp
 	assert_string_equal(json_string_value(json_object_get(a->all, "kind")), "AdmissionReview");
 	assert_string_equal(json_string_value(json_object_get(a->resp, "uid")), "7f2d-1");
 	a->allowed = json_is_true(json_object_get(a->resp, "allowed"));
-	a->message = json_string_value(
-		json_object_get(json_object_get(a->resp, "status"), "message"));
+	a->message =
+	    json_string_value(json_object_get(json_object_get(a->resp, "status"), "message"));
 	size_t i;
 	json_t *w;
 	json_array_foreach(json_object_get(a->resp, "warnings"), i, w)
@@ -198,9 +200,9 @@ static void review(const struct pk_admission_config *cfg, enum pk_admission_endp
 	const char *p = json_string_value(json_object_get(a->resp, "patch"));
 	if (p != NULL) {
 		assert_string_equal(json_string_value(json_object_get(a->resp, "patchType")),
-				    "JSONPatch");
+		                    "JSONPatch");
 		int n = EVP_DecodeBlock((unsigned char *)a->patch, (const unsigned char *)p,
-					(int)strlen(p));
+		                        (int)strlen(p));
 		assert_true(n > 0);
 		a->patch[n] = '\0';
 		/* trailing NULs from base64 padding */
@@ -216,8 +218,8 @@ static void assert_denied_with(struct answer *a, const char *text)
 {
 	if (a->allowed)
 		fail_msg("allowed; expected a denial mentioning \"%s\"", text);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(a->resp, "status"), "code")),
-			 403);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(a->resp, "status"), "code")), 403);
 	if (strstr(a->message, text) == NULL)
 		fail_msg("denial \"%s\" lacks \"%s\"", a->message, text);
 }
@@ -231,7 +233,7 @@ static void assert_allowed(struct answer *a)
 static const struct pk_admission_config CFG_API = {PK_ENFORCE_DENY, PK_ENFORCE_WARN, &LK};
 static const struct pk_admission_config CFG_NOAPI = {PK_ENFORCE_DENY, PK_ENFORCE_WARN, NULL};
 
-#define POOL_V "ipam.poolkeeper.io", "v1alpha1"
+#define POOL_V  "ipam.poolkeeper.io", "v1alpha1"
 #define CAPI_V2 "ipam.cluster.x-k8s.io", "v1beta2"
 #define CAPI_V1 "ipam.cluster.x-k8s.io", "v1beta1"
 
@@ -245,35 +247,35 @@ static void test_bad_requests(void **state)
 		int http;
 		const char *says;
 	} cases[] = {
-		{"not json", 400, "not JSON"},
-		{"[]", 400, "not an admission.k8s.io/v1 AdmissionReview"},
-		{"{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\","
-		 "\"request\":{}}",
-		 400, "not an admission.k8s.io/v1 AdmissionReview"},
-		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}", 400,
-		 "no request"},
-		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-		 "\"request\":{\"operation\":\"CREATE\"}}",
-		 400, "request.uid"},
-		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-		 "\"request\":{\"uid\":\"1\",\"operation\":\"PATCH\"}}",
-		 400, "request.operation"},
-		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-		 "\"request\":{\"uid\":\"1\",\"operation\":\"CREATE\",\"resource\":{}}}",
-		 400, "request.object is missing on CREATE"},
-		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-		 "\"request\":{\"uid\":\"1\",\"operation\":\"UPDATE\",\"object\":{}}}",
-		 400, "request.oldObject is missing on UPDATE"},
-		{"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-		 "\"request\":{\"uid\":\"1\",\"operation\":\"CREATE\",\"object\":{}}}",
-		 400, "request.resource"},
-		{"{\"a\":1,\"a\":2}", 400, "not JSON"},
+	    {"not json", 400, "not JSON"},
+	    {"[]", 400, "not an admission.k8s.io/v1 AdmissionReview"},
+	    {"{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\","
+	     "\"request\":{}}",
+	     400, "not an admission.k8s.io/v1 AdmissionReview"},
+	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}", 400,
+	     "no request"},
+	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	     "\"request\":{\"operation\":\"CREATE\"}}",
+	     400, "request.uid"},
+	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	     "\"request\":{\"uid\":\"1\",\"operation\":\"PATCH\"}}",
+	     400, "request.operation"},
+	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	     "\"request\":{\"uid\":\"1\",\"operation\":\"CREATE\",\"resource\":{}}}",
+	     400, "request.object is missing on CREATE"},
+	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	     "\"request\":{\"uid\":\"1\",\"operation\":\"UPDATE\",\"object\":{}}}",
+	     400, "request.oldObject is missing on UPDATE"},
+	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	     "\"request\":{\"uid\":\"1\",\"operation\":\"CREATE\",\"object\":{}}}",
+	     400, "request.resource"},
+	    {"{\"a\":1,\"a\":2}", 400, "not JSON"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int http;
 		json_t *resp;
 		pk_admission_review(&CFG_API, PK_ADMISSION_VALIDATE, cases[i].body,
-				    strlen(cases[i].body), &http, &resp);
+		                    strlen(cases[i].body), &http, &resp);
 		assert_int_equal(http, cases[i].http);
 		const char *err = json_string_value(json_object_get(resp, "error"));
 		assert_non_null(err);
@@ -295,8 +297,8 @@ static void test_bad_requests(void **state)
 	json_decref(resp);
 	free(deep);
 	/* oversized bodies get 413 */
-	pk_admission_review(&CFG_API, PK_ADMISSION_VALIDATE, "{}", PK_ADMISSION_MAX_BODY + 1,
-			    &http, &resp);
+	pk_admission_review(&CFG_API, PK_ADMISSION_VALIDATE, "{}", PK_ADMISSION_MAX_BODY + 1, &http,
+	                    &resp);
 	assert_int_equal(http, 413);
 	json_decref(resp);
 }
@@ -324,8 +326,9 @@ static void test_pool_create(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_t *p = pool("IPPool", "team-a", "nodes",
-			 "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,\"gateway\":\"10.0.0.1\"}");
+	json_t *p =
+	    pool("IPPool", "team-a", "nodes",
+	         "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,\"gateway\":\"10.0.0.1\"}");
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
 	assert_allowed(&a);
 	assert_string_equal(a.warnings, "");
@@ -341,13 +344,13 @@ static void test_pool_create(void **state)
 		const char *spec;
 		const char *says;
 	} bad[] = {
-		{"{\"addresses\":[\"10.0.0.1/24\"],\"prefix\":24}", "did you mean 10.0.0.0/24?"},
-		{"{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,\"gateway\":\"10.0.1.1\"}",
-		 "10.0.1.1"},
-		{"{\"addresses\":[\"10.0.0.0/24\",\"2001:db8::1\"],\"prefix\":24}", "2001:db8::1"},
-		{"{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":\"24\"}", "spec.prefix"},
-		{"{\"addresses\":[]}", "spec.addresses"},
-		{"{\"addresses\":[\"10.0.0.20-10.0.0.10\"],\"prefix\":24}", "starts after it ends"},
+	    {"{\"addresses\":[\"10.0.0.1/24\"],\"prefix\":24}", "did you mean 10.0.0.0/24?"},
+	    {"{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,\"gateway\":\"10.0.1.1\"}",
+	     "10.0.1.1"},
+	    {"{\"addresses\":[\"10.0.0.0/24\",\"2001:db8::1\"],\"prefix\":24}", "2001:db8::1"},
+	    {"{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":\"24\"}", "spec.prefix"},
+	    {"{\"addresses\":[]}", "spec.addresses"},
+	    {"{\"addresses\":[\"10.0.0.20-10.0.0.10\"],\"prefix\":24}", "starts after it ends"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		p = pool("IPPool", "team-a", "nodes", bad[i].spec);
@@ -364,12 +367,12 @@ static void test_pool_overlap(void **state)
 	(void)state;
 	struct answer a;
 	json_array_append_new(W.pools, pool("GlobalIPPool", NULL, "shared",
-					    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}"));
+	                                    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}"));
 	json_array_append_new(W.pools, pool("IPPool", "team-b", "b-nodes",
-					    "{\"addresses\":[\"10.1.0.0/24\"],\"prefix\":24}"));
+	                                    "{\"addresses\":[\"10.1.0.0/24\"],\"prefix\":24}"));
 	/* an IPPool overlapping a GlobalIPPool */
-	json_t *p = pool("IPPool", "team-a", "nodes",
-			 "{\"addresses\":[\"10.0.0.128/25\"],\"prefix\":24}");
+	json_t *p =
+	    pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.128/25\"],\"prefix\":24}");
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
 	assert_denied_with(&a, "GlobalIPPool shared");
 	done(&a);
@@ -408,13 +411,14 @@ static void test_pool_shrink_and_delete(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_t *old = pool("IPPool", "team-a", "nodes",
-			   "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}");
+	json_t *old =
+	    pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}");
 	json_array_append(W.pools, old);
-	json_array_append_new(W.addresses, ipaddress("team-a", "m-1", "10.0.0.50", "IPPool", "nodes"));
+	json_array_append_new(W.addresses,
+	                      ipaddress("team-a", "m-1", "10.0.0.50", "IPPool", "nodes"));
 	/* shrinking past an address in use is refused, naming it */
 	json_t *p = pool("IPPool", "team-a", "nodes",
-			 "{\"addresses\":[\"10.0.0.100-10.0.0.200\"],\"prefix\":24}");
+	                 "{\"addresses\":[\"10.0.0.100-10.0.0.200\"],\"prefix\":24}");
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, "ippools", p, old, &a);
 	assert_denied_with(&a, "10.0.0.50");
 	done(&a);
@@ -432,11 +436,11 @@ static void test_pool_shrink_and_delete(void **state)
 	done(&a);
 	/* clusterctl move and the explicit annotation are never refused */
 	const char *annotations[] = {"clusterctl.cluster.x-k8s.io/delete-for-move",
-				     "ipam.poolkeeper.io/skip-delete-protection"};
+	                             "ipam.poolkeeper.io/skip-delete-protection"};
 	for (int i = 0; i < 2; i++) {
 		json_t *moving = json_deep_copy(old);
 		json_object_set_new(json_object_get(moving, "metadata"), "annotations",
-				    json_pack("{s:s}", annotations[i], ""));
+		                    json_pack("{s:s}", annotations[i], ""));
 		review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "ippools", NULL, moving,
 		       &a);
 		assert_allowed(&a);
@@ -454,21 +458,22 @@ static void test_pool_shrink_and_delete(void **state)
 /* ---- claims ---- */
 
 static json_t *claim(const char *version, const char *cluster, const char *label,
-		     const char *owner_flags, const char *pool_group)
+                     const char *owner_flags, const char *pool_group)
 {
 	char buf[2048], spec_cluster[128] = "", labels[256] = "";
 	if (cluster)
 		snprintf(spec_cluster, sizeof(spec_cluster), "\"clusterName\":\"%s\",", cluster);
 	if (label)
 		snprintf(labels, sizeof(labels),
-			 "\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"%s\"},", label);
+		         "\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"%s\"},", label);
 	snprintf(buf, sizeof(buf),
-		 "{\"apiVersion\":\"ipam.cluster.x-k8s.io/%s\",\"kind\":\"IPAddressClaim\","
-		 "\"metadata\":{\"name\":\"m-1\",\"namespace\":\"team-a\",%s\"ownerReferences\":["
-		 "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
-		 "\"VSphereMachine\",\"name\":\"m-1\",\"uid\":\"9\"%s}]},"
-		 "\"spec\":{%s\"poolRef\":{\"apiGroup\":\"%s\",\"kind\":\"IPPool\",\"name\":\"nodes\"}}}",
-		 version, labels, owner_flags, spec_cluster, pool_group);
+	         "{\"apiVersion\":\"ipam.cluster.x-k8s.io/%s\",\"kind\":\"IPAddressClaim\","
+	         "\"metadata\":{\"name\":\"m-1\",\"namespace\":\"team-a\",%s\"ownerReferences\":["
+	         "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
+	         "\"VSphereMachine\",\"name\":\"m-1\",\"uid\":\"9\"%s}]},"
+	         "\"spec\":{%s\"poolRef\":{\"apiGroup\":\"%s\",\"kind\":\"IPPool\",\"name\":"
+	         "\"nodes\"}}}",
+	         version, labels, owner_flags, spec_cluster, pool_group);
 	return load(buf);
 }
 
@@ -563,10 +568,11 @@ static void test_claim_updates_and_deletes(void **state)
 	/* metadata changes always pass: finalizers, owner references rewritten, annotations */
 	json_t *c = json_deep_copy(old);
 	json_t *md = json_object_get(c, "metadata");
-	json_object_set_new(md, "finalizers", json_pack("[s]", "ipam.poolkeeper.io/release-address"));
+	json_object_set_new(md, "finalizers",
+	                    json_pack("[s]", "ipam.poolkeeper.io/release-address"));
 	json_object_set_new(md, "ownerReferences", json_array());
 	json_object_set_new(md, "annotations",
-			    json_pack("{s:s}", "clusterctl.cluster.x-k8s.io/delete-for-move", ""));
+	                    json_pack("{s:s}", "clusterctl.cluster.x-k8s.io/delete-for-move", ""));
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, "ipaddressclaims", c, old, &a);
 	assert_allowed(&a);
 	done(&a);
@@ -574,7 +580,7 @@ static void test_claim_updates_and_deletes(void **state)
 	/* a spec change is refused */
 	c = json_deep_copy(old);
 	json_object_set_new(json_object_get(json_object_get(c, "spec"), "poolRef"), "name",
-			    json_string("other"));
+	                    json_string("other"));
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, "ipaddressclaims", c, old, &a);
 	assert_denied_with(&a, "immutable");
 	done(&a);
@@ -599,7 +605,7 @@ static void test_mutations(void **state)
 	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V2, "ipaddressclaims", c, NULL, &a);
 	assert_allowed(&a);
 	assert_string_equal(a.patch,
-			    "[{\"op\":\"add\",\"path\":\"/spec/clusterName\",\"value\":\"prod\"}]");
+	                    "[{\"op\":\"add\",\"path\":\"/spec/clusterName\",\"value\":\"prod\"}]");
 	assert_non_null(strstr(a.warnings, "deprecated label cluster.x-k8s.io/cluster-name"));
 	done(&a);
 	/* not on UPDATE: the spec is immutable afterwards */
@@ -611,7 +617,7 @@ static void test_mutations(void **state)
 	c = claim("v1beta1", "", "prod", OWNER_OK, "ipam.poolkeeper.io");
 	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V1, "ipaddressclaims", c, NULL, &a);
 	assert_string_equal(
-		a.patch, "[{\"op\":\"replace\",\"path\":\"/spec/clusterName\",\"value\":\"prod\"}]");
+	    a.patch, "[{\"op\":\"replace\",\"path\":\"/spec/clusterName\",\"value\":\"prod\"}]");
 	done(&a);
 	json_decref(c);
 	/* a set clusterName is never rewritten */
@@ -645,8 +651,8 @@ static void test_ipaddresses(void **state)
 	(void)state;
 	struct answer a;
 	json_array_append_new(W.pools, pool("IPPool", "team-a", "nodes",
-					    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,"
-					    "\"gateway\":\"10.0.0.1\"}"));
+	                                    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,"
+	                                    "\"gateway\":\"10.0.0.1\"}"));
 	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.5", "IPPool", "nodes");
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
 	assert_allowed(&a);
@@ -695,17 +701,17 @@ static void test_enforcement_flag(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_resource, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pool_create, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pool_overlap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pool_shrink_and_delete, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_claims, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_claim_enforcement_modes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_claim_updates_and_deletes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ipaddresses, setup, teardown),
-		cmocka_unit_test(test_enforcement_flag),
+	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unknown_resource, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_create, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_overlap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_shrink_and_delete, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_claims, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_enforcement_modes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_updates_and_deletes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ipaddresses, setup, teardown),
+	    cmocka_unit_test(test_enforcement_flag),
 	};
 	return cmocka_run_group_tests_name("admission", tests, NULL, NULL);
 }

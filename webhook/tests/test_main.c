@@ -361,10 +361,8 @@ static void test_graceful_stop(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_help),
-	    cmocka_unit_test(test_bad_flags),
-	    cmocka_unit_test(test_bad_files),
-	    cmocka_unit_test(test_start_and_stop),
+	    cmocka_unit_test(test_help),          cmocka_unit_test(test_bad_flags),
+	    cmocka_unit_test(test_bad_files),     cmocka_unit_test(test_start_and_stop),
 	    cmocka_unit_test(test_graceful_stop),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,600 @@
+/* kube_informer.c - list+watch into a hash-map store, with change callbacks. */
+#include "kube_informer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kube_watch.h"
+
+struct entry {
+	struct entry *next;
+	uint64_t hash;
+	char *key;
+	char *rv;
+	void *item;
+	bool mark; /* seen in the relist being applied */
+};
+
+struct pk_kube_informer {
+	struct pk_kube_client *c;
+	char *group, *version, *resource, *ns, *label, *field;
+	struct pk_kube_ref ref;
+	long page_size, watch_timeout_s, backoff_base_ms, backoff_max_ms;
+	bool bookmarks;
+	pk_kube_transform_fn *transform;
+	pk_kube_release_fn *release;
+	void *tud;
+	struct pk_kube_informer_handlers h;
+
+	pthread_rwlock_t lock; /* the store and rv */
+	struct entry **buckets;
+	size_t nbuckets, n;
+	char rv[128];
+
+	pthread_mutex_t mu; /* state, lists; the condition for waits */
+	pthread_cond_t cv;
+	enum pk_kube_informer_state state;
+	unsigned long lists;
+
+	atomic_int stop;
+	pthread_t thread;
+	bool running;
+};
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static char *dup_or_null(const char *s, bool *fail)
+{
+	if (s == NULL)
+		return NULL;
+	char *d = strdup(s);
+	if (d == NULL)
+		*fail = true;
+	return d;
+}
+
+static void release_item(struct pk_kube_informer *inf, void *item)
+{
+	if (item == NULL)
+		return;
+	if (inf->transform == NULL)
+		json_decref(item);
+	else if (inf->release != NULL)
+		inf->release(inf->tud, item);
+	else
+		free(item);
+}
+
+int pk_kube_informer_new(struct pk_kube_client *c, const struct pk_kube_informer_opts *o,
+                         struct pk_kube_informer **out, struct pk_err *err)
+{
+	*out = NULL;
+	struct pk_kube_informer *inf = calloc(1, sizeof(*inf));
+	if (inf == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	bool fail = false;
+	inf->c = c;
+	inf->group = dup_or_null(o->ref.group, &fail);
+	inf->version = dup_or_null(o->ref.version, &fail);
+	inf->resource = dup_or_null(o->ref.resource, &fail);
+	inf->ns = dup_or_null(o->ref.namespace, &fail);
+	inf->label = dup_or_null(o->label_selector, &fail);
+	inf->field = dup_or_null(o->field_selector, &fail);
+	inf->ref = (struct pk_kube_ref){.group = inf->group,
+	                                .version = inf->version,
+	                                .resource = inf->resource,
+	                                .namespace = inf->ns};
+	inf->page_size = o->page_size;
+	inf->watch_timeout_s = o->watch_timeout_s;
+	inf->backoff_base_ms = o->backoff_base_ms > 0 ? o->backoff_base_ms : 200;
+	inf->backoff_max_ms = o->backoff_max_ms > 0 ? o->backoff_max_ms : 30000;
+	inf->bookmarks = !o->no_bookmarks;
+	inf->transform = o->transform;
+	inf->release = o->release;
+	inf->tud = o->transform_ud;
+	inf->h = o->handlers;
+	inf->nbuckets = 64;
+	inf->buckets = calloc(inf->nbuckets, sizeof(*inf->buckets));
+	pthread_rwlock_init(&inf->lock, NULL);
+	pthread_mutex_init(&inf->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&inf->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (fail || inf->buckets == NULL) {
+		pk_kube_informer_free(inf);
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	}
+	char probe[512];
+	if (pk_kube_ref_path(&inf->ref, probe, sizeof(probe)) != PK_OK) {
+		pk_kube_informer_free(inf);
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "informer: the collection needs a version and "
+		                  "a resource");
+	}
+	*out = inf;
+	return PK_OK;
+}
+
+/* ---- the store (writes only from the informer thread) ---- */
+
+static struct entry *find(struct pk_kube_informer *inf, const char *key, uint64_t h,
+                          struct entry ***link)
+{
+	struct entry **pp = &inf->buckets[h & (inf->nbuckets - 1)];
+	for (; *pp; pp = &(*pp)->next) {
+		if ((*pp)->hash == h && strcmp((*pp)->key, key) == 0) {
+			if (link)
+				*link = pp;
+			return *pp;
+		}
+	}
+	if (link)
+		*link = pp;
+	return NULL;
+}
+
+/* Under the write lock. */
+static void grow(struct pk_kube_informer *inf)
+{
+	size_t nb = inf->nbuckets * 2;
+	struct entry **b = calloc(nb, sizeof(*b));
+	if (b == NULL)
+		return; /* longer chains, still correct */
+	for (size_t i = 0; i < inf->nbuckets; i++) {
+		struct entry *e = inf->buckets[i], *next;
+		for (; e; e = next) {
+			next = e->next;
+			e->next = b[e->hash & (nb - 1)];
+			b[e->hash & (nb - 1)] = e;
+		}
+	}
+	free(inf->buckets);
+	inf->buckets = b;
+	inf->nbuckets = nb;
+}
+
+static char *make_key(const char *ns, const char *name)
+{
+	size_t n = (ns ? strlen(ns) + 1 : 0) + strlen(name) + 1;
+	char *k = malloc(n);
+	if (k != NULL)
+		snprintf(k, n, "%s%s%s", ns ? ns : "", ns ? "/" : "", name);
+	return k;
+}
+
+static void remove_entry(struct pk_kube_informer *inf, const char *key)
+{
+	uint64_t h = fnv1a(key);
+	struct entry **link;
+	pthread_rwlock_wrlock(&inf->lock);
+	struct entry *e = find(inf, key, h, &link);
+	if (e != NULL) {
+		*link = e->next;
+		inf->n--;
+	}
+	pthread_rwlock_unlock(&inf->lock);
+	if (e == NULL)
+		return;
+	if (inf->h.on_delete)
+		inf->h.on_delete(inf->h.ud, e->key, e->item);
+	release_item(inf, e->item);
+	free(e->key);
+	free(e->rv);
+	free(e);
+}
+
+/* ADDED/MODIFIED, or an item of a relist. */
+static void upsert(struct pk_kube_informer *inf, const json_t *obj)
+{
+	const char *name = pk_kube_meta_str(obj, "name");
+	const char *ns = pk_kube_meta_str(obj, "namespace");
+	const char *rv = pk_kube_meta_str(obj, "resourceVersion");
+	if (name == NULL)
+		return;
+	char *key = make_key(ns, name);
+	if (key == NULL)
+		return;
+	uint64_t h = fnv1a(key);
+	struct entry *e = find(inf, key, h, NULL); /* this thread is the only writer */
+	if (e != NULL) {
+		e->mark = true;
+		if (rv != NULL && e->rv != NULL && strcmp(rv, e->rv) == 0) {
+			free(key); /* already current: no event */
+			return;
+		}
+	}
+	void *item =
+	    inf->transform ? inf->transform(inf->tud, obj) : json_incref((json_t *)(uintptr_t)obj);
+	char *rvcopy = rv ? strdup(rv) : NULL;
+	if (item == NULL || (rv != NULL && rvcopy == NULL)) {
+		release_item(inf, item);
+		free(rvcopy);
+		if (e != NULL)
+			remove_entry(inf, key);
+		free(key);
+		return;
+	}
+	if (e != NULL) {
+		pthread_rwlock_wrlock(&inf->lock);
+		void *old = e->item;
+		char *oldrv = e->rv;
+		e->item = item;
+		e->rv = rvcopy;
+		pthread_rwlock_unlock(&inf->lock);
+		if (inf->h.on_update)
+			inf->h.on_update(inf->h.ud, e->key, old, item);
+		release_item(inf, old);
+		free(oldrv);
+		free(key);
+		return;
+	}
+	e = calloc(1, sizeof(*e));
+	if (e == NULL) {
+		release_item(inf, item);
+		free(rvcopy);
+		free(key);
+		return;
+	}
+	e->hash = h;
+	e->key = key;
+	e->rv = rvcopy;
+	e->item = item;
+	e->mark = true;
+	pthread_rwlock_wrlock(&inf->lock);
+	if (inf->n >= inf->nbuckets)
+		grow(inf);
+	struct entry **slot = &inf->buckets[h & (inf->nbuckets - 1)];
+	e->next = *slot;
+	*slot = e;
+	inf->n++;
+	pthread_rwlock_unlock(&inf->lock);
+	if (inf->h.on_add)
+		inf->h.on_add(inf->h.ud, e->key, item);
+}
+
+static void delete_obj(struct pk_kube_informer *inf, const json_t *obj)
+{
+	const char *name = pk_kube_meta_str(obj, "name");
+	if (name == NULL)
+		return;
+	char *key = make_key(pk_kube_meta_str(obj, "namespace"), name);
+	if (key != NULL)
+		remove_entry(inf, key);
+	free(key);
+}
+
+static void set_rv(struct pk_kube_informer *inf, const char *rv)
+{
+	if (rv == NULL || rv[0] == '\0')
+		return;
+	pthread_rwlock_wrlock(&inf->lock);
+	snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
+	pthread_rwlock_unlock(&inf->lock);
+}
+
+/* A relist: every page's items are applied as they arrive (one page in
+ * memory at a time), marking what was seen; what was not seen is deleted
+ * at the end. */
+static void relist_begin(struct pk_kube_informer *inf)
+{
+	for (size_t i = 0; i < inf->nbuckets; i++)
+		for (struct entry *e = inf->buckets[i]; e; e = e->next)
+			e->mark = false;
+}
+
+static int relist_page(void *ud, const json_t *page)
+{
+	struct pk_kube_informer *inf = ud;
+	size_t i;
+	json_t *obj;
+	json_array_foreach(json_object_get(page, "items"), i, obj)
+	{
+		upsert(inf, obj);
+	}
+	return atomic_load(&inf->stop) ? 1 : 0;
+}
+
+static void relist_end(struct pk_kube_informer *inf, const char *rv)
+{
+	/* what was not listed is gone */
+	size_t ngone = 0;
+	for (size_t b = 0; b < inf->nbuckets; b++)
+		for (struct entry *e = inf->buckets[b]; e; e = e->next)
+			ngone += !e->mark;
+	char **gone = ngone ? calloc(ngone, sizeof(*gone)) : NULL;
+	size_t k = 0;
+	for (size_t b = 0; gone && b < inf->nbuckets; b++)
+		for (struct entry *e = inf->buckets[b]; e; e = e->next)
+			if (!e->mark)
+				gone[k++] = strdup(e->key);
+	for (size_t g = 0; g < k; g++) {
+		if (gone[g] != NULL)
+			remove_entry(inf, gone[g]);
+		free(gone[g]);
+	}
+	free(gone);
+	set_rv(inf, rv);
+}
+
+/* ---- state ---- */
+
+static void set_state(struct pk_kube_informer *inf, enum pk_kube_informer_state s)
+{
+	pthread_mutex_lock(&inf->mu);
+	inf->state = s;
+	pthread_cond_broadcast(&inf->cv);
+	pthread_mutex_unlock(&inf->mu);
+}
+
+enum pk_kube_informer_state pk_kube_informer_state(struct pk_kube_informer *inf)
+{
+	pthread_mutex_lock(&inf->mu);
+	enum pk_kube_informer_state s = inf->state;
+	pthread_mutex_unlock(&inf->mu);
+	return s;
+}
+
+bool pk_kube_informer_synced(struct pk_kube_informer *inf)
+{
+	return pk_kube_informer_state(inf) == PK_KUBE_INFORMER_SYNCED;
+}
+
+static struct timespec deadline_in(long ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+bool pk_kube_informer_wait_synced(struct pk_kube_informer *inf, long timeout_ms)
+{
+	struct timespec dl = deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
+	pthread_mutex_lock(&inf->mu);
+	while (inf->state != PK_KUBE_INFORMER_SYNCED) {
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&inf->cv, &inf->mu);
+		} else if (pthread_cond_timedwait(&inf->cv, &inf->mu, &dl) == ETIMEDOUT) {
+			break;
+		}
+	}
+	bool ok = inf->state == PK_KUBE_INFORMER_SYNCED;
+	pthread_mutex_unlock(&inf->mu);
+	return ok;
+}
+
+unsigned long pk_kube_informer_lists(struct pk_kube_informer *inf)
+{
+	pthread_mutex_lock(&inf->mu);
+	unsigned long n = inf->lists;
+	pthread_mutex_unlock(&inf->mu);
+	return n;
+}
+
+/* Waits ms, or less when stopped. */
+static void nap(struct pk_kube_informer *inf, long long ns)
+{
+	struct timespec dl = deadline_in((long)(ns / 1000000LL));
+	pthread_mutex_lock(&inf->mu);
+	while (!atomic_load(&inf->stop))
+		if (pthread_cond_timedwait(&inf->cv, &inf->mu, &dl) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&inf->mu);
+}
+
+/* ---- reads ---- */
+
+bool pk_kube_informer_get(struct pk_kube_informer *inf, const char *ns, const char *name,
+                          pk_kube_visit_fn *fn, void *ud)
+{
+	char *key = make_key(ns, name);
+	if (key == NULL)
+		return false;
+	pthread_rwlock_rdlock(&inf->lock);
+	struct entry *e = find(inf, key, fnv1a(key), NULL);
+	if (e != NULL && fn != NULL)
+		fn(ud, e->key, e->item);
+	pthread_rwlock_unlock(&inf->lock);
+	free(key);
+	return e != NULL;
+}
+
+size_t pk_kube_informer_foreach(struct pk_kube_informer *inf, pk_kube_visit_fn *fn, void *ud)
+{
+	size_t n = 0;
+	pthread_rwlock_rdlock(&inf->lock);
+	for (size_t i = 0; i < inf->nbuckets; i++)
+		for (struct entry *e = inf->buckets[i]; e; e = e->next, n++)
+			fn(ud, e->key, e->item);
+	pthread_rwlock_unlock(&inf->lock);
+	return n;
+}
+
+size_t pk_kube_informer_count(struct pk_kube_informer *inf)
+{
+	pthread_rwlock_rdlock(&inf->lock);
+	size_t n = inf->n;
+	pthread_rwlock_unlock(&inf->lock);
+	return n;
+}
+
+void pk_kube_informer_resource_version(struct pk_kube_informer *inf, char *buf, size_t len)
+{
+	pthread_rwlock_rdlock(&inf->lock);
+	snprintf(buf, len, "%s", inf->rv);
+	pthread_rwlock_unlock(&inf->lock);
+}
+
+/* ---- the loop ---- */
+
+static int on_event(void *ud, const struct pk_kube_event *ev)
+{
+	struct pk_kube_informer *inf = ud;
+	switch (ev->type) {
+	case PK_KUBE_EVENT_ADDED:
+	case PK_KUBE_EVENT_MODIFIED:
+		upsert(inf, ev->object);
+		break;
+	case PK_KUBE_EVENT_DELETED:
+		delete_obj(inf, ev->object);
+		break;
+	case PK_KUBE_EVENT_BOOKMARK:
+	case PK_KUBE_EVENT_ERROR:
+		break;
+	}
+	set_rv(inf, ev->resource_version);
+	return atomic_load(&inf->stop) ? 1 : 0;
+}
+
+static void on_watch_state(void *ud, bool connected)
+{
+	struct pk_kube_informer *inf = ud;
+	set_state(inf, connected ? PK_KUBE_INFORMER_SYNCED : PK_KUBE_INFORMER_STALE);
+}
+
+static void *run(void *arg)
+{
+	struct pk_kube_informer *inf = arg;
+	const struct pk_kube_log *log = pk_kube_client_log(inf->c);
+	unsigned failures = 0;
+	bool synced_once = false;
+	while (!atomic_load(&inf->stop)) {
+		struct pk_kube_list_opts lo = {.label_selector = inf->label,
+		                               .field_selector = inf->field,
+		                               .limit = inf->page_size,
+		                               .stop = &inf->stop};
+		struct pk_kube_error e;
+		char rv[128];
+		relist_begin(inf);
+		enum pk_kube_reason rc = pk_kube_client_list_pages(
+		    inf->c, &inf->ref, &lo, relist_page, inf, rv, sizeof(rv), &e);
+		if (rc != PK_KUBE_OK) {
+			if (rc == PK_KUBE_CANCELLED || atomic_load(&inf->stop))
+				break;
+			long long wait =
+			    pk_kube_backoff_ns(failures < 20 ? failures : 20, inf->backoff_base_ms,
+			                       inf->backoff_max_ms);
+			pk_kube_logf(log, PK_KUBE_LOG_WARN,
+			             "informer %s: list failed: %s: %s; retry in %lld ms",
+			             inf->resource, pk_kube_reason_name(rc), e.message,
+			             wait / 1000000LL);
+			failures++;
+			nap(inf, wait);
+			continue;
+		}
+		relist_end(inf, rv);
+		pthread_mutex_lock(&inf->mu);
+		inf->lists++;
+		inf->state = PK_KUBE_INFORMER_SYNCED;
+		pthread_cond_broadcast(&inf->cv);
+		pthread_mutex_unlock(&inf->mu);
+		if (!synced_once) {
+			synced_once = true;
+			if (inf->h.on_synced)
+				inf->h.on_synced(inf->h.ud);
+		}
+
+		struct pk_kube_watch_opts wo = {.label_selector = inf->label,
+		                                .field_selector = inf->field,
+		                                .resource_version = rv[0] ? rv : NULL,
+		                                .bookmarks = inf->bookmarks,
+		                                .timeout_s = inf->watch_timeout_s,
+		                                .backoff_base_ms = inf->backoff_base_ms,
+		                                .backoff_max_ms = inf->backoff_max_ms,
+		                                .stop = &inf->stop,
+		                                .on_state = on_watch_state};
+		rc = pk_kube_watch_run(inf->c, &inf->ref, &wo, on_event, inf, NULL, 0, &e);
+		set_state(inf, PK_KUBE_INFORMER_STALE);
+		if (rc == PK_KUBE_CANCELLED || atomic_load(&inf->stop))
+			break;
+		if (rc == PK_KUBE_GONE) {
+			pk_kube_logf(log, PK_KUBE_LOG_INFO, "informer %s: %s; relisting",
+			             inf->resource, e.message);
+			failures = 0;
+			continue;
+		}
+		long long wait = pk_kube_backoff_ns(failures < 20 ? failures : 20,
+		                                    inf->backoff_base_ms, inf->backoff_max_ms);
+		pk_kube_logf(log, PK_KUBE_LOG_WARN,
+		             "informer %s: watch failed: %s: %s; relist in %lld ms", inf->resource,
+		             pk_kube_reason_name(rc), e.message, wait / 1000000LL);
+		failures++;
+		nap(inf, wait);
+	}
+	set_state(inf, synced_once ? PK_KUBE_INFORMER_STALE : PK_KUBE_INFORMER_STARTING);
+	return NULL;
+}
+
+int pk_kube_informer_start(struct pk_kube_informer *inf, struct pk_err *err)
+{
+	if (inf->running)
+		return pk_err_set(err, PK_ERR_INVALID, "informer already running");
+	atomic_store(&inf->stop, 0);
+	int rc = pthread_create(&inf->thread, NULL, run, inf);
+	if (rc != 0)
+		return pk_err_set(err, PK_ERR_NOMEM, "cannot start the informer thread: %s",
+		                  strerror(rc));
+	inf->running = true;
+	return PK_OK;
+}
+
+void pk_kube_informer_stop(struct pk_kube_informer *inf)
+{
+	if (!inf->running)
+		return;
+	atomic_store(&inf->stop, 1);
+	pthread_mutex_lock(&inf->mu);
+	pthread_cond_broadcast(&inf->cv);
+	pthread_mutex_unlock(&inf->mu);
+	pthread_join(inf->thread, NULL);
+	inf->running = false;
+}
+
+void pk_kube_informer_free(struct pk_kube_informer *inf)
+{
+	if (inf == NULL)
+		return;
+	pk_kube_informer_stop(inf);
+	for (size_t i = 0; inf->buckets && i < inf->nbuckets; i++) {
+		struct entry *e = inf->buckets[i], *next;
+		for (; e; e = next) {
+			next = e->next;
+			release_item(inf, e->item);
+			free(e->key);
+			free(e->rv);
+			free(e);
+		}
+	}
+	free(inf->buckets);
+	free(inf->group);
+	free(inf->version);
+	free(inf->resource);
+	free(inf->ns);
+	free(inf->label);
+	free(inf->field);
+	pthread_rwlock_destroy(&inf->lock);
+	pthread_mutex_destroy(&inf->mu);
+	pthread_cond_destroy(&inf->cv);
+	free(inf);
+}

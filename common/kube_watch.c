@@ -1,0 +1,393 @@
+/* kube_watch.c - watch stream splitting, event decoding, the resuming watch loop. */
+#include "kube_watch.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- splitter ---- */
+
+/* Deeper than any event the decoder accepts; deeper input is refused here. */
+#define SPLIT_MAX_DEPTH 1024
+
+struct pk_kube_splitter {
+	char *buf; /* the unfinished object so far */
+	size_t len, cap, max;
+	unsigned depth; /* brace/bracket depth inside the object; 0 between objects */
+	bool in_str, esc;
+	uint64_t kinds[SPLIT_MAX_DEPTH / 64]; /* bit d: level d+1 opened with '[' */
+};
+
+struct pk_kube_splitter *pk_kube_splitter_new(size_t max_event_bytes)
+{
+	struct pk_kube_splitter *s = calloc(1, sizeof(*s));
+	if (s != NULL)
+		s->max = max_event_bytes ? max_event_bytes : PK_KUBE_EVENT_MAX_BYTES;
+	return s;
+}
+
+void pk_kube_splitter_free(struct pk_kube_splitter *s)
+{
+	if (s == NULL)
+		return;
+	free(s->buf);
+	free(s);
+}
+
+void pk_kube_splitter_reset(struct pk_kube_splitter *s)
+{
+	s->len = 0;
+	s->depth = 0;
+	s->in_str = s->esc = false;
+}
+
+size_t pk_kube_splitter_pending(const struct pk_kube_splitter *s)
+{
+	return s->len;
+}
+
+static int append(struct pk_kube_splitter *s, const char *p, size_t n, struct pk_err *err)
+{
+	if (s->len + n > s->max)
+		return pk_err_set(err, PK_ERR_NOMEM, "watch event larger than %zu bytes", s->max);
+	if (s->len + n + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap : 4096;
+		while (cap < s->len + n + 1)
+			cap *= 2;
+		char *b = realloc(s->buf, cap);
+		if (b == NULL)
+			return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+		s->buf = b;
+		s->cap = cap;
+	}
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+	s->buf[s->len] = '\0';
+	return PK_OK;
+}
+
+int pk_kube_splitter_feed(struct pk_kube_splitter *s, const char *data, size_t len,
+                          pk_kube_text_fn *fn, void *ud, struct pk_err *err)
+{
+	size_t i = 0;
+	while (i < len) {
+		if (s->depth == 0) {
+			/* between objects: whitespace, then '{' */
+			char c = data[i];
+			if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+				i++;
+				continue;
+			}
+			if (c != '{') {
+				char q[300];
+				pk_text_quote(data + i, len - i, q, sizeof(q));
+				return pk_err_set(err, PK_ERR_INVALID,
+				                  "watch stream: garbage between events: \"%s\"",
+				                  q);
+			}
+		}
+		/* inside an object: scan to its end or the end of this read */
+		size_t start = i;
+		bool done = false;
+		for (; i < len; i++) {
+			char c = data[i];
+			if (s->in_str) {
+				if (s->esc)
+					s->esc = false;
+				else if (c == '\\')
+					s->esc = true;
+				else if (c == '"')
+					s->in_str = false;
+				continue;
+			}
+			if (c == '"') {
+				s->in_str = true;
+			} else if (c == '{' || c == '[') {
+				if (s->depth >= SPLIT_MAX_DEPTH)
+					return pk_err_set(
+					    err, PK_ERR_NOMEM,
+					    "watch event nested deeper than %d levels",
+					    SPLIT_MAX_DEPTH);
+				uint64_t bit = 1ULL << (s->depth % 64);
+				if (c == '[')
+					s->kinds[s->depth / 64] |= bit;
+				else
+					s->kinds[s->depth / 64] &= ~bit;
+				s->depth++;
+			} else if (c == '}' || c == ']') {
+				unsigned d = s->depth - 1;
+				bool square = (s->kinds[d / 64] >> (d % 64)) & 1;
+				if (square != (c == ']'))
+					return pk_err_set(err, PK_ERR_INVALID,
+					                  "watch stream: garbage: '%c' closes '%c'",
+					                  c, square ? '[' : '{');
+				if (--s->depth == 0) {
+					i++;
+					done = true;
+					break;
+				}
+			}
+		}
+		int rc = append(s, data + start, i - start, err);
+		if (rc != PK_OK)
+			return rc;
+		if (done) {
+			size_t n = s->len;
+			s->len = 0;
+			rc = fn(ud, s->buf, n);
+			if (rc != 0)
+				return rc;
+		}
+	}
+	return PK_OK;
+}
+
+/* ---- events ---- */
+
+static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+const char *pk_kube_event_type_name(enum pk_kube_event_type t)
+{
+	return (unsigned)t < 5 ? type_names[t] : "?";
+}
+
+int pk_kube_event_decode(const char *text, size_t len, unsigned max_depth, struct pk_kube_event *ev,
+                         json_t **root, struct pk_err *err)
+{
+	memset(ev, 0, sizeof(*ev));
+	*root = NULL;
+	int rc = pk_kube_json_parse(text, len, max_depth, root, err);
+	if (rc != PK_OK)
+		return rc;
+	const char *type = pk_kube_json_str(*root, "type");
+	json_t *obj = json_object_get(*root, "object");
+	if (type == NULL || !json_is_object(obj))
+		return pk_err_set(err, PK_ERR_INVALID, "watch event without type or object");
+	unsigned t;
+	for (t = 0; t < 5; t++)
+		if (strcmp(type, type_names[t]) == 0)
+			break;
+	if (t == 5) {
+		char q[300];
+		pk_text_quote(type, strlen(type), q, sizeof(q));
+		return pk_err_set(err, PK_ERR_INVALID, "watch event of unknown type \"%s\"", q);
+	}
+	ev->type = (enum pk_kube_event_type)t;
+	ev->object = obj;
+	ev->resource_version = pk_kube_meta_str(obj, "resourceVersion");
+	if (ev->type == PK_KUBE_EVENT_ERROR)
+		pk_kube_status_decode_json(0, obj, &ev->error);
+	return PK_OK;
+}
+
+/* ---- the watch loop ---- */
+
+struct wstate {
+	struct pk_kube_splitter *sp;
+	pk_kube_watch_fn *fn;
+	void *ud;
+	const struct pk_kube_watch_opts *o;
+	const struct pk_kube_log *log;
+	char rv[128];
+	unsigned max_depth;
+	/* how the current connection ended, when it was our decision */
+	enum pk_kube_reason end;
+	struct pk_kube_error err;
+	struct pk_err perr;
+	bool garbage;
+	unsigned long events;
+	long long connected_ns; /* when this connection's 200 arrived, 0 before */
+	bool reported;          /* on_state(true) said for this connection */
+};
+
+static void report_good(struct wstate *w)
+{
+	if (w->reported)
+		return;
+	w->reported = true;
+	if (w->o->on_state != NULL)
+		w->o->on_state(w->ud, true);
+}
+
+static int on_text(void *ud, const char *text, size_t len)
+{
+	struct wstate *w = ud;
+	struct pk_kube_event ev;
+	json_t *root;
+	int rc = pk_kube_event_decode(text, len, w->max_depth, &ev, &root, &w->perr);
+	if (rc != PK_OK) {
+		json_decref(root);
+		w->garbage = true;
+		return 1;
+	}
+	if (ev.type == PK_KUBE_EVENT_ERROR) {
+		w->err = ev.error;
+		w->end = ev.error.reason == PK_KUBE_OK ? PK_KUBE_UNKNOWN : ev.error.reason;
+		json_decref(root);
+		return 1;
+	}
+	w->events++;
+	report_good(w);
+	if (ev.resource_version != NULL && ev.resource_version[0] != '\0')
+		snprintf(w->rv, sizeof(w->rv), "%s", ev.resource_version);
+	rc = w->fn(w->ud, &ev);
+	json_decref(root);
+	if (rc != 0) {
+		w->end = PK_KUBE_CANCELLED;
+		return 1;
+	}
+	return 0;
+}
+
+static bool stopped(const struct pk_kube_watch_opts *o);
+
+static int on_piece(void *ud, const char *data, size_t len)
+{
+	struct wstate *w = ud;
+	if (data == NULL) {
+		w->connected_ns = pk_kube_now_ns();
+		return 0;
+	}
+	if (len == 0) {
+		/* a tick: a second without an ERROR makes the connection good */
+		if (w->connected_ns != 0 && pk_kube_now_ns() - w->connected_ns >= 1000000000LL)
+			report_good(w);
+		return stopped(w->o) ? 1 : 0;
+	}
+	int rc = pk_kube_splitter_feed(w->sp, data, len, on_text, w, &w->perr);
+	if (rc == PK_OK)
+		return 0;
+	if (rc < 0)
+		w->garbage = true;
+	return 1;
+}
+
+static bool stopped(const struct pk_kube_watch_opts *o)
+{
+	return o->stop != NULL && atomic_load(o->stop);
+}
+
+/* Sleeps ns, waking early when stop is set. */
+static void nap(const struct pk_kube_watch_opts *o, long long ns)
+{
+	while (ns > 0 && !stopped(o)) {
+		long long step = ns > 100000000LL ? 100000000LL : ns;
+		pk_kube_sleep_ns(step);
+		ns -= step;
+	}
+}
+
+enum pk_kube_reason pk_kube_watch_run(struct pk_kube_client *c, const struct pk_kube_ref *r,
+                                      const struct pk_kube_watch_opts *opts, pk_kube_watch_fn *fn,
+                                      void *ud, char *rv_out, size_t rv_len,
+                                      struct pk_kube_error *e)
+{
+	static const struct pk_kube_watch_opts zero;
+	const struct pk_kube_watch_opts *o = opts ? opts : &zero;
+	struct wstate w = {.fn = fn, .ud = ud, .o = o, .log = pk_kube_client_log(c)};
+	struct pk_kube_ref coll = *r;
+	coll.name = NULL;
+	coll.subresource = NULL;
+	long base = o->backoff_base_ms > 0 ? o->backoff_base_ms : 200;
+	long max = o->backoff_max_ms > 0 ? o->backoff_max_ms : 30000;
+	unsigned failures = 0;
+	enum pk_kube_reason rc;
+	char base_path[4096];
+
+	if (o->resource_version != NULL)
+		snprintf(w.rv, sizeof(w.rv), "%s", o->resource_version);
+	if (pk_kube_ref_path(&coll, base_path, sizeof(base_path)) != PK_OK)
+		return pk_kube_error_set(e, PK_KUBE_BAD_REQUEST, 0, "cannot build the watch path");
+	w.sp = pk_kube_splitter_new(o->max_event_bytes);
+	if (w.sp == NULL)
+		return pk_kube_error_set(e, PK_KUBE_NOMEM, 0, "out of memory");
+
+	for (;;) {
+		if (stopped(o)) {
+			rc = pk_kube_error_set(e, PK_KUBE_CANCELLED, 0, "watch stopped");
+			break;
+		}
+		char path[8192], num[32];
+		snprintf(path, sizeof(path), "%s", base_path);
+		long timeout =
+		    o->timeout_s > 0 ? o->timeout_s : 300 + (long)(pk_kube_now_ns() % 300);
+		snprintf(num, sizeof(num), "%ld", timeout);
+		if (pk_kube_query_add(path, sizeof(path), "watch", "true") != PK_OK ||
+		    (o->bookmarks && pk_kube_query_add(path, sizeof(path), "allowWatchBookmarks",
+		                                       "true") != PK_OK) ||
+		    (o->label_selector && pk_kube_query_add(path, sizeof(path), "labelSelector",
+		                                            o->label_selector) != PK_OK) ||
+		    (o->field_selector && pk_kube_query_add(path, sizeof(path), "fieldSelector",
+		                                            o->field_selector) != PK_OK) ||
+		    (w.rv[0] &&
+		     pk_kube_query_add(path, sizeof(path), "resourceVersion", w.rv) != PK_OK) ||
+		    pk_kube_query_add(path, sizeof(path), "timeoutSeconds", num) != PK_OK) {
+			rc = pk_kube_error_set(e, PK_KUBE_BAD_REQUEST, 0, "watch query too long");
+			break;
+		}
+		pk_kube_splitter_reset(w.sp);
+		w.end = PK_KUBE_OK;
+		w.garbage = false;
+		w.connected_ns = 0;
+		w.reported = false;
+		unsigned long before = w.events;
+		struct pk_kube_error serr;
+		rc = pk_kube_client_stream(c, path, on_piece, &w, o->stop, &serr);
+		/* an end inside an event is a break, not the server's timeout */
+		bool clean = rc == PK_KUBE_OK && w.end == PK_KUBE_OK && !w.garbage &&
+		             pk_kube_splitter_pending(w.sp) == 0;
+		if (!clean && o->on_state != NULL)
+			o->on_state(ud, false);
+		if (w.end == PK_KUBE_CANCELLED || stopped(o)) {
+			rc = pk_kube_error_set(e, PK_KUBE_CANCELLED, 0, "watch stopped");
+			break;
+		}
+		if (w.end != PK_KUBE_OK) {
+			/* an ERROR event */
+			rc = w.end;
+			serr = w.err;
+		} else if (w.garbage) {
+			pk_kube_logf(w.log, PK_KUBE_LOG_WARN, "watch %s: %s; reconnecting from %s",
+			             base_path, w.perr.msg, w.rv[0] ? w.rv : "now");
+			rc = PK_KUBE_CONNECTION;
+			snprintf(serr.message, sizeof(serr.message), "%s", w.perr.msg);
+		}
+		if (rc == PK_KUBE_GONE) {
+			if (e != NULL)
+				*e = serr;
+			break;
+		}
+		bool transient = rc == PK_KUBE_OK || rc == PK_KUBE_CONNECTION ||
+		                 rc == PK_KUBE_TIMEOUT || rc == PK_KUBE_SERVER_ERROR ||
+		                 rc == PK_KUBE_TOO_MANY_REQUESTS || rc == PK_KUBE_UNKNOWN;
+		if (!transient) {
+			if (e != NULL)
+				*e = serr;
+			break;
+		}
+		if (rc == PK_KUBE_OK) {
+			/* a clean end (the server's timeoutSeconds): resume at once, or
+			 * after a short pause when the connection carried nothing */
+			failures = 0;
+			if (w.events == before)
+				nap(o, base * 1000000LL);
+			continue;
+		}
+		if (w.events > before)
+			failures = 0;
+		long long wait = pk_kube_backoff_ns(failures < 20 ? failures : 20, base, max);
+		if (rc == PK_KUBE_TOO_MANY_REQUESTS && serr.retry_after_s > 0)
+			wait = serr.retry_after_s * 1000000000LL;
+		pk_kube_logf(w.log, failures ? PK_KUBE_LOG_WARN : PK_KUBE_LOG_INFO,
+		             "watch %s: %s: %s; reconnecting from %s in %lld ms", base_path,
+		             pk_kube_reason_name(rc), serr.message, w.rv[0] ? w.rv : "now",
+		             wait / 1000000LL);
+		failures++;
+		nap(o, wait);
+	}
+	if (rv_out != NULL && rv_len > 0)
+		snprintf(rv_out, rv_len, "%s", w.rv);
+	pk_kube_splitter_free(w.sp);
+	return rc;
+}

@@ -1,0 +1,896 @@
+/*
+ * test_kube_client.c - Status decoding, URL building, backoff, and the
+ * client's error handling against a scripted server on 127.0.0.1: retries,
+ * Retry-After, caps, timeouts, paging, request bodies, thread safety.
+ */
+#define _GNU_SOURCE /* strcasestr */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kube_client.h"
+#include "test_kube_fakeserver.h"
+
+/* ---- Status decoding (table-driven) ---- */
+
+static void test_status_decode(void **state)
+{
+	(void)state;
+	static const struct {
+		long code;
+		const char *body;
+		enum pk_kube_reason want;
+		const char *msg;
+		long retry_after;
+	} v[] = {
+	    {404,
+	     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
+	     "\"configmaps \\\"x\\\" not found\",\"reason\":\"NotFound\",\"code\":404}",
+	     PK_KUBE_NOT_FOUND, "configmaps \"x\" not found", 0},
+	    {409, "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\",\"message\":\"exists\"}",
+	     PK_KUBE_ALREADY_EXISTS, "exists", 0},
+	    {409, "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":\"modified\"}",
+	     PK_KUBE_CONFLICT, "modified", 0},
+	    {409, "not json", PK_KUBE_CONFLICT, "HTTP 409 Conflict: not json", 0},
+	    {422, "{\"kind\":\"Status\",\"reason\":\"Invalid\",\"message\":\"bad\"}",
+	     PK_KUBE_INVALID, "bad", 0},
+	    {403, "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"message\":\"no\"}",
+	     PK_KUBE_FORBIDDEN, "no", 0},
+	    {401, "{\"kind\":\"Status\",\"reason\":\"Unauthorized\"}", PK_KUBE_UNAUTHORIZED,
+	     "HTTP 401 Unauthorized", 0},
+	    {429,
+	     "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"message\":\"slow down\","
+	     "\"details\":{\"retryAfterSeconds\":3}}",
+	     PK_KUBE_TOO_MANY_REQUESTS, "slow down", 3},
+	    {410, "{\"kind\":\"Status\",\"reason\":\"Expired\",\"message\":\"too old\"}",
+	     PK_KUBE_GONE, "too old", 0},
+	    {410, "{\"kind\":\"Status\",\"reason\":\"Gone\"}", PK_KUBE_GONE, NULL, 0},
+	    {504, "{\"kind\":\"Status\",\"reason\":\"Timeout\"}", PK_KUBE_TIMEOUT, NULL, 0},
+	    {500, "{\"kind\":\"Status\",\"reason\":\"ServerTimeout\"}", PK_KUBE_TIMEOUT, NULL, 0},
+	    {500, "{\"kind\":\"Status\",\"reason\":\"InternalError\"}", PK_KUBE_SERVER_ERROR, NULL,
+	     0},
+	    {503, "", PK_KUBE_SERVER_ERROR, "HTTP 503 ServerError", 0},
+	    {400, NULL, PK_KUBE_BAD_REQUEST, NULL, 0},
+	    {405, "{}", PK_KUBE_METHOD_NOT_ALLOWED, NULL, 0},
+	    {418, "{\"kind\":\"Status\"}", PK_KUBE_UNKNOWN, NULL, 0},
+	    {404, "{\"kind\":\"ConfigMap\"}", PK_KUBE_NOT_FOUND, "HTTP 404 NotFound: {", 0},
+	    {200, "{}", PK_KUBE_OK, NULL, 0},
+	    /* the reason wins over the code */
+	    {400, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}", PK_KUBE_NOT_FOUND, NULL, 0},
+	    /* a huge retry hint is ignored */
+	    {429, "{\"kind\":\"Status\",\"details\":{\"retryAfterSeconds\":99999999}}",
+	     PK_KUBE_TOO_MANY_REQUESTS, NULL, 0},
+	    /* deep garbage is not parsed at all */
+	    {500, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", PK_KUBE_SERVER_ERROR,
+	     NULL, 0},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct pk_kube_error e;
+		enum pk_kube_reason r = pk_kube_status_decode(
+		    v[i].code, v[i].body, v[i].body ? strlen(v[i].body) : 0, &e);
+		if (r != v[i].want)
+			print_error("vector %zu: got %s\n", i, pk_kube_reason_name(r));
+		assert_int_equal(r, v[i].want);
+		assert_int_equal(e.code, v[i].code);
+		if (v[i].msg != NULL && strncmp(e.message, v[i].msg, strlen(v[i].msg)) != 0) {
+			print_error("vector %zu: message \"%s\"\n", i, e.message);
+			fail();
+		}
+		assert_int_equal(e.retry_after_s, v[i].retry_after);
+	}
+	/* ERROR watch events carry the code inside the Status */
+	json_t *st = json_pack("{s:s,s:s,s:i,s:s}", "kind", "Status", "reason", "Expired", "code",
+	                       410, "message", "too old resource version");
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_status_decode_json(0, st, &e), PK_KUBE_GONE);
+	assert_int_equal(e.code, 410);
+	assert_string_equal(e.status_reason, "Expired");
+	json_decref(st);
+	/* a code from the body is success only with status Success */
+	static const struct {
+		const char *body;
+		enum pk_kube_reason want;
+	} b[] = {
+	    {"{\"code\":261}", PK_KUBE_UNKNOWN},
+	    {"{\"kind\":\"Status\",\"status\":\"Failure\",\"code\":200}", PK_KUBE_UNKNOWN},
+	    {"{\"kind\":\"Status\",\"status\":\"Success\",\"code\":200}", PK_KUBE_OK},
+	    {"{\"kind\":\"Status\",\"code\":99}", PK_KUBE_UNKNOWN},
+	};
+	for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++)
+		assert_int_equal(pk_kube_status_decode(0, b[i].body, strlen(b[i].body), &e),
+		                 b[i].want);
+	assert_string_equal(pk_kube_reason_name(PK_KUBE_CONFLICT), "Conflict");
+	assert_string_equal(pk_kube_reason_name((enum pk_kube_reason)999), "Unknown");
+}
+
+/* ---- URL building ---- */
+
+static void test_paths(void **state)
+{
+	(void)state;
+	static const struct {
+		struct pk_kube_ref r;
+		const char *want; /* NULL: refused */
+	} v[] = {
+	    {{.version = "v1", .resource = "configmaps", .namespace = "ns", .name = "a"},
+	     "/api/v1/namespaces/ns/configmaps/a"},
+	    {{.group = "", .version = "v1", .resource = "namespaces"}, "/api/v1/namespaces"},
+	    {{.group = "ipam.cluster.x-k8s.io",
+	      .version = "v1beta2",
+	      .resource = "ipaddressclaims",
+	      .namespace = "d",
+	      .name = "c",
+	      .subresource = "status"},
+	     "/apis/ipam.cluster.x-k8s.io/v1beta2/namespaces/d/ipaddressclaims/c/status"},
+	    {{.group = "ipam.poolkeeper.io",
+	      .version = "v1alpha1",
+	      .resource = "globalippools",
+	      .name = "g"},
+	     "/apis/ipam.poolkeeper.io/v1alpha1/globalippools/g"},
+	    {{.version = "v1", .resource = "configmaps", .namespace = "ns", .name = "a b/c?d%"},
+	     "/api/v1/namespaces/ns/configmaps/a%20b%2Fc%3Fd%25"},
+	    {{.version = "v1", .resource = "configmaps", .namespace = "ns", .name = ".."}, NULL},
+	    {{.version = "v1", .resource = "configmaps", .namespace = "ns", .name = "."}, NULL},
+	    {{.version = "v1", .resource = "configmaps", .namespace = "", .name = "x"}, NULL},
+	    {{.version = "v1", .resource = "configmaps", .name = ""}, NULL},
+	    {{.resource = "configmaps"}, NULL},
+	    {{.version = "v1"}, NULL},
+	    {{.version = "v1", .resource = "pods", .subresource = "status"}, NULL},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char buf[512];
+		int rc = pk_kube_ref_path(&v[i].r, buf, sizeof(buf));
+		if (v[i].want == NULL) {
+			assert_int_equal(rc, PK_ERR_INVALID);
+			continue;
+		}
+		assert_int_equal(rc, PK_OK);
+		assert_string_equal(buf, v[i].want);
+	}
+	char small[10];
+	struct pk_kube_ref r = {.version = "v1", .resource = "configmaps"};
+	assert_int_equal(pk_kube_ref_path(&r, small, sizeof(small)), PK_ERR_NOMEM);
+
+	char q[128] = "/api/v1/pods";
+	assert_int_equal(pk_kube_query_add(q, sizeof(q), "labelSelector", "app=x,tier!=db"), PK_OK);
+	assert_int_equal(pk_kube_query_add(q, sizeof(q), "limit", "5"), PK_OK);
+	assert_string_equal(q, "/api/v1/pods?labelSelector=app%3Dx%2Ctier%21%3Ddb&limit=5");
+	char tiny[20] = "/x";
+	assert_int_equal(pk_kube_query_add(tiny, sizeof(tiny), "k", "a very long value"),
+	                 PK_ERR_NOMEM);
+	assert_string_equal(tiny, "/x"); /* unchanged on failure */
+}
+
+static void test_backoff(void **state)
+{
+	(void)state;
+	for (unsigned a = 0; a < 40; a++) {
+		long long d = pk_kube_backoff_ns(a, 100, 5000);
+		long long full = 100LL * 1000000LL << (a < 6 ? a : 6);
+		if (full > 5000LL * 1000000LL)
+			full = 5000LL * 1000000LL;
+		assert_true(d >= full / 2);
+		assert_true(d <= full);
+	}
+}
+
+/* ---- against the scripted server ---- */
+
+static struct fake_server srv;
+static int reset(void **state);
+static struct pk_kube_config *cfg;
+static struct pk_kube_client *cli;
+
+/* The responder of the running test. */
+static fs_responder *cur;
+static void *cur_ud;
+static void dispatch(void *ud, int index, const struct fs_request *req, struct fs_response *out)
+{
+	(void)ud;
+	cur(cur_ud, index, req, out);
+}
+
+static struct pk_kube_config *config_for(int port, const char *user)
+{
+	char text[1024];
+	snprintf(text, sizeof(text),
+	         "clusters:\n- name: c\n  cluster: {server: \"http://127.0.0.1:%d\"}\n"
+	         "users:\n- name: u\n  user: {%s}\n"
+	         "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
+	         port, user);
+	struct pk_kube_config *c;
+	struct pk_err err;
+	int rc = pk_kube_config_parse(text, strlen(text), "test", "/tmp", NULL, &c, &err);
+	if (rc != PK_OK)
+		print_error("%s\n", err.msg);
+	assert_int_equal(rc, PK_OK);
+	return c;
+}
+
+static struct pk_kube_client *client_for(struct pk_kube_config *c, size_t max_bytes)
+{
+	struct pk_kube_client_opts o = {.qps = -1,
+	                                .backoff_base_ms = 10,
+	                                .backoff_max_ms = 50,
+	                                .max_retries = 3,
+	                                .timeout_ms = 5000,
+	                                .max_response_bytes = max_bytes};
+	struct pk_kube_client *k;
+	struct pk_err err;
+	assert_int_equal(pk_kube_client_new(c, &o, &k, &err), PK_OK);
+	return k;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (fs_start(&srv, dispatch, NULL) != 0)
+		return -1;
+	cfg = config_for(srv.port, "token: t0k3n");
+	cli = client_for(cfg, 1 << 20);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pk_kube_client_free(cli);
+	pk_kube_config_free(cfg);
+	fs_stop(&srv);
+	return 0;
+}
+
+static const struct pk_kube_ref cm = {
+    .version = "v1", .resource = "configmaps", .namespace = "ns", .name = "a"};
+
+static void r_ok(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	(void)q;
+	o->body = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}";
+}
+
+static void test_get_ok(void **state)
+{
+	(void)state;
+	cur = r_ok;
+	json_t *obj;
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_client_get(cli, &cm, &obj, &e), PK_KUBE_OK);
+	assert_string_equal(pk_kube_meta_str(obj, "name"), "a");
+	json_decref(obj);
+	assert_int_equal(srv.nreq, 1);
+	assert_string_equal(srv.reqs[0].method, "GET");
+	assert_string_equal(srv.reqs[0].path, "/api/v1/namespaces/ns/configmaps/a");
+	assert_non_null(strcasestr(srv.reqs[0].headers, "authorization: bearer t0k3n"));
+	assert_non_null(strcasestr(srv.reqs[0].headers, "accept: application/json"));
+	assert_non_null(strcasestr(srv.reqs[0].headers, "user-agent: poolkeeper/"));
+}
+
+static void r_404(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	(void)q;
+	o->status = 404;
+	o->body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\","
+	          "\"message\":\"configmaps \\\"a\\\" not found\",\"code\":404}";
+}
+
+static void test_not_found_not_retried(void **state)
+{
+	(void)state;
+	cur = r_404;
+	json_t *obj;
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_client_get(cli, &cm, &obj, &e), PK_KUBE_NOT_FOUND);
+	assert_null(obj);
+	assert_int_equal(e.code, 404);
+	assert_string_equal(e.message, "configmaps \"a\" not found");
+	assert_int_equal(srv.nreq, 1);
+}
+
+static void r_429_then_ok(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)q;
+	if (i == 0) {
+		o->status = 429;
+		o->headers = "Retry-After: 1\r\n";
+		o->body = "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\"}";
+	} else {
+		o->status = 201;
+		o->body = "{\"kind\":\"ConfigMap\"}";
+	}
+}
+
+static void test_429_honours_retry_after_for_any_verb(void **state)
+{
+	(void)state;
+	cur = r_429_then_ok;
+	json_t *obj = json_pack("{s:{s:s}}", "metadata", "name", "a");
+	json_t *out;
+	struct pk_kube_error e;
+	long long t0 = pk_kube_now_ns();
+	assert_int_equal(pk_kube_client_create(cli, &cm, obj, NULL, &out, &e), PK_KUBE_OK);
+	long long took = pk_kube_now_ns() - t0;
+	assert_true(took >= 950000000LL); /* waited the Retry-After second */
+	assert_int_equal(srv.nreq, 2);
+	assert_string_equal(srv.reqs[1].method, "POST");
+	assert_string_equal(srv.reqs[1].path, "/api/v1/namespaces/ns/configmaps");
+	assert_string_equal(srv.reqs[1].body, "{\"metadata\":{\"name\":\"a\"}}");
+	json_decref(out);
+	json_decref(obj);
+}
+
+static void r_500(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	(void)q;
+	o->status = 500;
+	o->body = "{\"kind\":\"Status\",\"reason\":\"InternalError\",\"message\":\"etcd down\"}";
+}
+
+static void test_5xx_retried_for_get_only(void **state)
+{
+	(void)state;
+	cur = r_500;
+	json_t *obj;
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_client_get(cli, &cm, &obj, &e), PK_KUBE_SERVER_ERROR);
+	assert_int_equal(srv.nreq, 4); /* 1 + 3 retries */
+	assert_string_equal(e.message, "etcd down");
+	reset(NULL);
+	json_t *body = json_object();
+	assert_int_equal(pk_kube_client_create(cli, &cm, body, NULL, &obj, &e),
+	                 PK_KUBE_SERVER_ERROR);
+	assert_int_equal(srv.nreq, 1); /* a POST may have been acted on */
+	json_decref(body);
+}
+
+static void r_503_retry_after(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)q;
+	if (i < 1) {
+		o->status = 503;
+		o->headers = "Retry-After: 1\r\n";
+	} else {
+		o->body = "{}";
+	}
+}
+
+static void test_5xx_with_retry_after_retried_for_any_verb(void **state)
+{
+	(void)state;
+	cur = r_503_retry_after;
+	json_t *body = json_object(), *out;
+	struct pk_kube_error e;
+	struct pk_kube_ref named = cm;
+	assert_int_equal(pk_kube_client_update(cli, &named, body, NULL, &out, &e), PK_KUBE_OK);
+	assert_int_equal(srv.nreq, 2);
+	assert_string_equal(srv.reqs[0].method, "PUT");
+	json_decref(out);
+	json_decref(body);
+}
+
+static void r_hangup(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)q;
+	if (i < 2)
+		o->status = 0; /* close without answering */
+	else
+		o->body = "{}";
+}
+
+static void test_hangup_retried_for_get_not_post(void **state)
+{
+	(void)state;
+	cur = r_hangup;
+	json_t *obj;
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_client_get(cli, &cm, &obj, &e), PK_KUBE_OK);
+	json_decref(obj);
+	assert_int_equal(srv.nreq, 3);
+	reset(NULL);
+	json_t *body = json_object();
+	assert_int_equal(pk_kube_client_create(cli, &cm, body, NULL, &obj, &e), PK_KUBE_CONNECTION);
+	assert_int_equal(srv.nreq, 1);
+	json_decref(body);
+}
+
+static void test_connection_refused(void **state)
+{
+	(void)state;
+	struct pk_kube_config *c = config_for(fs_closed_port(), "");
+	struct pk_kube_client *k = client_for(c, 1024);
+	json_t *obj;
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_client_get(k, &cm, &obj, &e), PK_KUBE_CONNECTION);
+	assert_int_equal(e.code, 0);
+	assert_non_null(strstr(e.message, "GET /api/v1/namespaces/ns/configmaps/a"));
+	pk_kube_client_free(k);
+	pk_kube_config_free(c);
+}
+
+static char big[300000];
+static void r_big(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)i;
+	(void)q;
+	memset(big, ' ', sizeof(big) - 3);
+	big[0] = '{';
+	big[sizeof(big) - 3] = '}';
+	big[sizeof(big) - 2] = '\0';
+	o->body = big;
+	o->chunked = ud != NULL;
+	o->chunk_size = 16384;
+}
+
+static void test_response_cap(void **state)
+{
+	(void)state;
+	struct pk_kube_client *k = client_for(cfg, 100000);
+	json_t *obj;
+	struct pk_kube_error e;
+	cur = r_big;
+	cur_ud = NULL; /* Content-Length known up front */
+	assert_int_equal(pk_kube_client_get(k, &cm, &obj, &e), PK_KUBE_TOO_LARGE);
+	assert_null(obj);
+	cur_ud = (void *)1; /* chunked: discovered while reading */
+	assert_int_equal(pk_kube_client_get(k, &cm, &obj, &e), PK_KUBE_TOO_LARGE);
+	assert_non_null(strstr(e.message, "larger than 100000 bytes"));
+	cur_ud = NULL;
+	pk_kube_client_free(k);
+}
+
+static void r_deep(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	(void)q;
+	static char deep[1000];
+	for (size_t k = 0; k < 500; k++) {
+		deep[k] = '[';
+		deep[999 - k - 1] = ']';
+	}
+	deep[999] = '\0';
+	o->body = deep;
+}
+
+static void r_garbage(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	(void)q;
+	o->body = "<html>proxy error</html>";
+}
+
+static void test_bad_bodies(void **state)
+{
+	(void)state;
+	json_t *obj;
+	struct pk_kube_error e;
+	cur = r_deep;
+	assert_int_equal(pk_kube_client_get(cli, &cm, &obj, &e), PK_KUBE_TOO_LARGE);
+	assert_non_null(strstr(e.message, "nested deeper"));
+	cur = r_garbage;
+	assert_int_equal(pk_kube_client_get(cli, &cm, &obj, &e), PK_KUBE_BAD_RESPONSE);
+	assert_null(obj);
+}
+
+static void r_slow(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)q;
+	o->delay_ms = i == 0 ? 1500 : 0;
+	o->body = "{}";
+}
+
+static void test_timeout(void **state)
+{
+	(void)state;
+	cur = r_slow;
+	json_t *obj, *body = json_object();
+	struct pk_kube_error e;
+	struct pk_kube_ref r = cm;
+	r.timeout_ms = 300;
+	/* POST: not retried after a timeout, it may have been acted on */
+	assert_int_equal(pk_kube_client_create(cli, &r, body, NULL, &obj, &e), PK_KUBE_TIMEOUT);
+	assert_int_equal(srv.nreq, 1);
+	json_decref(body);
+}
+
+static void r_pages(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	bool expired = ud != NULL;
+	if (strstr(q->path, "continue=p2") != NULL) {
+		if (expired) {
+			o->status = 410;
+			o->body = "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410}";
+			return;
+		}
+		o->body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"7\"},"
+		          "\"items\":[{\"metadata\":{\"name\":\"c\"}}]}";
+	} else if (strstr(q->path, "limit=2") != NULL) {
+		o->body =
+		    "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"5\","
+		    "\"continue\":\"p2\",\"remainingItemCount\":1},"
+		    "\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}";
+	} else {
+		o->body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"9\"},"
+		          "\"items\":[{\"metadata\":{\"name\":\"x\"}}]}";
+	}
+}
+
+static int count_page(void *ud, const json_t *page)
+{
+	int *n = ud;
+	assert_true(json_is_array(json_object_get(page, "items")));
+	if (*n < 0)
+		return 1;
+	(*n)++;
+	return 0;
+}
+
+static void test_list_all_paging(void **state)
+{
+	(void)state;
+	cur = r_pages;
+	cur_ud = NULL;
+	struct pk_kube_ref coll = {.version = "v1", .resource = "configmaps", .namespace = "ns"};
+	struct pk_kube_list_opts o = {.limit = 2, .label_selector = "app=pk"};
+	json_t *list;
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_client_list_all(cli, &coll, &o, &list, &e), PK_KUBE_OK);
+	assert_int_equal(json_array_size(json_object_get(list, "items")), 3);
+	json_t *meta = json_object_get(list, "metadata");
+	assert_string_equal(json_string_value(json_object_get(meta, "resourceVersion")), "5");
+	assert_null(json_object_get(meta, "continue"));
+	json_decref(list);
+	assert_int_equal(srv.nreq, 2);
+	assert_string_equal(srv.reqs[0].path,
+	                    "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dpk&limit=2");
+	assert_string_equal(
+	    srv.reqs[1].path,
+	    "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dpk&limit=2&continue=p2");
+
+	/* an expired continue token: one list without paging */
+	reset(NULL);
+	cur_ud = (void *)1;
+	assert_int_equal(pk_kube_client_list_all(cli, &coll, &o, &list, &e), PK_KUBE_OK);
+	assert_int_equal(json_array_size(json_object_get(list, "items")), 1);
+	assert_int_equal(srv.nreq, 3);
+	assert_string_equal(srv.reqs[2].path,
+	                    "/api/v1/namespaces/ns/configmaps?labelSelector=app%3Dpk");
+	json_decref(list);
+
+	/* page by page: one page in memory at a time; an expired token is Gone */
+	reset(NULL);
+	cur_ud = (void *)1;
+	int pages = 0;
+	char rv[32];
+	assert_int_equal(
+	    pk_kube_client_list_pages(cli, &coll, &o, count_page, &pages, rv, sizeof(rv), &e),
+	    PK_KUBE_GONE);
+	assert_int_equal(pages, 1);
+	assert_string_equal(rv, "5");
+	cur_ud = NULL;
+	pages = 0;
+	assert_int_equal(
+	    pk_kube_client_list_pages(cli, &coll, &o, count_page, &pages, rv, sizeof(rv), &e),
+	    PK_KUBE_OK);
+	assert_int_equal(pages, 2);
+	/* the callback can stop it */
+	pages = -1;
+	assert_int_equal(pk_kube_client_list_pages(cli, &coll, &o, count_page, &pages, NULL, 0, &e),
+	                 PK_KUBE_CANCELLED);
+}
+
+static void r_echo(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	(void)q;
+	o->body = "{\"kind\":\"Status\",\"status\":\"Success\"}";
+}
+
+static void test_write_requests(void **state)
+{
+	(void)state;
+	cur = r_echo;
+	struct pk_kube_error e;
+	json_t *out;
+	struct pk_kube_delete_opts d = {.propagation = "Foreground",
+	                                .uid = "u-1",
+	                                .resource_version = "42",
+	                                .has_grace_period = true,
+	                                .grace_period_s = 0};
+	assert_int_equal(pk_kube_client_delete(cli, &cm, &d, &out, &e), PK_KUBE_OK);
+	json_decref(out);
+	assert_string_equal(srv.reqs[0].method, "DELETE");
+	json_t *body = json_loads(srv.reqs[0].body, 0, NULL);
+	assert_non_null(body);
+	assert_string_equal(pk_kube_json_str(body, "propagationPolicy"), "Foreground");
+	json_t *pre = json_object_get(body, "preconditions");
+	assert_string_equal(pk_kube_json_str(pre, "uid"), "u-1");
+	assert_string_equal(pk_kube_json_str(pre, "resourceVersion"), "42");
+	assert_int_equal(json_integer_value(json_object_get(body, "gracePeriodSeconds")), 0);
+	json_decref(body);
+
+	json_t *merge = json_pack("{s:{s:s}}", "data", "k", "v");
+	json_t *jp = json_pack("[{s:s,s:s,s:s}]", "op", "replace", "path", "/data/k", "value", "w");
+	struct pk_kube_write_opts w = {.field_manager = "poolkeeper", .force = true};
+	struct pk_kube_ref st = cm;
+	st.subresource = "status";
+	assert_int_equal(pk_kube_client_patch(cli, &cm, PK_KUBE_PATCH_MERGE, merge, NULL, NULL, &e),
+	                 PK_KUBE_OK);
+	assert_int_equal(pk_kube_client_patch(cli, &cm, PK_KUBE_PATCH_JSON, jp, NULL, NULL, &e),
+	                 PK_KUBE_OK);
+	assert_int_equal(pk_kube_client_patch(cli, &st, PK_KUBE_PATCH_APPLY, merge, &w, NULL, &e),
+	                 PK_KUBE_OK);
+	assert_non_null(
+	    strcasestr(srv.reqs[1].headers, "content-type: application/merge-patch+json"));
+	assert_non_null(
+	    strcasestr(srv.reqs[2].headers, "content-type: application/json-patch+json"));
+	assert_non_null(
+	    strcasestr(srv.reqs[3].headers, "content-type: application/apply-patch+yaml"));
+	assert_string_equal(
+	    srv.reqs[3].path,
+	    "/api/v1/namespaces/ns/configmaps/a/status?fieldManager=poolkeeper&force=true");
+	assert_string_equal(srv.reqs[2].method, "PATCH");
+	/* mistakes caught before anything is sent */
+	assert_int_equal(pk_kube_client_patch(cli, &cm, PK_KUBE_PATCH_JSON, merge, NULL, NULL, &e),
+	                 PK_KUBE_BAD_REQUEST);
+	assert_int_equal(pk_kube_client_patch(cli, &cm, PK_KUBE_PATCH_APPLY, merge, NULL, NULL, &e),
+	                 PK_KUBE_BAD_REQUEST);
+	struct pk_kube_ref bad = cm;
+	bad.name = "..";
+	assert_int_equal(pk_kube_client_get(cli, &bad, &out, &e), PK_KUBE_BAD_REQUEST);
+	assert_int_equal(srv.nreq, 4);
+	json_decref(merge);
+	json_decref(jp);
+}
+
+static void r_discovery(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	if (strcmp(q->path, "/apis/ipam.cluster.x-k8s.io") == 0) {
+		o->body =
+		    "{\"kind\":\"APIGroup\",\"name\":\"ipam.cluster.x-k8s.io\",\"versions\":["
+		    "{\"groupVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"version\":\"v1beta2\"},"
+		    "{\"groupVersion\":\"ipam.cluster.x-k8s.io/v1beta1\",\"version\":\"v1beta1\"}],"
+		    "\"preferredVersion\":{\"groupVersion\":\"ipam.cluster.x-k8s.io/v1beta2\","
+		    "\"version\":\"v1beta2\"}}";
+	} else if (strcmp(q->path, "/api") == 0) {
+		o->body = "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}";
+	} else {
+		o->status = 404;
+		o->body = "404 page not found";
+	}
+}
+
+static void test_discovery(void **state)
+{
+	(void)state;
+	cur = r_discovery;
+	json_t *v;
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_client_group_versions(cli, "ipam.cluster.x-k8s.io", &v, &e),
+	                 PK_KUBE_OK);
+	assert_int_equal(json_array_size(v), 2);
+	assert_string_equal(json_string_value(json_array_get(v, 0)), "v1beta2");
+	assert_string_equal(json_string_value(json_array_get(v, 1)), "v1beta1");
+	json_decref(v);
+	assert_int_equal(pk_kube_client_group_versions(cli, NULL, &v, &e), PK_KUBE_OK);
+	assert_string_equal(json_string_value(json_array_get(v, 0)), "v1");
+	json_decref(v);
+	assert_int_equal(pk_kube_client_group_versions(cli, "nope.io", &v, &e), PK_KUBE_NOT_FOUND);
+	assert_null(v);
+}
+
+static void r_401_once(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)q;
+	if (i == 0) {
+		/* the token rotates while the first request is on its way */
+		FILE *f = fopen((const char *)ud, "w");
+		fputs("new-token\n", f);
+		fclose(f);
+		o->status = 401;
+		o->body = "{\"kind\":\"Status\",\"reason\":\"Unauthorized\",\"code\":401}";
+	} else {
+		o->body = "{}";
+	}
+}
+
+static void test_401_rereads_token_file(void **state)
+{
+	(void)state;
+	char path[64] = "/tmp/pk-kube-tok-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "old-token\n", 10), 10);
+	close(fd);
+	char user[128];
+	snprintf(user, sizeof(user), "tokenFile: \"%s\"", path);
+	struct pk_kube_config *c = config_for(srv.port, user);
+	struct pk_kube_client *k = client_for(c, 1 << 20);
+	cur = r_401_once;
+	cur_ud = path;
+	json_t *obj;
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_client_get(k, &cm, &obj, &e), PK_KUBE_OK);
+	json_decref(obj);
+	assert_int_equal(srv.nreq, 2);
+	assert_non_null(strcasestr(srv.reqs[0].headers, "bearer old-token"));
+	assert_non_null(strcasestr(srv.reqs[1].headers, "bearer new-token"));
+	cur_ud = NULL;
+	pk_kube_client_free(k);
+	pk_kube_config_free(c);
+	unlink(path);
+}
+
+static void r_stream(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	(void)q;
+	o->body = "{\"type\":\"ADDED\",\"object\":{}}\n{\"type\":\"DELETED\",\"object\":{}}\n";
+	o->chunked = true;
+	o->chunk_size = 7;
+}
+
+struct sink {
+	char buf[256];
+	size_t len;
+	int calls;
+	int connected;
+};
+
+static int on_piece(void *ud, const char *d, size_t n)
+{
+	struct sink *s = ud;
+	if (d == NULL) { /* the 200 headers arrived */
+		s->connected++;
+		return 0;
+	}
+	assert_true(s->len + n < sizeof(s->buf));
+	memcpy(s->buf + s->len, d, n);
+	s->len += n;
+	s->calls++;
+	return 0;
+}
+
+static void test_stream(void **state)
+{
+	(void)state;
+	cur = r_stream;
+	struct sink s = {.len = 0};
+	struct pk_kube_error e;
+	assert_int_equal(
+	    pk_kube_client_stream(cli, "/api/v1/configmaps?watch=1", on_piece, &s, NULL, &e),
+	    PK_KUBE_OK);
+	assert_int_equal(
+	    s.len,
+	    strlen("{\"type\":\"ADDED\",\"object\":{}}\n{\"type\":\"DELETED\",\"object\":{}}\n"));
+	assert_int_equal(s.connected, 1);
+	/* a non-200 answer is an error, not a stream */
+	cur = r_404;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(
+	    pk_kube_client_stream(cli, "/api/v1/configmaps?watch=1", on_piece, &s, NULL, &e),
+	    PK_KUBE_NOT_FOUND);
+	assert_int_equal(s.calls, 0);
+	assert_int_equal(s.connected, 0);
+}
+
+struct worker {
+	int ok;
+};
+
+static void *hammer(void *arg)
+{
+	struct worker *w = arg;
+	for (int i = 0; i < 25; i++) {
+		json_t *obj;
+		struct pk_kube_error e;
+		if (pk_kube_client_get(cli, &cm, &obj, &e) == PK_KUBE_OK)
+			w->ok++;
+		json_decref(obj);
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	(void)state;
+	cur = r_ok;
+	pthread_t t[8];
+	struct worker w[8];
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 8; i++)
+		pthread_create(&t[i], NULL, hammer, &w[i]);
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].ok, 25);
+	}
+	assert_int_equal(srv.nreq, 200);
+}
+
+static void test_rate_limit_applies(void **state)
+{
+	(void)state;
+	cur = r_ok;
+	struct pk_kube_client_opts o = {.qps = 50, .burst = 5};
+	struct pk_kube_client *k;
+	struct pk_err err;
+	assert_int_equal(pk_kube_client_new(cfg, &o, &k, &err), PK_OK);
+	long long t0 = pk_kube_now_ns();
+	for (int i = 0; i < 15; i++) {
+		json_t *obj;
+		struct pk_kube_error e;
+		assert_int_equal(pk_kube_client_get(k, &cm, &obj, &e), PK_KUBE_OK);
+		json_decref(obj);
+	}
+	/* 5 from the burst, 10 more at 50/s: at least 200 ms */
+	assert_true(pk_kube_now_ns() - t0 >= 190000000LL);
+	pk_kube_client_free(k);
+}
+
+static int reset(void **state)
+{
+	(void)state;
+	for (int i = 0; i < srv.nreq && i < 64; i++)
+		free(srv.reqs[i].body);
+	memset(srv.reqs, 0, sizeof(srv.reqs));
+	srv.nreq = 0;
+	cur_ud = NULL;
+	return 0;
+}
+
+#define T(f) cmocka_unit_test_setup(f, reset)
+
+int main(void)
+{
+	const struct CMUnitTest pure[] = {
+	    cmocka_unit_test(test_status_decode),
+	    cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_backoff),
+	};
+	const struct CMUnitTest net[] = {
+	    T(test_get_ok),
+	    T(test_not_found_not_retried),
+	    T(test_429_honours_retry_after_for_any_verb),
+	    T(test_5xx_retried_for_get_only),
+	    T(test_5xx_with_retry_after_retried_for_any_verb),
+	    T(test_hangup_retried_for_get_not_post),
+	    T(test_connection_refused),
+	    T(test_response_cap),
+	    T(test_bad_bodies),
+	    T(test_timeout),
+	    T(test_list_all_paging),
+	    T(test_write_requests),
+	    T(test_discovery),
+	    T(test_401_rereads_token_file),
+	    T(test_stream),
+	    T(test_threads),
+	    T(test_rate_limit_applies),
+	};
+	int fails = cmocka_run_group_tests_name("pure", pure, NULL, NULL);
+	fails += cmocka_run_group_tests_name("client", net, setup, teardown);
+	return fails;
+}

@@ -1,0 +1,242 @@
+/*
+ * test_kube_fakeserver.h - a scripted HTTP/1.1 server on 127.0.0.1 for the
+ * client's error-handling tests: each connection gets one answer chosen by
+ * the test's responder, then is closed. Requests are recorded.
+ *
+ * Used only by unit tests (test_kube_client.c, test_kube_watch.c); it binds
+ * the loopback address and an ephemeral port and nothing else.
+ */
+#ifndef TEST_KUBE_FAKESERVER_H
+#define TEST_KUBE_FAKESERVER_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FS_MAX_REQ 4096
+
+struct fs_request {
+	char method[16];
+	char path[2048];
+	char headers[4096];
+	char *body;
+};
+
+/* What to send back; the responder fills it in. */
+struct fs_response {
+	int status;          /* 0: close the connection without an answer */
+	const char *headers; /* extra header lines, each ending "\r\n" */
+	const char *body;    /* NULL: empty */
+	size_t body_len;     /* 0: strlen(body) */
+	int delay_ms;        /* before answering */
+	bool chunked;        /* send the body chunked, in pieces of chunk_size */
+	size_t chunk_size;
+	int chunk_delay_ms; /* between pieces */
+	char *owned;        /* freed after sending */
+};
+
+typedef void fs_responder(void *ud, int index, const struct fs_request *req,
+                          struct fs_response *out);
+
+struct fake_server {
+	int fd;
+	int port;
+	pthread_t thread;
+	volatile int stop;
+	fs_responder *respond;
+	void *ud;
+	pthread_mutex_t mu;
+	int nreq;
+	struct fs_request reqs[64]; /* the first 64 are kept */
+};
+
+__attribute__((unused)) static void fs_sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static int fs_write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void fs_serve(struct fake_server *s, int cfd)
+{
+	char buf[65536];
+	size_t len = 0;
+	char *end = NULL;
+	while (len < sizeof(buf) - 1) {
+		ssize_t r = recv(cfd, buf + len, sizeof(buf) - 1 - len, 0);
+		if (r <= 0)
+			return;
+		len += (size_t)r;
+		buf[len] = '\0';
+		if ((end = strstr(buf, "\r\n\r\n")) != NULL)
+			break;
+	}
+	if (end == NULL)
+		return;
+	struct fs_request req;
+	memset(&req, 0, sizeof(req));
+	char *sp1 = strchr(buf, ' ');
+	char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+	if (sp1 == NULL || sp2 == NULL)
+		return;
+	snprintf(req.method, sizeof(req.method), "%.*s", (int)(sp1 - buf), buf);
+	snprintf(req.path, sizeof(req.path), "%.*s", (int)(sp2 - sp1 - 1), sp1 + 1);
+	snprintf(req.headers, sizeof(req.headers), "%.*s", (int)(end - buf), buf);
+	size_t hdr = (size_t)(end - buf) + 4;
+	size_t clen = 0;
+	char *cl = strcasestr(req.headers, "\r\ncontent-length:");
+	if (cl != NULL)
+		clen = (size_t)strtoul(cl + 17, NULL, 10);
+	req.body = calloc(1, clen + 1);
+	size_t have = len - hdr;
+	if (have > clen)
+		have = clen;
+	memcpy(req.body, buf + hdr, have);
+	while (have < clen) {
+		ssize_t r = recv(cfd, req.body + have, clen - have, 0);
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+	}
+
+	pthread_mutex_lock(&s->mu);
+	int index = s->nreq++;
+	if (index < 64)
+		s->reqs[index] = req;
+	pthread_mutex_unlock(&s->mu);
+
+	struct fs_response resp;
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 200;
+	s->respond(s->ud, index, &req, &resp);
+	if (index >= 64)
+		free(req.body);
+	if (resp.delay_ms)
+		fs_sleep_ms(resp.delay_ms);
+	if (resp.status == 0) {
+		free(resp.owned);
+		return;
+	}
+	size_t blen = resp.body ? (resp.body_len ? resp.body_len : strlen(resp.body)) : 0;
+	char head[2048];
+	int n =
+	    snprintf(head, sizeof(head),
+	             "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nConnection: close\r\n%s",
+	             resp.status, resp.headers ? resp.headers : "");
+	if (resp.chunked)
+		n += snprintf(head + n, sizeof(head) - (size_t)n,
+		              "Transfer-Encoding: chunked\r\n\r\n");
+	else
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %zu\r\n\r\n",
+		              blen);
+	if (fs_write_all(cfd, head, (size_t)n) == 0) {
+		if (!resp.chunked) {
+			fs_write_all(cfd, resp.body ? resp.body : "", blen);
+		} else {
+			size_t cs = resp.chunk_size ? resp.chunk_size : 64;
+			for (size_t o = 0; o < blen && !s->stop; o += cs) {
+				size_t k = blen - o < cs ? blen - o : cs;
+				char ch[32];
+				int hn = snprintf(ch, sizeof(ch), "%zx\r\n", k);
+				if (fs_write_all(cfd, ch, (size_t)hn) ||
+				    fs_write_all(cfd, resp.body + o, k) ||
+				    fs_write_all(cfd, "\r\n", 2))
+					break;
+				if (resp.chunk_delay_ms)
+					fs_sleep_ms(resp.chunk_delay_ms);
+			}
+			fs_write_all(cfd, "0\r\n\r\n", 5);
+		}
+	}
+	free(resp.owned);
+}
+
+static void *fs_main(void *arg)
+{
+	struct fake_server *s = arg;
+	while (!s->stop) {
+		int cfd = accept(s->fd, NULL, NULL);
+		if (cfd < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!s->stop)
+			fs_serve(s, cfd);
+		shutdown(cfd, SHUT_RDWR);
+		close(cfd);
+	}
+	return NULL;
+}
+
+static int fs_start(struct fake_server *s, fs_responder *respond, void *ud)
+{
+	memset(s, 0, sizeof(*s));
+	s->respond = respond;
+	s->ud = ud;
+	pthread_mutex_init(&s->mu, NULL);
+	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->fd < 0)
+		return -1;
+	int one = 1;
+	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t al = sizeof(a);
+	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(s->fd, 64) != 0 ||
+	    getsockname(s->fd, (struct sockaddr *)&a, &al) != 0)
+		return -1;
+	s->port = ntohs(a.sin_port);
+	return pthread_create(&s->thread, NULL, fs_main, s);
+}
+
+static void fs_stop(struct fake_server *s)
+{
+	s->stop = 1;
+	/* wake accept() with a connection of our own */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	connect(fd, (struct sockaddr *)&a, sizeof(a));
+	close(fd);
+	pthread_join(s->thread, NULL);
+	close(s->fd);
+	for (int i = 0; i < s->nreq && i < 64; i++)
+		free(s->reqs[i].body);
+	pthread_mutex_destroy(&s->mu);
+}
+
+/* A loopback port nothing listens on (bound, then closed). */
+__attribute__((unused)) static int fs_closed_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t al = sizeof(a);
+	bind(fd, (struct sockaddr *)&a, sizeof(a));
+	getsockname(fd, (struct sockaddr *)&a, &al);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+#endif

@@ -1,0 +1,316 @@
+#!/usr/bin/env bats
+# poolkeeper-webhook registered with the real kube-apiserver by URL and
+# caBundle: what kubectl users see when they apply good and bad pools and
+# claims, mutations, warn mode, the other-provider escape hatch, and
+# certificate rotation under load.
+
+load helpers
+load poolkeeper
+
+POOLS=ippools.ipam.poolkeeper.io
+CLAIMS=ipaddressclaims.ipam.cluster.x-k8s.io
+
+setup_file() {
+  pk_setup_file
+  export CERTS=$BATS_FILE_TMPDIR/certs
+  pk_serving_cert "$CERTS"
+  pk_start_webhook webhook "$CERTS"
+  pk_register_poolkeeper_webhooks "$CERTS" "$WEBHOOK_PORT"
+  # The apiserver picks up new webhook configurations within a second or so.
+  pk_wait_for -t 30 "the webhook to be called" _webhook_answers default
+}
+
+teardown_file() {
+  pk_unregister_poolkeeper_webhooks
+  pk_stop webhook
+}
+
+setup() { pk_setup; }
+teardown() { pk_teardown; }
+
+# _webhook_answers <namespace>: a server-side dry run of a bad pool comes
+# back with poolkeeper's denial.
+_webhook_answers() {
+  local out
+  out=$(kubectl -n "$1" create --dry-run=server -f - 2>&1 <<EOF
+apiVersion: ipam.poolkeeper.io/v1alpha1
+kind: IPPool
+metadata: {name: probe}
+spec: {addresses: ["10.99.0.1/24"], prefix: 24}
+EOF
+  )
+  echo "$out"
+  [[ $out == *"did you mean 10.99.0.0/24?"* ]]
+}
+
+# _reregister [flags...]: restarts the webhook with flags and registers it again.
+_restart_webhook() {
+  pk_stop webhook
+  pk_start_webhook webhook "$CERTS" "$@"
+  pk_register_poolkeeper_webhooks "$CERTS" "$WEBHOOK_PORT"
+  pk_wait_for -t 30 "the new registration" _webhook_answers "$NS"
+}
+
+# pool <name> <spec yaml>: applies an IPPool in $NS.
+pool() {
+  kubectl -n "$NS" apply -f - <<EOF
+apiVersion: ipam.poolkeeper.io/v1alpha1
+kind: IPPool
+metadata: {name: $1}
+spec: $2
+EOF
+}
+
+# claim <name> <owner flags> [clusterName line] [labels line] [pool group] [pool kind]
+claim() {
+  kubectl -n "$NS" apply -f - <<EOF
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata:
+  name: $1
+  ${4:-}
+  ownerReferences:
+  - {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: VSphereMachine, name: $1, uid: 5b1c7c48-9a5e-4f5b-8d6f-$(printf '%012d' $RANDOM) $2}
+spec:
+  ${3:-}
+  poolRef: {apiGroup: ${5:-ipam.poolkeeper.io}, kind: ${6:-IPPool}, name: nodes}
+EOF
+}
+
+OWNER_OK=', controller: true, blockOwnerDeletion: true'
+
+@test "a well-formed IPPool is admitted" {
+  run pool nodes '{addresses: ["10.20.0.0/24"], prefix: 24, gateway: 10.20.0.1}'
+  [ "$status" -eq 0 ]
+  [ "$(pk_jsonpath -n "$NS" "$POOLS" nodes '{.spec.gateway}')" = 10.20.0.1 ]
+}
+
+@test "a CIDR with host bits set is denied, naming the network it probably meant" {
+  run pool bad '{addresses: ["10.20.0.7/24"], prefix: 24}'
+  [ "$status" -ne 0 ]
+  [[ $output == *'admission webhook "pools.validate.ipam.poolkeeper.io" denied the request'* ]]
+  [[ $output == *'spec.addresses[0]: CIDR "10.20.0.7/24" has host bits set; did you mean 10.20.0.0/24?'* ]]
+  run kubectl -n "$NS" get "$POOLS" bad
+  [ "$status" -ne 0 ]
+}
+
+@test "a gateway outside the pool's subnet is denied, and nothing is created" {
+  run pool bad '{addresses: ["10.20.0.0/24"], prefix: 24, gateway: 10.21.0.1}'
+  [ "$status" -ne 0 ]
+  [[ $output == *'spec.gateway: "10.21.0.1" is not inside the pool'*'10.20.0.0/24'* ]]
+  run kubectl -n "$NS" get "$POOLS" bad
+  [ "$status" -ne 0 ]
+}
+
+@test "mixed address families in one pool are denied" {
+  run pool bad '{addresses: ["10.20.0.0/24", "2001:db8::/64"], prefix: 24}'
+  [ "$status" -ne 0 ]
+  [[ $output == *'spec.addresses[1]: "2001:db8::/64" is IPv6 but the pool is IPv4'* ]]
+}
+
+@test "a pool without a prefix gets it from its lone CIDR" {
+  run pool lone '{addresses: ["10.30.0.0/26"]}'
+  [ "$status" -eq 0 ]
+  [ "$(pk_jsonpath -n "$NS" "$POOLS" lone '{.spec.prefix}')" = 26 ]
+  # ... and a pool of ranges without a prefix is told to set one
+  run pool ranges '{addresses: ["10.30.1.10-10.30.1.20"]}'
+  [ "$status" -ne 0 ]
+  [[ $output == *'spec.prefix'* ]]
+}
+
+@test "a claim without spec.clusterName is denied" {
+  run claim c1 "$OWNER_OK"
+  [ "$status" -ne 0 ]
+  [[ $output == *'admission webhook "claims.validate.ipam.poolkeeper.io" denied the request'* ]]
+  [[ $output == *'spec.clusterName'* ]]
+}
+
+@test "a claim with only the deprecated cluster-name label is admitted with a warning and spec.clusterName filled in" {
+  run claim c2 "$OWNER_OK" "" "labels: {cluster.x-k8s.io/cluster-name: prod}"
+  [ "$status" -eq 0 ]
+  [[ $output == *'Warning:'*'deprecated'* ]]
+  [ "$(pk_jsonpath -n "$NS" "$CLAIMS" c2 '{.spec.clusterName}')" = prod ]
+}
+
+@test "a claim whose controller owner reference lacks blockOwnerDeletion is denied" {
+  run claim c3 ', controller: true' "clusterName: prod"
+  [ "$status" -ne 0 ]
+  [[ $output == *'blockOwnerDeletion'* ]]
+  run claim c3 ', blockOwnerDeletion: true' "clusterName: prod"
+  [ "$status" -ne 0 ]
+  [[ $output == *'controller'* ]]
+  run claim c3 "$OWNER_OK" "clusterName: prod"
+  [ "$status" -eq 0 ]
+}
+
+@test "a claim's metadata may always change, its spec never" {
+  claim c4 "$OWNER_OK" "clusterName: prod"
+  run kubectl -n "$NS" patch "$CLAIMS" c4 --type=merge \
+    -p '{"metadata":{"finalizers":["e2e.poolkeeper.io/hold"],"annotations":{"clusterctl.cluster.x-k8s.io/delete-for-move":""}}}'
+  [ "$status" -eq 0 ]
+  run kubectl -n "$NS" patch "$CLAIMS" c4 --type=json -p '[{"op":"remove","path":"/metadata/ownerReferences"}]'
+  [ "$status" -eq 0 ]
+  run kubectl -n "$NS" patch "$CLAIMS" c4 --type=merge -p '{"spec":{"poolRef":{"name":"other"}}}'
+  [ "$status" -ne 0 ]
+  [[ $output == *immutable* ]]
+  kubectl -n "$NS" patch "$CLAIMS" c4 --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'
+}
+
+@test "another provider's claim breaking the contract is admitted with a warning" {
+  run claim foreign ', controller: true' "" "" ipam.cluster.x-k8s.io InClusterIPPool
+  [ "$status" -eq 0 ]
+  [[ $output == *'Warning:'*'would be denied'* ]]
+}
+
+@test "a pool overlapping a GlobalIPPool is denied, naming it; pools of other namespaces are not compared" {
+  kubectl apply -f - <<EOF
+apiVersion: ipam.poolkeeper.io/v1alpha1
+kind: GlobalIPPool
+metadata: {name: e2e-shared-$NS}
+spec: {addresses: ["10.60.0.0/24"], prefix: 24}
+EOF
+  run pool inner '{addresses: ["10.60.0.128/25"], prefix: 24}'
+  kubectl delete globalippool "e2e-shared-$NS" --wait=false
+  [ "$status" -ne 0 ]
+  [[ $output == *"overlaps with GlobalIPPool e2e-shared-$NS"* ]]
+  # IPPools are per namespace: the same range in two namespaces is fine
+  kubectl create namespace "$NS-b"
+  run kubectl -n "$NS-b" apply -f - <<EOF
+apiVersion: ipam.poolkeeper.io/v1alpha1
+kind: IPPool
+metadata: {name: nodes}
+spec: {addresses: ["10.61.0.0/24"], prefix: 24}
+EOF
+  local rc=$status
+  kubectl delete namespace "$NS-b" --wait=false
+  [ "$rc" -eq 0 ]
+  run pool nodes '{addresses: ["10.61.0.0/24"], prefix: 24}'
+  [ "$status" -eq 0 ]
+  # ... but within one namespace they may not overlap
+  run pool nodes-2 '{addresses: ["10.61.0.0/25"], prefix: 24}'
+  [ "$status" -ne 0 ]
+  [[ $output == *"overlaps with IPPool $NS/nodes"* ]]
+}
+
+# address <name> <address> <claim name>: an IPAddress from pool "nodes",
+# owned by its claim and the pool, as poolkeeper-controller makes them.
+address() {
+  local cuid puid
+  cuid=$(pk_jsonpath -n "$NS" "$CLAIMS" "$3" '{.metadata.uid}')
+  puid=$(pk_jsonpath -n "$NS" "$POOLS" nodes '{.metadata.uid}')
+  kubectl -n "$NS" apply -f - <<EOF
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata:
+  name: $1
+  ownerReferences:
+  - {apiVersion: ipam.cluster.x-k8s.io/v1beta2, kind: IPAddressClaim, name: $3, uid: $cuid, controller: true, blockOwnerDeletion: true}
+  - {apiVersion: ipam.poolkeeper.io/v1alpha1, kind: IPPool, name: nodes, uid: $puid, controller: false, blockOwnerDeletion: true}
+spec:
+  address: $2
+  prefix: 24
+  claimRef: {name: $3}
+  poolRef: {apiGroup: ipam.poolkeeper.io, kind: IPPool, name: nodes}
+EOF
+}
+
+@test "an IPAddress must be a usable address of its pool" {
+  pool nodes '{addresses: ["10.70.0.0/24"], prefix: 24, gateway: 10.70.0.1}'
+  claim m-1 "$OWNER_OK" "clusterName: prod"
+  run address m-1 10.70.0.1 m-1
+  [ "$status" -ne 0 ]
+  [[ $output == *'"10.70.0.1" is not a usable address of IPPool'* ]]
+  run address m-1 10.71.0.5 m-1
+  [ "$status" -ne 0 ]
+  run address m-1 10.70.0.10 m-1
+  [ "$status" -eq 0 ]
+}
+
+@test "a pool cannot shrink past an address in use, nor be deleted while addresses exist, except by clusterctl move" {
+  pool nodes '{addresses: ["10.70.0.0/24"], prefix: 24}'
+  claim m-1 "$OWNER_OK" "clusterName: prod"
+  address m-1 10.70.0.10 m-1
+  run pool nodes '{addresses: ["10.70.0.100-10.70.0.200"], prefix: 24}'
+  [ "$status" -ne 0 ]
+  [[ $output == *'10.70.0.10'* ]]
+  # growing is fine
+  run pool nodes '{addresses: ["10.70.0.0/23"], prefix: 23}'
+  [ "$status" -eq 0 ]
+  run kubectl -n "$NS" delete "$POOLS" nodes --wait=false
+  [ "$status" -ne 0 ]
+  [[ $output == *'1 IPAddress allocated from this pool still exists'* ]]
+  [[ $output == *'ipam.poolkeeper.io/skip-delete-protection'* ]]
+  # clusterctl move annotates what it deletes: never refused
+  kubectl -n "$NS" annotate "$POOLS" nodes clusterctl.cluster.x-k8s.io/delete-for-move=
+  run kubectl -n "$NS" delete "$POOLS" nodes --wait=false
+  [ "$status" -eq 0 ]
+}
+
+@test "the explicit annotation lets a pool with addresses be deleted" {
+  pool nodes '{addresses: ["10.70.0.0/24"], prefix: 24}'
+  claim m-2 "$OWNER_OK" "clusterName: prod"
+  address m-2 10.70.0.11 m-2
+  kubectl -n "$NS" annotate "$POOLS" nodes ipam.poolkeeper.io/skip-delete-protection=
+  run kubectl -n "$NS" delete "$POOLS" nodes --wait=false
+  [ "$status" -eq 0 ]
+}
+
+@test "certificate rotation while kubectl creates in a loop: no request fails" {
+  local before after i failures=0
+  before=$(openssl s_client -connect "127.0.0.1:$WEBHOOK_PORT" </dev/null 2>/dev/null | openssl x509 -noout -serial)
+  (
+    for i in 1 2 3; do
+      sleep 2
+      pk_serving_cert "$CERTS"
+    done
+  ) &
+  local rotator=$!
+  for ((i = 0; i < 60; i++)); do
+    if ! kubectl -n "$NS" create --dry-run=server -o name -f - >/dev/null 2>"$PK_TMP/err" <<EOF; then
+apiVersion: ipam.poolkeeper.io/v1alpha1
+kind: IPPool
+metadata: {name: loop-$i}
+spec: {addresses: ["10.40.$i.0/24"], prefix: 24}
+EOF
+      failures=$((failures + 1))
+      cat "$PK_TMP/err"
+    fi
+    sleep 0.1
+  done
+  wait "$rotator"
+  [ "$failures" -eq 0 ]
+  # new handshakes see the last certificate written
+  pk_wait_for -t 10 "the webhook to serve the rotated certificate" _serves_file_cert
+  after=$(openssl s_client -connect "127.0.0.1:$WEBHOOK_PORT" </dev/null 2>/dev/null | openssl x509 -noout -serial)
+  [ "$before" != "$after" ]
+  run curl -sf "http://127.0.0.1:$WEBHOOK_METRICS_PORT/metrics"
+  [[ $output == *'poolkeeper_webhook_certificate_reloads_total{result="success"}'* ]]
+}
+
+_serves_file_cert() {
+  local served want
+  served=$(openssl s_client -connect "127.0.0.1:$WEBHOOK_PORT" </dev/null 2>/dev/null | openssl x509 -noout -serial)
+  want=$(openssl x509 -noout -serial -in "$CERTS/serving.crt")
+  [[ -n $served && $served == "$want" ]]
+}
+
+@test "--claim-enforcement=warn admits a broken claim with Warning lines" {
+  _restart_webhook --claim-enforcement=warn
+  run claim warned ', controller: true'
+  [ "$status" -eq 0 ]
+  [[ $output == *'Warning:'*'would be denied'*'spec.clusterName'* ]]
+  [[ $output == *'Warning:'*'blockOwnerDeletion'* ]]
+  _restart_webhook
+}
+
+@test "while poolkeeper-webhook is down, other providers' claims are still admitted and poolkeeper's objects are not" {
+  pk_stop webhook
+  run claim foreign-2 "$OWNER_OK" "clusterName: prod" "" ipam.cluster.x-k8s.io InClusterIPPool
+  [ "$status" -eq 0 ]
+  run pool during-outage '{addresses: ["10.50.0.0/24"], prefix: 24}'
+  [ "$status" -ne 0 ]
+  [[ $output == *'failed calling webhook'* ]]
+  run claim ours-during-outage "$OWNER_OK" "clusterName: prod"
+  [ "$status" -ne 0 ]
+  _restart_webhook
+}
