@@ -854,10 +854,7 @@ static void test_rate_limit_applies(void **state)
 static int reset(void **state)
 {
 	(void)state;
-	for (int i = 0; i < srv.nreq && i < 64; i++)
-		free(srv.reqs[i].body);
-	memset(srv.reqs, 0, sizeof(srv.reqs));
-	srv.nreq = 0;
+	fs_reset(&srv);
 	cur_ud = NULL;
 	return 0;
 }

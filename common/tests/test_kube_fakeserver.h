@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kube_client.h"
+
 #define FS_MAX_REQ 4096
 
 struct fs_request {
@@ -237,6 +239,36 @@ __attribute__((unused)) static int fs_closed_port(void)
 	getsockname(fd, (struct sockaddr *)&a, &al);
 	close(fd);
 	return ntohs(a.sin_port);
+}
+
+/* Forgets the requests recorded so far (between tests). */
+__attribute__((unused)) static void fs_reset(struct fake_server *s)
+{
+	for (int i = 0; i < s->nreq && i < 64; i++)
+		free(s->reqs[i].body);
+	memset(s->reqs, 0, sizeof(s->reqs));
+	s->nreq = 0;
+}
+
+/*
+ * A kubeconfig that points at the server, and a client on it with `opts`
+ * (NULL: no rate limit). 0 on success.
+ */
+__attribute__((unused)) static int fs_client_new(const struct fake_server *s,
+                                                 const struct pk_kube_client_opts *opts,
+                                                 struct pk_kube_config **cfg,
+                                                 struct pk_kube_client **cli)
+{
+	char text[512];
+	snprintf(text, sizeof(text),
+	         "clusters:\n- name: c\n  cluster: {server: \"http://127.0.0.1:%d\"}\n"
+	         "contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n",
+	         s->port);
+	struct pk_err err;
+	if (pk_kube_config_parse(text, strlen(text), "t", NULL, NULL, cfg, &err) != PK_OK)
+		return -1;
+	struct pk_kube_client_opts unlimited = {.qps = -1};
+	return pk_kube_client_new(*cfg, opts ? opts : &unlimited, cli, &err) == PK_OK ? 0 : -1;
 }
 
 #endif

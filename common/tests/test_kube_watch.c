@@ -259,16 +259,7 @@ static int setup(void **state)
 	(void)state;
 	if (fs_start(&srv, dispatch, NULL) != 0)
 		return -1;
-	char text[512];
-	snprintf(text, sizeof(text),
-	         "clusters:\n- name: c\n  cluster: {server: \"http://127.0.0.1:%d\"}\n"
-	         "contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n",
-	         srv.port);
-	struct pk_err err;
-	if (pk_kube_config_parse(text, strlen(text), "t", NULL, NULL, &cfg, &err) != PK_OK)
-		return -1;
-	struct pk_kube_client_opts o = {.qps = -1};
-	return pk_kube_client_new(cfg, &o, &cli, &err) == PK_OK ? 0 : -1;
+	return fs_client_new(&srv, NULL, &cfg, &cli);
 }
 
 static int teardown(void **state)
@@ -283,10 +274,7 @@ static int teardown(void **state)
 static int reset(void **state)
 {
 	(void)state;
-	for (int i = 0; i < srv.nreq && i < 64; i++)
-		free(srv.reqs[i].body);
-	memset(srv.reqs, 0, sizeof(srv.reqs));
-	srv.nreq = 0;
+	fs_reset(&srv);
 	return 0;
 }
 
