@@ -322,6 +322,11 @@ static void review_pool(const struct pk_admission_config *cfg, enum pk_admission
 			     what);
 			return;
 		}
+		if (name == NULL) {
+			warn(v, "%s: delete protection was not checked: the request names no pool",
+			     what);
+			return;
+		}
 		json_t *items = NULL;
 		const char **texts = NULL;
 		size_t n = 0;
@@ -573,9 +578,18 @@ void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admissio
 		goto out;
 	}
 	const char *ns = str_member(req, "namespace");
+	/*
+	 * request.name may be empty (a create with generateName; some deletes
+	 * carry only oldObject): take the name from the object itself. Code
+	 * below treats a NULL name as "no name known", never dereferences it.
+	 */
 	const char *name = str_member(req, "name");
-	if ((name == NULL || name[0] == '\0') && writes)
-		name = meta_str(obj, "name");
+	if (name != NULL && name[0] == '\0')
+		name = NULL;
+	if (name == NULL)
+		name = meta_str(writes ? obj : old, "name");
+	if (name != NULL && name[0] == '\0')
+		name = NULL;
 	if (!json_is_object(old))
 		old = NULL;
 

@@ -68,8 +68,8 @@ static bool names_pool(const json_t *addr, const char *kind, const char *name)
 	const char *g = json_string_value(json_object_get(ref, "apiGroup"));
 	const char *k = json_string_value(json_object_get(ref, "kind"));
 	const char *n = json_string_value(json_object_get(ref, "name"));
-	return g != NULL && k != NULL && n != NULL && strcmp(g, PK_POOL_GROUP) == 0 &&
-	       strcmp(k, kind) == 0 && strcmp(n, name) == 0;
+	return g != NULL && k != NULL && n != NULL && name != NULL &&
+	       strcmp(g, PK_POOL_GROUP) == 0 && strcmp(k, kind) == 0 && strcmp(n, name) == 0;
 }
 
 static int list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,

@@ -14,9 +14,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
                       struct pk_err *err)
 {
-	(void)kind;
 	(void)ns;
 	(void)err;
+	if (kind == NULL)
+		abort();
 	/* the request's own object, as if it were already stored: overlap with itself */
 	*items = json_pack("[O]", (json_t *)ctx);
 	return PK_OK;
@@ -26,10 +27,11 @@ static int list_pool_addresses(void *ctx, const char *kind, const char *ns, cons
                                json_t **items, struct pk_err *err)
 {
 	(void)ctx;
-	(void)kind;
 	(void)ns;
-	(void)name;
 	(void)err;
+	/* the lookups' contract: a pool is always named */
+	if (kind == NULL || name == NULL)
+		abort();
 	*items = json_pack("[{s:{s:s}}, {s:{s:i}}, {}]", "spec", "address", "10.0.0.7", "spec",
 	                   "address", 5);
 	return PK_OK;
@@ -38,10 +40,10 @@ static int list_pool_addresses(void *ctx, const char *kind, const char *ns, cons
 static int get_pool(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
                     struct pk_err *err)
 {
-	(void)kind;
 	(void)ns;
-	(void)name;
 	(void)err;
+	if (kind == NULL || name == NULL)
+		abort();
 	*obj = json_incref((json_t *)ctx);
 	return PK_OK;
 }

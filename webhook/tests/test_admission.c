@@ -447,6 +447,40 @@ static void test_pool_shrink_and_delete(void **state)
 		done(&a);
 		json_decref(moving);
 	}
+	/* a DELETE whose request carries no name: the name comes from oldObject */
+	{
+		json_t *rv = json_pack(
+		    "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:O}}", "apiVersion",
+		    "admission.k8s.io/v1", "kind", "AdmissionReview", "request", "uid", "u-2",
+		    "operation", "DELETE", "resource", "group", "ipam.poolkeeper.io", "version",
+		    "v1alpha1", "resource", "ippools", "namespace", "team-a", "oldObject", old);
+		char *body = json_dumps(rv, JSON_COMPACT);
+		int http;
+		json_t *resp;
+		pk_admission_review(&CFG_API, PK_ADMISSION_VALIDATE, body, strlen(body), &http,
+		                    &resp);
+		assert_int_equal(http, 200);
+		const json_t *r = json_object_get(resp, "response");
+		assert_false(json_is_true(json_object_get(r, "allowed")));
+		assert_non_null(strstr(
+		    json_string_value(json_object_get(json_object_get(r, "status"), "message")),
+		    "IPPool team-a/nodes"));
+		json_decref(resp);
+		free(body);
+		/* ... and with no name anywhere, deletion is never blocked (and nothing crashes) */
+		json_t *nameless = json_deep_copy(old);
+		json_object_del(json_object_get(nameless, "metadata"), "name");
+		json_object_set_new(json_object_get(rv, "request"), "oldObject", nameless);
+		body = json_dumps(rv, JSON_COMPACT);
+		pk_admission_review(&CFG_API, PK_ADMISSION_VALIDATE, body, strlen(body), &http,
+		                    &resp);
+		assert_int_equal(http, 200);
+		r = json_object_get(resp, "response");
+		assert_true(json_is_true(json_object_get(r, "allowed")));
+		json_decref(resp);
+		free(body);
+		json_decref(rv);
+	}
 	/* once the addresses are gone, deletion passes */
 	json_array_clear(W.addresses);
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "ippools", NULL, old, &a);
