@@ -1,4 +1,5 @@
 /* log.c - one event per line on stderr, key=value text or JSON. */
+#include "kube.h"
 #include "log.h"
 
 #include <stdarg.h>
@@ -282,4 +283,23 @@ void pk_log_write(enum pk_log_level level, int errnum, const char *msg, ...)
 		p += w;
 		len -= (size_t)w;
 	}
+}
+
+/* ---- the Kubernetes client's lines ---- */
+
+static void kube_line(void *ud, enum pk_kube_level level, const char *msg)
+{
+	(void)ud;
+	enum pk_log_level l = level == PK_KUBE_LOG_ERROR  ? PK_LOG_ERROR
+	                      : level == PK_KUBE_LOG_WARN ? PK_LOG_WARN
+	                      : level == PK_KUBE_LOG_INFO ? PK_LOG_INFO
+	                                                  : PK_LOG_DEBUG;
+	pk_log_at(l, "kubernetes client", PK_LOG_STR("detail", msg));
+}
+
+void pk_log_kube_sink(struct pk_kube_log *out)
+{
+	out->fn = kube_line;
+	out->ud = NULL;
+	out->min_level = pk_log_enabled(PK_LOG_DEBUG) ? PK_KUBE_LOG_DEBUG : PK_KUBE_LOG_INFO;
 }

@@ -131,6 +131,15 @@ size_t pk_log_format_line(char *buf, size_t cap, enum pk_log_format format, enum
 		errno = pk_log_saved_errno_;                                                 \
 	} while (0)
 
+struct pk_kube_log;
+
+/*
+ * Points the Kubernetes client's log callback (kube.h) at this log: its
+ * lines become events "kubernetes client" with detail=<line>, at the
+ * matching level, debug ones only when -v is on. *out is the caller's.
+ */
+void pk_log_kube_sink(struct pk_kube_log *out);
+
 /* Start-up only: logs at error level and exits with status 1. */
 #define pk_log_fatal(...)                                               \
 	do {                                                            \

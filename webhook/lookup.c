@@ -15,16 +15,6 @@ struct pk_lookup {
 	char ipaddress_version[16]; /* v1beta2, or v1beta1 on CAPI before 1.11 */
 };
 
-static void log_bridge(void *ud, enum pk_kube_level level, const char *msg)
-{
-	(void)ud;
-	enum pk_log_level l = level == PK_KUBE_LOG_ERROR  ? PK_LOG_ERROR
-	                      : level == PK_KUBE_LOG_WARN ? PK_LOG_WARN
-	                      : level == PK_KUBE_LOG_INFO ? PK_LOG_INFO
-	                                                  : PK_LOG_DEBUG;
-	pk_log_at(l, "kubernetes client", PK_LOG_STR("detail", msg));
-}
-
 static const char *pool_resource(const char *kind)
 {
 	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? "globalippools" : "ippools";
@@ -130,8 +120,7 @@ int pk_lookup_open(const char *kubeconfig, struct pk_lookup **out, struct pk_err
 	struct pk_lookup *l = calloc(1, sizeof(*l));
 	if (l == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	l->log.fn = log_bridge;
-	l->log.min_level = pk_log_enabled(PK_LOG_DEBUG) ? PK_KUBE_LOG_DEBUG : PK_KUBE_LOG_INFO;
+	pk_log_kube_sink(&l->log);
 	struct pk_kube_config_opts co = {
 	    .path = have_path ? kubeconfig : NULL, .log = &l->log, .allow_exec = true};
 	int rc = pk_kube_config_load(&co, &l->cfg, err);
