@@ -1,0 +1,513 @@
+/*
+ * main.c - poolkeeper-controller: flags, API access, leader election, the
+ * health and metrics listeners, signals. The reconciler is reconcile.c's.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "flags.h"
+#include "kube_client.h"
+#include "kube_config.h"
+#include "kube_lease.h"
+#include "log.h"
+#include "reconcile.h"
+#include "rules.h"
+
+#define LEASE_NAME "poolkeeper-controller"
+
+enum {
+	F_KUBECONFIG,
+	F_NAMESPACE,
+	F_WORKERS,
+	F_QPS,
+	F_BURST,
+	F_LEADER_ELECT,
+	F_LEADER_NS,
+	F_BIND,
+	F_HEALTH_PORT,
+	F_METRICS_PORT,
+	F_LOG_FORMAT,
+	F_VERBOSE,
+	F_HELP,
+	F_COUNT,
+};
+
+static const struct pk_flag flags[F_COUNT] = {
+    [F_KUBECONFIG] = {"kubeconfig", 0, PK_FLAG_STRING, NULL, NULL,
+                      "kubeconfig for API access; else $KUBECONFIG, else the pod's service "
+                      "account"},
+    [F_NAMESPACE] = {"namespace", 0, PK_FLAG_STRING, "", NULL,
+                     "watch this namespace only (GlobalIPPools are then ignored); empty: all"},
+    [F_WORKERS] = {"workers", 0, PK_FLAG_STRING, "2", NULL,
+                   "reconcile workers (1..64); work is serialised per pool"},
+    [F_QPS] = {"qps", 0, PK_FLAG_STRING, "50", NULL, "API requests per second (1..100000)"},
+    [F_BURST] = {"burst", 0, PK_FLAG_STRING, "100", NULL,
+                 "API requests allowed in a burst (1..100000)"},
+    [F_LEADER_ELECT] = {"leader-elect", 0, PK_FLAG_CHOICE, "true", "true|false",
+                        "elect a leader on Lease " LEASE_NAME "; only the leader allocates"},
+    [F_LEADER_NS] = {"leader-election-namespace", 0, PK_FLAG_STRING, "", NULL,
+                     "namespace of the Lease; empty: the pod's namespace, else default"},
+    [F_BIND] = {"bind-address", 0, PK_FLAG_STRING, "", NULL,
+                "IPv4 or IPv6 address the health and metrics listeners bind; empty for all"},
+    [F_HEALTH_PORT] = {"health-port", 0, PK_FLAG_STRING, "8081", NULL,
+                       "HTTP port for /healthz and /readyz (0: any free port)"},
+    [F_METRICS_PORT] = {"metrics-port", 0, PK_FLAG_STRING, "8080", NULL,
+                        "HTTP port for /metrics (0: any free port)"},
+    [F_LOG_FORMAT] = {"log-format", 0, PK_FLAG_CHOICE, "text", "text|json",
+                      "log lines as key=value text or JSON"},
+    [F_VERBOSE] = {"verbose", 'v', PK_FLAG_COUNT, NULL, NULL, "log debug events too"},
+    [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "print this help"},
+};
+
+#define USAGE   "poolkeeper-controller [flags]"
+#define SUMMARY "poolkeeper's IPAM controller: allocates addresses to IPAddressClaims."
+
+struct options {
+	const char *kubeconfig;
+	const char *namespace;
+	const char *leader_ns;
+	const char *bind;
+	unsigned long workers, qps, burst, health_port, metrics_port;
+	bool leader_elect;
+	enum pk_log_format log_format;
+	unsigned verbosity;
+	bool help;
+};
+
+/* A decimal in [min, max]; the error names the flag and the value. */
+static int parse_uint(int idx, const char *s, unsigned long min, unsigned long max,
+                      unsigned long *out, struct pk_err *err)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long v = (s != NULL && *s >= '0' && *s <= '9') ? strtoul(s, &end, 10) : 0;
+	if (s == NULL || end == NULL || *end != '\0' || errno != 0 || v < min || v > max) {
+		char q[300];
+		pk_text_quote(s ? s : "", s ? strlen(s) : 0, q, sizeof(q));
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "--%s must be an integer in %lu..%lu, got \"%s\"",
+		                  flags[idx].name, min, max, q);
+	}
+	*out = v;
+	return PK_OK;
+}
+
+static int parse_options(int argc, char **argv, struct options *o, struct pk_err *err)
+{
+	struct pk_flag_value vals[F_COUNT];
+	const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
+	size_t npos = 0;
+	if (pos == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	int rc = pk_flags_parse(flags, F_COUNT, argc - 1, argv + 1, vals, pos, &npos, err);
+	if (rc == PK_OK && npos > 0) {
+		char q[300];
+		pk_text_quote(pos[0], strlen(pos[0]), q, sizeof(q));
+		rc = pk_err_set(err, PK_ERR_INVALID, "unexpected argument \"%s\"", q);
+	}
+	free(pos);
+	if (rc != PK_OK)
+		return rc;
+	memset(o, 0, sizeof(*o));
+	o->help = vals[F_HELP].set;
+	if (o->help)
+		return PK_OK;
+	o->kubeconfig = pk_flags_get_string(flags, vals, F_KUBECONFIG);
+	o->namespace = pk_flags_get_string(flags, vals, F_NAMESPACE);
+	o->leader_ns = pk_flags_get_string(flags, vals, F_LEADER_NS);
+	o->bind = pk_flags_get_string(flags, vals, F_BIND);
+	o->leader_elect = strcmp(pk_flags_get_string(flags, vals, F_LEADER_ELECT), "true") == 0;
+	o->verbosity = vals[F_VERBOSE].count;
+	struct {
+		int idx;
+		unsigned long min, max, *out;
+	} nums[] = {
+	    {F_WORKERS, 1, 64, &o->workers},
+	    {F_QPS, 1, 100000, &o->qps},
+	    {F_BURST, 1, 100000, &o->burst},
+	    {F_HEALTH_PORT, 0, 65535, &o->health_port},
+	    {F_METRICS_PORT, 0, 65535, &o->metrics_port},
+	};
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		if ((rc = parse_uint(nums[i].idx, pk_flags_get_string(flags, vals, nums[i].idx),
+		                     nums[i].min, nums[i].max, nums[i].out, err)) != PK_OK)
+			return rc;
+	return pk_log_parse_format(pk_flags_get_string(flags, vals, F_LOG_FORMAT), &o->log_format,
+	                           err);
+}
+
+/* ---- health and metrics listeners: plain HTTP/1.0, one short request per connection ---- */
+
+struct listeners {
+	int health_fd, metrics_fd;
+	int wake[2];
+	pthread_t thread;
+	struct pk_controller *ctl;
+	atomic_int live;
+};
+
+static int listen_on(const char *bind_address, unsigned long port, unsigned *bound,
+                     struct pk_err *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	memset(&ss, 0, sizeof(ss));
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	int family = AF_INET6;
+	if (bind_address == NULL || *bind_address == '\0') {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_any;
+		s6->sin6_port = htons((uint16_t)port);
+		sl = sizeof(*s6);
+	} else if (inet_pton(AF_INET, bind_address, &s4->sin_addr) == 1) {
+		family = AF_INET;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		sl = sizeof(*s4);
+	} else if (inet_pton(AF_INET6, bind_address, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		sl = sizeof(*s6);
+	} else {
+		char q[300];
+		pk_text_quote(bind_address, strlen(bind_address), q, sizeof(q));
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "--bind-address must be an IPv4 or IPv6 address, got \"%s\"", q);
+	}
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return pk_err_set(err, PK_ERR_INVALID, "socket: %s", strerror(errno));
+	int one = 1;
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 64) != 0) {
+		int en = errno;
+		close(fd);
+		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on port %lu: %s", port,
+		                  strerror(en));
+	}
+	struct sockaddr_storage got;
+	socklen_t gl = sizeof(got);
+	if (getsockname(fd, (struct sockaddr *)&got, &gl) == 0)
+		*bound = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
+		                                        : ((struct sockaddr_in6 *)&got)->sin6_port);
+	return fd;
+}
+
+static void answer(int fd, bool metrics, struct listeners *l)
+{
+	char req[2048];
+	size_t n = 0;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	/* A request line and headers, capped; a slow client gets 2 s. */
+	while (n < sizeof(req) - 1 && poll(&p, 1, 2000) == 1) {
+		ssize_t r = read(fd, req + n, sizeof(req) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		req[n] = '\0';
+		if (strstr(req, "\r\n\r\n") != NULL || strstr(req, "\n\n") != NULL)
+			break;
+	}
+	req[n] = '\0';
+	static char body[16384];
+	const char *status = "200 OK";
+	size_t blen;
+	if (metrics && strncmp(req, "GET /metrics", 12) == 0) {
+		blen = pk_controller_metrics(l->ctl, body, sizeof(body));
+	} else if (!metrics && strncmp(req, "GET /healthz", 12) == 0) {
+		blen = (size_t)snprintf(body, sizeof(body), "ok\n");
+	} else if (!metrics && strncmp(req, "GET /readyz", 11) == 0) {
+		bool ready = pk_controller_ready(l->ctl);
+		status = ready ? "200 OK" : "503 Service Unavailable";
+		blen =
+		    (size_t)snprintf(body, sizeof(body), ready ? "ok\n" : "informers not synced\n");
+	} else {
+		status = "404 Not Found";
+		blen = (size_t)snprintf(body, sizeof(body), "not found\n");
+	}
+	char head[256];
+	int hl = snprintf(head, sizeof(head),
+	                  "HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4\r\n"
+	                  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+	                  status, blen);
+	if (write(fd, head, (size_t)hl) == hl && write(fd, body, blen) < 0)
+		pk_log_debug("cannot answer",
+		             PK_LOG_STR("listener", metrics ? "metrics" : "health"));
+}
+
+static void *listeners_main(void *arg)
+{
+	struct listeners *l = arg;
+	while (atomic_load(&l->live)) {
+		struct pollfd p[3] = {{.fd = l->health_fd, .events = POLLIN},
+		                      {.fd = l->metrics_fd, .events = POLLIN},
+		                      {.fd = l->wake[0], .events = POLLIN}};
+		if (poll(p, 3, 1000) <= 0)
+			continue;
+		for (int i = 0; i < 2; i++) {
+			if (!(p[i].revents & POLLIN))
+				continue;
+			int fd = accept(p[i].fd, NULL, NULL);
+			if (fd < 0)
+				continue;
+			answer(fd, i == 1, l);
+			close(fd);
+		}
+	}
+	return NULL;
+}
+
+/* ---- leadership ---- */
+
+struct leader {
+	struct pk_controller *ctl;
+	atomic_int lost;
+	int sigpipe;
+};
+
+static void on_started(void *ud)
+{
+	struct leader *ld = ud;
+	pk_log_info("leading", PK_LOG_STR("lease", LEASE_NAME));
+	pk_controller_set_leading(ld->ctl, true);
+}
+
+static void on_stopped(void *ud)
+{
+	struct leader *ld = ud;
+	pk_controller_set_leading(ld->ctl, false);
+	atomic_store(&ld->lost, 1);
+	pk_log_info("no longer leading", PK_LOG_STR("lease", LEASE_NAME));
+}
+
+static void on_new_leader(void *ud, const char *identity)
+{
+	(void)ud;
+	pk_log_info("another process leads", PK_LOG_STR("lease", LEASE_NAME),
+	            PK_LOG_STR("holder", identity));
+}
+
+/* The served version of a group: v1beta2 if served, else v1beta1; NULL when neither. */
+static const char *served_version(struct pk_kube_client *client, const char *group)
+{
+	json_t *versions = NULL;
+	struct pk_kube_error e;
+	if (pk_kube_client_group_versions(client, group, &versions, &e) != PK_KUBE_OK) {
+		pk_log_warn("API group not served", PK_LOG_STR("group", group),
+		            PK_LOG_STR("error", e.message));
+		return NULL;
+	}
+	bool v2 = false, v1 = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach(versions, i, v)
+	{
+		v2 |= json_is_string(v) && strcmp(json_string_value(v), "v1beta2") == 0;
+		v1 |= json_is_string(v) && strcmp(json_string_value(v), "v1beta1") == 0;
+	}
+	json_decref(versions);
+	return v2 ? "v1beta2" : v1 ? "v1beta1" : NULL;
+}
+
+/* The pod's namespace (service account), else "default". */
+static void lease_namespace(const char *flag, char *buf, size_t len)
+{
+	if (flag != NULL && *flag != '\0') {
+		snprintf(buf, len, "%s", flag);
+		return;
+	}
+	snprintf(buf, len, "default");
+	FILE *f = fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r");
+	if (f == NULL)
+		return;
+	char ns[256];
+	if (fgets(ns, sizeof(ns), f) != NULL) {
+		ns[strcspn(ns, "\r\n")] = '\0';
+		if (ns[0] != '\0')
+			snprintf(buf, len, "%s", ns);
+	}
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct pk_err err = {{0}};
+	if (parse_options(argc, argv, &o, &err) != PK_OK) {
+		pk_log_error("invalid command line", PK_LOG_STR("error", err.msg),
+		             PK_LOG_STR("hint", "see poolkeeper-controller --help"));
+		return 2;
+	}
+	if (o.help) {
+		pk_flags_print_help(stdout, USAGE, SUMMARY, flags, F_COUNT);
+		return 0;
+	}
+	pk_log_set_format(o.log_format);
+	pk_log_set_level((enum pk_log_level)(PK_LOG_INFO + o.verbosity));
+
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	int status = 1;
+	struct pk_kube_config *cfg = NULL;
+	struct pk_kube_client *client = NULL;
+	struct pk_controller *ctl = NULL;
+	struct pk_kube_elector *el = NULL;
+	struct listeners ls = {.health_fd = -1, .metrics_fd = -1, .wake = {-1, -1}};
+	bool ls_started = false;
+	struct leader ld = {0};
+	struct pk_kube_log klog;
+	pk_log_kube_sink(&klog);
+	struct pk_kube_config_opts co = {
+	    .path = o.kubeconfig != NULL && *o.kubeconfig ? o.kubeconfig : NULL,
+	    .log = &klog,
+	    .allow_exec = true};
+	if (pk_kube_config_load(&co, &cfg, &err) != PK_OK) {
+		pk_log_error("cannot set up API access", PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+	struct pk_kube_client_opts copts = {.qps = (double)o.qps, .burst = (int)o.burst};
+	if (pk_kube_client_new(cfg, &copts, &client, &err) != PK_OK) {
+		pk_log_error("cannot set up API access", PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+	pk_log_info("API access", PK_LOG_STR("server", pk_kube_config_server(cfg)));
+	const char *claim_version = served_version(client, PK_CAPI_IPAM_GROUP);
+	if (claim_version == NULL) {
+		pk_log_error("ipam.cluster.x-k8s.io is not served in v1beta2 or v1beta1: install "
+		             "Cluster API's IPAM CRDs");
+		goto out;
+	}
+	const char *cluster_version = served_version(client, "cluster.x-k8s.io");
+	pk_log_info("API versions", PK_LOG_STR("ipam.cluster.x-k8s.io", claim_version),
+	            PK_LOG_STR("cluster.x-k8s.io", cluster_version ? cluster_version : "none"),
+	            PK_LOG_UINT("workers", o.workers));
+
+	struct pk_controller_opts opts = {.client = client,
+	                                  .namespace = o.namespace,
+	                                  .claim_version = claim_version,
+	                                  .cluster_version = cluster_version};
+	if (pk_controller_new(&opts, &ctl, &err) != PK_OK) {
+		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+	ls.ctl = ctl;
+	unsigned hp = 0, mp = 0;
+	int fd = listen_on(o.bind, o.health_port, &hp, &err);
+	if (fd < 0) {
+		pk_log_error("cannot start", PK_LOG_STR("listener", "health"),
+		             PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+	ls.health_fd = fd;
+	if ((fd = listen_on(o.bind, o.metrics_port, &mp, &err)) < 0) {
+		pk_log_error("cannot start", PK_LOG_STR("listener", "metrics"),
+		             PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+	ls.metrics_fd = fd;
+	if (pipe(ls.wake) != 0) {
+		pk_log_errno(PK_LOG_ERROR, "cannot start");
+		goto out;
+	}
+	atomic_store(&ls.live, 1);
+	if (pthread_create(&ls.thread, NULL, listeners_main, &ls) != 0) {
+		pk_log_error("cannot start the listener thread");
+		goto out;
+	}
+	ls_started = true;
+	const char *addr = *o.bind ? o.bind : "all";
+	pk_log_info("listening", PK_LOG_STR("listener", "health"), PK_LOG_UINT("port", hp),
+	            PK_LOG_STR("address", addr));
+	pk_log_info("listening", PK_LOG_STR("listener", "metrics"), PK_LOG_UINT("port", mp),
+	            PK_LOG_STR("address", addr));
+
+	if (pk_controller_start(ctl, 60000, &err) != PK_OK) {
+		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
+		goto out;
+	}
+	pk_log_info("informers synced");
+	ld.ctl = ctl;
+	if (o.leader_elect) {
+		char lns[256];
+		lease_namespace(o.leader_ns, lns, sizeof(lns));
+		struct pk_kube_elector_opts eo = {.namespace = lns,
+		                                  .name = LEASE_NAME,
+		                                  .on_started = on_started,
+		                                  .on_stopped = on_stopped,
+		                                  .on_new_leader = on_new_leader,
+		                                  .ud = &ld};
+		if (pk_kube_elector_new(client, &eo, &el, &err) != PK_OK ||
+		    pk_kube_elector_start(el, &err) != PK_OK) {
+			pk_log_error("cannot start leader election", PK_LOG_STR("error", err.msg));
+			goto out;
+		}
+		pk_log_info("leader election", PK_LOG_STR("lease", LEASE_NAME),
+		            PK_LOG_STR("namespace", lns),
+		            PK_LOG_STR("identity", pk_kube_elector_identity(el)));
+	} else {
+		pk_log_info("leader election off: this process allocates");
+		pk_controller_set_leading(ctl, true);
+	}
+
+	/* Wait for a signal, or for leadership to be lost (one term per process). */
+	struct timespec tick = {1, 0};
+	for (;;) {
+		int sig = sigtimedwait(&sigs, NULL, &tick);
+		if (sig == SIGTERM || sig == SIGINT) {
+			pk_log_info("shutting down",
+			            PK_LOG_STR("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+			status = 0;
+			break;
+		}
+		if (atomic_load(&ld.lost)) {
+			pk_log_error(
+			    "leadership lost: exiting so that a fresh process competes again");
+			status = 1;
+			break;
+		}
+	}
+out:
+	/* In-flight work ends first, then the Lease is given up. */
+	if (ctl != NULL)
+		pk_controller_stop(ctl);
+	if (el != NULL) {
+		pk_kube_elector_stop(el);
+		pk_kube_elector_free(el);
+	}
+	if (ls_started) {
+		atomic_store(&ls.live, 0);
+		if (write(ls.wake[1], "x", 1) < 0)
+			pk_log_debug("wake failed");
+		pthread_join(ls.thread, NULL);
+	}
+	if (ls.health_fd >= 0)
+		close(ls.health_fd);
+	if (ls.metrics_fd >= 0)
+		close(ls.metrics_fd);
+	if (ls.wake[0] >= 0) {
+		close(ls.wake[0]);
+		close(ls.wake[1]);
+	}
+	pk_controller_free(ctl);
+	pk_kube_client_free(client);
+	pk_kube_config_free(cfg);
+	if (status == 0)
+		pk_log_info("stopped");
+	return status;
+}

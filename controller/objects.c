@@ -1,0 +1,253 @@
+/* objects.c - the objects and patches the controller writes; see objects.h. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "count.h"
+#include "decide.h"
+#include "objects.h"
+#include "rules.h"
+
+#define CLAIM_OWNER_KIND "IPAddressClaim"
+
+void pk_objects_time_text(long long unix_seconds, char buf[PK_TIME_TEXT_MAX])
+{
+	time_t t = (time_t)unix_seconds;
+	struct tm tm;
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, PK_TIME_TEXT_MAX, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, PK_TIME_TEXT_MAX, "1970-01-01T00:00:00Z");
+}
+
+static const json_t *finalizers_of(const json_t *obj)
+{
+	return json_object_get(json_object_get(obj, "metadata"), "finalizers");
+}
+
+static long finalizer_index(const json_t *obj, const char *finalizer)
+{
+	size_t i;
+	const json_t *v;
+	json_array_foreach(finalizers_of(obj), i, v)
+	{
+		if (json_is_string(v) && strcmp(json_string_value(v), finalizer) == 0)
+			return (long)i;
+	}
+	return -1;
+}
+
+bool pk_objects_has_finalizer(const json_t *obj, const char *finalizer)
+{
+	return finalizer_index(obj, finalizer) >= 0;
+}
+
+static json_t *test_rv(const json_t *obj)
+{
+	const char *rv =
+	    json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+	if (rv == NULL)
+		return NULL;
+	return json_pack("{s:s, s:s, s:s}", "op", "test", "path", "/metadata/resourceVersion",
+	                 "value", rv);
+}
+
+json_t *pk_objects_finalizer_add_patch(const json_t *obj, const char *finalizer)
+{
+	if (pk_objects_has_finalizer(obj, finalizer))
+		return NULL;
+	json_t *t = test_rv(obj);
+	if (t == NULL)
+		return NULL;
+	json_t *add;
+	if (json_is_array(finalizers_of(obj)))
+		add = json_pack("{s:s, s:s, s:s}", "op", "add", "path", "/metadata/finalizers/-",
+		                "value", finalizer);
+	else
+		add = json_pack("{s:s, s:s, s:[s]}", "op", "add", "path", "/metadata/finalizers",
+		                "value", finalizer);
+	return json_pack("[o, o]", t, add);
+}
+
+json_t *pk_objects_finalizer_remove_patch(const json_t *obj, const char *finalizer)
+{
+	long i = finalizer_index(obj, finalizer);
+	if (i < 0)
+		return NULL;
+	json_t *t = test_rv(obj);
+	if (t == NULL)
+		return NULL;
+	char path[64];
+	snprintf(path, sizeof(path), "/metadata/finalizers/%ld", i);
+	return json_pack("[o, {s:s, s:s, s:s}, {s:s, s:s}]", t, "op", "test", "path", path, "value",
+	                 finalizer, "op", "remove", "path", path);
+}
+
+const json_t *pk_objects_condition(const json_t *conditions, const char *type)
+{
+	size_t i;
+	const json_t *c;
+	json_array_foreach(conditions, i, c)
+	{
+		const char *t = json_string_value(json_object_get(c, "type"));
+		if (t != NULL && strcmp(t, type) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+static bool str_is(const json_t *o, const char *key, const char *want)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s != NULL && want != NULL && strcmp(s, want) == 0;
+}
+
+bool pk_objects_condition_same(const json_t *conditions, const struct pk_condition *c)
+{
+	const json_t *old = pk_objects_condition(conditions, c->type);
+	if (old == NULL)
+		return false;
+	if (!str_is(old, "status", c->status ? "True" : "False") ||
+	    !str_is(old, "reason", c->reason) || !str_is(old, "message", c->message))
+		return false;
+	if (!c->v1beta1 && c->generation >= 0) {
+		const json_t *g = json_object_get(old, "observedGeneration");
+		if (!json_is_integer(g) || json_integer_value(g) != c->generation)
+			return false;
+	}
+	return true;
+}
+
+json_t *pk_objects_condition_build(const json_t *old_conditions, const struct pk_condition *c,
+                                   long long now)
+{
+	const char *status = c->status ? "True" : "False";
+	const json_t *old = pk_objects_condition(old_conditions, c->type);
+	char when[PK_TIME_TEXT_MAX];
+	const char *ltt = json_string_value(json_object_get(old, "lastTransitionTime"));
+	if (old == NULL || !str_is(old, "status", status) || ltt == NULL) {
+		pk_objects_time_text(now, when);
+		ltt = when;
+	}
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", c->type, "status", status,
+	                      "reason", c->reason, "message", c->message ? c->message : "",
+	                      "lastTransitionTime", ltt);
+	if (o == NULL)
+		return NULL;
+	if (c->v1beta1) {
+		/* CAPI v1beta1: severity is set only when status is False. */
+		if (!c->status)
+			json_object_set_new(o, "severity", json_string("Warning"));
+	} else if (c->generation >= 0) {
+		json_object_set_new(o, "observedGeneration", json_integer(c->generation));
+	}
+	return o;
+}
+
+/* The conditions with c replacing the one of its type (others kept, in order). */
+static json_t *conditions_with(const json_t *old, const struct pk_condition *c, long long now)
+{
+	json_t *out = json_array();
+	json_t *nc = pk_objects_condition_build(old, c, now);
+	if (out == NULL || nc == NULL) {
+		json_decref(out);
+		json_decref(nc);
+		return NULL;
+	}
+	bool placed = false;
+	size_t i;
+	json_t *x;
+	json_array_foreach(old, i, x)
+	{
+		if (str_is(x, "type", c->type)) {
+			if (!placed)
+				json_array_append(out, nc);
+			placed = true;
+		} else {
+			json_array_append(out, x);
+		}
+	}
+	if (!placed)
+		json_array_append(out, nc);
+	json_decref(nc);
+	return out;
+}
+
+json_t *pk_objects_claim_status_patch(const json_t *claim, const char *address,
+                                      const struct pk_condition *c, long long now)
+{
+	const json_t *status = json_object_get(claim, "status");
+	json_t *conds = conditions_with(json_object_get(status, "conditions"), c, now);
+	if (conds == NULL)
+		return NULL;
+	json_t *st = json_pack("{s:o}", "conditions", conds);
+	if (st == NULL)
+		return NULL;
+	if (address != NULL)
+		json_object_set_new(st, "addressRef", json_pack("{s:s}", "name", address));
+	return json_pack("{s:o}", "status", st);
+}
+
+json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec *s)
+{
+	const json_t *md = json_object_get(claim, "metadata");
+	const char *name = json_string_value(json_object_get(md, "name"));
+	const char *ns = json_string_value(json_object_get(md, "namespace"));
+	const char *uid = json_string_value(json_object_get(md, "uid"));
+	const char *claim_api = json_string_value(json_object_get(claim, "apiVersion"));
+	if (name == NULL || ns == NULL || uid == NULL || s->pool_uid == NULL)
+		return NULL;
+	json_t *owners = json_pack(
+	    "[{s:s, s:s, s:s, s:s, s:b, s:b}, {s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
+	    claim_api ? claim_api : s->api_version, "kind", CLAIM_OWNER_KIND, "name", name, "uid",
+	    uid, "controller", 1, "blockOwnerDeletion", 1, "apiVersion", PK_POOL_GROUP "/v1alpha1",
+	    "kind", s->pool_kind, "name", s->pool_name, "uid", s->pool_uid, "controller", 0,
+	    "blockOwnerDeletion", 1);
+	json_t *spec =
+	    json_pack("{s:s, s:i, s:{s:s}, s:{s:s, s:s, s:s}}", "address", s->address, "prefix",
+	              (int)s->prefix, "claimRef", "name", name, "poolRef", "apiGroup",
+	              PK_POOL_GROUP, "kind", s->pool_kind, "name", s->pool_name);
+	if (owners == NULL || spec == NULL) {
+		json_decref(owners);
+		json_decref(spec);
+		return NULL;
+	}
+	if (s->gateway != NULL)
+		json_object_set_new(spec, "gateway", json_string(s->gateway));
+	json_t *meta = json_pack("{s:s, s:s, s:o, s:[s]}", "name", name, "namespace", ns,
+	                         "ownerReferences", owners, "finalizers", PK_ADDRESS_FINALIZER);
+	if (meta == NULL) {
+		json_decref(spec);
+		return NULL;
+	}
+	const char *cluster = json_string_value(
+	    json_object_get(json_object_get(md, "labels"), PK_CLUSTER_NAME_LABEL));
+	if (cluster != NULL)
+		json_object_set_new(meta, "labels",
+		                    json_pack("{s:s}", PK_CLUSTER_NAME_LABEL, cluster));
+	return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", s->api_version, "kind", "IPAddress",
+	                 "metadata", meta, "spec", spec);
+}
+
+json_t *pk_objects_pool_status_patch(const json_t *pool, const struct pk_alloc_counts *counts,
+                                     const struct pk_condition *c, long long now)
+{
+	char total[PK_COUNT_STRLEN], used[PK_COUNT_STRLEN], free_[PK_COUNT_STRLEN],
+	    oor[PK_COUNT_STRLEN];
+	pk_count_format(counts->total, total);
+	pk_count_format(counts->used, used);
+	pk_count_format(counts->free, free_);
+	pk_u128_format(counts->out_of_range, oor);
+	const json_t *status = json_object_get(pool, "status");
+	const json_t *ips = json_object_get(status, "ipAddresses");
+	const json_t *old_conds = json_object_get(status, "conditions");
+	if (str_is(ips, "total", total) && str_is(ips, "used", used) &&
+	    str_is(ips, "free", free_) && str_is(ips, "outOfRange", oor) &&
+	    pk_objects_condition_same(old_conds, c))
+		return NULL;
+	json_t *conds = conditions_with(old_conds, c, now);
+	if (conds == NULL)
+		return NULL;
+	return json_pack("{s:{s:{s:s, s:s, s:s, s:s}, s:o}}", "status", "ipAddresses", "total",
+	                 total, "used", used, "free", free_, "outOfRange", oor, "conditions",
+	                 conds);
+}

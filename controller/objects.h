@@ -1,0 +1,97 @@
+/*
+ * objects.h - the API objects and patches the controller writes, built as
+ * a pure function of what it read (no I/O, no clock: the time is a
+ * parameter), so that unit tests can check every byte:
+ *   - finalizer edits as JSON patches (RFC 6902) that first test
+ *     metadata.resourceVersion, so a list changed by someone else since it
+ *     was read is never overwritten (a merge patch would replace the list);
+ *   - the Ready condition, keeping lastTransitionTime while its status is
+ *     unchanged;
+ *   - the claim's status (v1beta2: metav1.Condition with
+ *     observedGeneration; v1beta1: CAPI's condition with severity);
+ *   - the IPAddress for a claim, and the pool's status.
+ * Every function returns a new reference (NULL when there is nothing to
+ * write, or memory ran out, as documented per function).
+ */
+#ifndef PK_OBJECTS_H
+#define PK_OBJECTS_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "allocator.h"
+#include "pk.h"
+
+/* RFC 3339 in UTC, seconds: "2026-01-02T03:04:05Z" (21 bytes with the NUL). */
+#define PK_TIME_TEXT_MAX 32
+void pk_objects_time_text(long long unix_seconds, char buf[PK_TIME_TEXT_MAX]);
+
+/* [test resourceVersion, add finalizer]; NULL when obj already has it (or has no
+ * resourceVersion). */
+json_t *pk_objects_finalizer_add_patch(const json_t *obj, const char *finalizer);
+
+/* [test resourceVersion, test the entry, remove it]; NULL when obj does not have it. */
+json_t *pk_objects_finalizer_remove_patch(const json_t *obj, const char *finalizer);
+
+bool pk_objects_has_finalizer(const json_t *obj, const char *finalizer);
+
+/* The condition of that type in a conditions array, or NULL (borrowed). */
+const json_t *pk_objects_condition(const json_t *conditions, const char *type);
+
+struct pk_condition {
+	const char *type;   /* "Ready" */
+	bool status;        /* True / False */
+	const char *reason; /* CamelCase */
+	const char *message;
+	long long generation; /* observedGeneration; < 0: not written */
+	bool v1beta1;         /* CAPI v1beta1 shape: severity instead of observedGeneration */
+};
+
+/*
+ * Whether the condition in `conditions` already says c (type, status,
+ * reason, message, and the generation when c has one): then nothing needs
+ * writing.
+ */
+bool pk_objects_condition_same(const json_t *conditions, const struct pk_condition *c);
+
+/* The condition as an object; lastTransitionTime is the old one's when the status is
+ * unchanged, else now. */
+json_t *pk_objects_condition_build(const json_t *old_conditions, const struct pk_condition *c,
+                                   long long now);
+
+/*
+ * A merge patch for the claim's status subresource: {"status": {"addressRef": {"name":
+ * address}, "conditions": [...]}} with c replacing the condition of its type and the others
+ * kept. address NULL leaves addressRef as it is.
+ */
+json_t *pk_objects_claim_status_patch(const json_t *claim, const char *address,
+                                      const struct pk_condition *c, long long now);
+
+struct pk_ipaddress_spec {
+	const char *api_version; /* "ipam.cluster.x-k8s.io/v1beta2" */
+	const char *address;     /* text */
+	unsigned prefix;
+	const char *gateway; /* NULL: none */
+	const char *pool_kind;
+	const char *pool_name;
+	const char *pool_uid;
+};
+
+/*
+ * The IPAddress for a claim: named like it in its namespace, spec from s,
+ * owner references to the claim (controller) and the pool, the protect
+ * finalizer, the cluster-name label copied. NULL when the claim lacks name,
+ * namespace or uid.
+ */
+json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec *s);
+
+/*
+ * A merge patch for a pool's status subresource: ipAddresses {total, used,
+ * free, outOfRange} as exact decimal strings and c as its Ready condition.
+ * NULL when the status already says all of it.
+ */
+json_t *pk_objects_pool_status_patch(const json_t *pool, const struct pk_alloc_counts *counts,
+                                     const struct pk_condition *c, long long now);
+
+#endif

@@ -1,0 +1,224 @@
+/*
+ * test_objects.c - the objects and patches poolkeeper-controller writes:
+ * finalizer patches that test the resourceVersion, conditions that keep
+ * their transition time, the claim's status, the IPAddress, the pool's
+ * status.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "objects.h"
+
+#define T0 1767225600LL /* 2026-01-01T00:00:00Z */
+
+static json_t *load(const char *text)
+{
+	/* single quotes stand for double quotes, for readable literals */
+	char *s = strdup(text);
+	assert_non_null(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	json_error_t e;
+	json_t *j = json_loads(s, 0, &e);
+	free(s);
+	assert_non_null(j);
+	return j;
+}
+
+static void assert_json(const json_t *got, const char *want_text)
+{
+	json_t *want = load(want_text);
+	char *g = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT);
+	char *w = json_dumps(want, JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(g, w);
+	free(g);
+	free(w);
+	json_decref(want);
+}
+
+static void test_time_text(void **state)
+{
+	(void)state;
+	char b[PK_TIME_TEXT_MAX];
+	pk_objects_time_text(T0, b);
+	assert_string_equal(b, "2026-01-01T00:00:00Z");
+}
+
+static void test_finalizer_patches(void **state)
+{
+	(void)state;
+	json_t *none = load("{'metadata':{'resourceVersion':'7'}}");
+	json_t *p = pk_objects_finalizer_add_patch(none, "x/y");
+	assert_json(p, "[{'op':'test','path':'/metadata/resourceVersion','value':'7'},"
+	               "{'op':'add','path':'/metadata/finalizers','value':['x/y']}]");
+	json_decref(p);
+	assert_null(pk_objects_finalizer_remove_patch(none, "x/y"));
+
+	json_t *some = load("{'metadata':{'resourceVersion':'8','finalizers':['a','x/y']}}");
+	assert_null(pk_objects_finalizer_add_patch(some, "x/y")); /* already there */
+	p = pk_objects_finalizer_add_patch(some, "b");
+	assert_json(p, "[{'op':'test','path':'/metadata/resourceVersion','value':'8'},"
+	               "{'op':'add','path':'/metadata/finalizers/-','value':'b'}]");
+	json_decref(p);
+	p = pk_objects_finalizer_remove_patch(some, "x/y");
+	assert_json(p, "[{'op':'test','path':'/metadata/resourceVersion','value':'8'},"
+	               "{'op':'test','path':'/metadata/finalizers/1','value':'x/y'},"
+	               "{'op':'remove','path':'/metadata/finalizers/1'}]");
+	json_decref(p);
+	assert_true(pk_objects_has_finalizer(some, "a"));
+	assert_false(pk_objects_has_finalizer(some, "b"));
+
+	/* no resourceVersion: nothing to make the edit conditional on, no patch */
+	json_t *norv = load("{'metadata':{}}");
+	assert_null(pk_objects_finalizer_add_patch(norv, "x/y"));
+	json_t *bad = load("{'metadata':{'resourceVersion':'1','finalizers':'x/y'}}");
+	p = pk_objects_finalizer_add_patch(bad, "x/y"); /* not a list: replaced by a list */
+	assert_json(p, "[{'op':'test','path':'/metadata/resourceVersion','value':'1'},"
+	               "{'op':'add','path':'/metadata/finalizers','value':['x/y']}]");
+	json_decref(p);
+	json_decref(bad);
+	json_decref(norv);
+	json_decref(none);
+	json_decref(some);
+}
+
+static void test_conditions(void **state)
+{
+	(void)state;
+	json_t *old = load("[{'type':'Ready','status':'False','reason':'PoolExhausted',"
+	                   "'message':'m','lastTransitionTime':'2025-01-01T00:00:00Z',"
+	                   "'observedGeneration':1}]");
+	struct pk_condition c = {"Ready", false, "PoolExhausted", "m", 1, false};
+	assert_true(pk_objects_condition_same(old, &c));
+	c.generation = 2;
+	assert_false(pk_objects_condition_same(old, &c));
+	/* same status: the transition time stays */
+	json_t *x = pk_objects_condition_build(old, &c, T0);
+	assert_string_equal(json_string_value(json_object_get(x, "lastTransitionTime")),
+	                    "2025-01-01T00:00:00Z");
+	json_decref(x);
+	/* a new status: now */
+	c.status = true;
+	c.reason = "Allocated";
+	assert_false(pk_objects_condition_same(old, &c));
+	x = pk_objects_condition_build(old, &c, T0);
+	assert_json(x, "{'type':'Ready','status':'True','reason':'Allocated','message':'m',"
+	               "'lastTransitionTime':'2026-01-01T00:00:00Z','observedGeneration':2}");
+	json_decref(x);
+	/* v1beta1: severity on False, no observedGeneration */
+	struct pk_condition v1 = {"Ready", false, "PoolNotReady", "gone", 3, true};
+	x = pk_objects_condition_build(NULL, &v1, T0);
+	assert_json(x, "{'type':'Ready','status':'False','reason':'PoolNotReady','message':'gone',"
+	               "'lastTransitionTime':'2026-01-01T00:00:00Z','severity':'Warning'}");
+	json_decref(x);
+	assert_null(pk_objects_condition(NULL, "Ready"));
+	assert_false(pk_objects_condition_same(NULL, &v1));
+	json_decref(old);
+}
+
+static void test_claim_status_patch(void **state)
+{
+	(void)state;
+	json_t *claim = load("{'metadata':{'name':'c'},'status':{'conditions':["
+	                     "{'type':'Other','status':'True','reason':'X','message':'',"
+	                     "'lastTransitionTime':'2025-01-01T00:00:00Z'}]}}");
+	struct pk_condition c = {"Ready", true, "Allocated", "address 10.0.0.5", 1, false};
+	json_t *p = pk_objects_claim_status_patch(claim, "c", &c, T0);
+	assert_json(p, "{'status':{'addressRef':{'name':'c'},'conditions':["
+	               "{'type':'Other','status':'True','reason':'X','message':'',"
+	               "'lastTransitionTime':'2025-01-01T00:00:00Z'},"
+	               "{'type':'Ready','status':'True','reason':'Allocated',"
+	               "'message':'address 10.0.0.5','lastTransitionTime':'2026-01-01T00:00:00Z',"
+	               "'observedGeneration':1}]}}");
+	json_decref(p);
+	/* no address: addressRef is left alone */
+	p = pk_objects_claim_status_patch(claim, NULL, &c, T0);
+	assert_null(json_object_get(json_object_get(p, "status"), "addressRef"));
+	json_decref(p);
+	json_decref(claim);
+}
+
+static void test_ipaddress(void **state)
+{
+	(void)state;
+	json_t *claim = load("{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','metadata':{"
+	                     "'name':'m-0','namespace':'team','uid':'u-1',"
+	                     "'labels':{'cluster.x-k8s.io/cluster-name':'prod','other':'x'}}}");
+	struct pk_ipaddress_spec s = {
+	    "ipam.cluster.x-k8s.io/v1beta2", "10.0.0.5", 24, "10.0.0.1", "IPPool", "nodes", "p-1"};
+	json_t *a = pk_objects_ipaddress(claim, &s);
+	assert_json(
+	    a, "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddress','metadata':{"
+	       "'name':'m-0','namespace':'team','labels':{'cluster.x-k8s.io/cluster-name':'prod'},"
+	       "'finalizers':['ipam.poolkeeper.io/protect-address'],'ownerReferences':["
+	       "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddressClaim','name':'m-0',"
+	       "'uid':'u-1','controller':true,'blockOwnerDeletion':true},"
+	       "{'apiVersion':'ipam.poolkeeper.io/v1alpha1','kind':'IPPool','name':'nodes',"
+	       "'uid':'p-1','controller':false,'blockOwnerDeletion':true}]},"
+	       "'spec':{'address':'10.0.0.5','prefix':24,'gateway':'10.0.0.1',"
+	       "'claimRef':{'name':'m-0'},'poolRef':{'apiGroup':'ipam.poolkeeper.io',"
+	       "'kind':'IPPool','name':'nodes'}}}");
+	json_decref(a);
+	/* no gateway, no label */
+	json_t *bare = load("{'metadata':{'name':'m','namespace':'t','uid':'u'}}");
+	s.gateway = NULL;
+	a = pk_objects_ipaddress(bare, &s);
+	assert_null(json_object_get(json_object_get(a, "spec"), "gateway"));
+	assert_null(json_object_get(json_object_get(a, "metadata"), "labels"));
+	json_decref(a);
+	/* no uid: no owner reference can be made */
+	json_t *nouid = load("{'metadata':{'name':'m','namespace':'t'}}");
+	assert_null(pk_objects_ipaddress(nouid, &s));
+	json_decref(nouid);
+	json_decref(bare);
+	json_decref(claim);
+}
+
+static void test_pool_status_patch(void **state)
+{
+	(void)state;
+	struct pk_alloc_counts n;
+	memset(&n, 0, sizeof(n));
+	n.total = pk_count_of(11);
+	n.used = pk_count_of(1);
+	n.free = pk_count_of(10);
+	struct pk_condition c = {"Ready", true, "Ready", "10 of 11 addresses free", 4, false};
+	json_t *pool = load("{'metadata':{'generation':4}}");
+	json_t *p = pk_objects_pool_status_patch(pool, &n, &c, T0);
+	assert_json(p, "{'status':{'ipAddresses':{'total':'11','used':'1','free':'10',"
+	               "'outOfRange':'0'},'conditions':[{'type':'Ready','status':'True',"
+	               "'reason':'Ready','message':'10 of 11 addresses free',"
+	               "'lastTransitionTime':'2026-01-01T00:00:00Z','observedGeneration':4}]}}");
+	/* the status already says it: nothing to write */
+	json_t *done = json_pack("{s:O}", "status", json_object_get(p, "status"));
+	assert_null(pk_objects_pool_status_patch(done, &n, &c, T0 + 5));
+	json_decref(done);
+	json_decref(p);
+	/* a /64: 2^64 addresses, exact */
+	n.total = pk_count_of((pk_u128)1 << 64);
+	n.free = pk_count_of(((pk_u128)1 << 64) - 1);
+	p = pk_objects_pool_status_patch(pool, &n, &c, T0);
+	json_t *ips = json_object_get(json_object_get(p, "status"), "ipAddresses");
+	assert_string_equal(json_string_value(json_object_get(ips, "total")),
+	                    "18446744073709551616");
+	assert_string_equal(json_string_value(json_object_get(ips, "free")),
+	                    "18446744073709551615");
+	json_decref(p);
+	json_decref(pool);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_time_text),  cmocka_unit_test(test_finalizer_patches),
+	    cmocka_unit_test(test_conditions), cmocka_unit_test(test_claim_status_patch),
+	    cmocka_unit_test(test_ipaddress),  cmocka_unit_test(test_pool_status_patch),
+	};
+	return cmocka_run_group_tests_name("objects", tests, NULL, NULL);
+}
