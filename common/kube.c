@@ -160,7 +160,8 @@ enum pk_kube_reason pk_kube_status_decode_json(long code, const json_t *status,
 	json_t *ra = json_object_get(details, "retryAfterSeconds");
 	if (json_is_integer(ra) && json_integer_value(ra) > 0 && json_integer_value(ra) < 86400)
 		e->retry_after_s = (long)json_integer_value(ra);
-	if (message != NULL)
+	/* An empty message says nothing: the caller still gets words to show. */
+	if (message != NULL && message[0] != '\0')
 		snprintf(e->message, sizeof(e->message), "%s", message);
 	else
 		snprintf(e->message, sizeof(e->message), "HTTP %ld %s", code,

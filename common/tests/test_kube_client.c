@@ -93,6 +93,11 @@ static void test_status_decode(void **state)
 	assert_int_equal(e.code, 410);
 	assert_string_equal(e.status_reason, "Expired");
 	json_decref(st);
+	/* an empty message still leaves words to show (an ERROR event with "message": "") */
+	st = json_pack("{s:s,s:s,s:s}", "kind", "Status", "status", "Failure", "message", "");
+	assert_int_equal(pk_kube_status_decode_json(0, st, &e), PK_KUBE_UNKNOWN);
+	assert_true(e.message[0] != '\0');
+	json_decref(st);
 	/* a code from the body is success only with status Success */
 	static const struct {
 		const char *body;
