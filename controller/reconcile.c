@@ -75,16 +75,6 @@ static long long wall_now(void)
 	return (long long)time(NULL);
 }
 
-static const char *jstr(const json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta(const json_t *o, const char *k)
-{
-	return jstr(json_object_get(o, "metadata"), k);
-}
-
 static void visit_ref(void *ud, const char *key, const void *item)
 {
 	(void)key;
@@ -119,7 +109,8 @@ static bool pool_key_of(const json_t *pool_ref, const char *ns, char *out, size_
 {
 	if (!pk_rules_is_poolkeeper_pool_ref(pool_ref))
 		return false;
-	const char *kind = jstr(pool_ref, "kind"), *name = jstr(pool_ref, "name");
+	const char *kind = pk_kube_json_str(pool_ref, "kind"),
+	           *name = pk_kube_json_str(pool_ref, "name");
 	if (kind == NULL || name == NULL)
 		return false;
 	bool global = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
@@ -129,7 +120,8 @@ static bool pool_key_of(const json_t *pool_ref, const char *ns, char *out, size_
 
 static bool pool_key_of_object(const json_t *pool, const char *kind, char *out, size_t len)
 {
-	const char *name = meta(pool, "name"), *ns = meta(pool, "namespace");
+	const char *name = pk_kube_meta_str(pool, "name"),
+	           *ns = pk_kube_meta_str(pool, "namespace");
 	if (name == NULL)
 		return false;
 	snprintf(out, len, "%s/%s/%s", kind, ns ? ns : "", name);
@@ -149,7 +141,7 @@ static bool claim_ready(const json_t *claim)
 {
 	const json_t *st = json_object_get(claim, "status");
 	const json_t *r = pk_objects_condition(json_object_get(st, "conditions"), "Ready");
-	const char *s = jstr(r, "status");
+	const char *s = pk_kube_json_str(r, "status");
 	return s != NULL && strcmp(s, "True") == 0;
 }
 
@@ -157,7 +149,8 @@ static void scan_claim(void *ud, const char *key, const void *item)
 {
 	struct claim_scan *s = ud;
 	const json_t *claim = item;
-	const char *ns = meta(claim, "namespace"), *name = meta(claim, "name");
+	const char *ns = pk_kube_meta_str(claim, "namespace"),
+	           *name = pk_kube_meta_str(claim, "name");
 	(void)key;
 	if (ns == NULL || name == NULL)
 		return;
@@ -174,7 +167,8 @@ static void scan_claim(void *ud, const char *key, const void *item)
 		    strcmp(cn, s->cluster_name) != 0)
 			return;
 	}
-	if (s->unbound_only && claim_ready(claim) && meta(claim, "deletionTimestamp") == NULL)
+	if (s->unbound_only && claim_ready(claim) &&
+	    pk_kube_meta_str(claim, "deletionTimestamp") == NULL)
 		return;
 	queue_key(s->c, "c", ns, name, NULL, 0);
 }
@@ -190,7 +184,8 @@ static void on_claim(void *ud, const char *key, const void *item)
 	struct pk_controller *c = ud;
 	const json_t *claim = item;
 	(void)key;
-	queue_key(c, "c", meta(claim, "namespace"), meta(claim, "name"), NULL, 0);
+	queue_key(c, "c", pk_kube_meta_str(claim, "namespace"), pk_kube_meta_str(claim, "name"),
+	          NULL, 0);
 }
 
 static void on_claim_update(void *ud, const char *key, const void *old, const void *item)
@@ -204,7 +199,7 @@ static void on_address(void *ud, const char *key, const void *item)
 	struct pk_controller *c = ud;
 	const json_t *a = item;
 	(void)key;
-	queue_key(c, "a", meta(a, "namespace"), meta(a, "name"), NULL, 0);
+	queue_key(c, "a", pk_kube_meta_str(a, "namespace"), pk_kube_meta_str(a, "name"), NULL, 0);
 }
 
 static void on_address_update(void *ud, const char *key, const void *old, const void *item)
@@ -219,7 +214,8 @@ static bool pool_changed(const json_t *old, const json_t *now)
 	const json_t *om = json_object_get(old, "metadata"), *nm = json_object_get(now, "metadata");
 	if (!json_equal(json_object_get(om, "generation"), json_object_get(nm, "generation")))
 		return true;
-	if ((jstr(om, "deletionTimestamp") == NULL) != (jstr(nm, "deletionTimestamp") == NULL))
+	if ((pk_kube_json_str(om, "deletionTimestamp") == NULL) !=
+	    (pk_kube_json_str(nm, "deletionTimestamp") == NULL))
 		return true;
 	const json_t *oa =
 	    json_object_get(json_object_get(om, "annotations"), PK_PAUSED_ANNOTATION);
@@ -268,8 +264,8 @@ static void on_gpool_update(void *ud, const char *key, const void *old, const vo
 static void cluster_event(struct pk_controller *c, const json_t *cluster)
 {
 	struct claim_scan s = {.c = c,
-	                       .cluster_ns = meta(cluster, "namespace"),
-	                       .cluster_name = meta(cluster, "name")};
+	                       .cluster_ns = pk_kube_meta_str(cluster, "namespace"),
+	                       .cluster_name = pk_kube_meta_str(cluster, "name")};
 	if (s.cluster_ns == NULL || s.cluster_name == NULL)
 		return;
 	pk_kube_informer_foreach(c->claims, scan_claim, &s);
@@ -357,7 +353,7 @@ static struct pool_state *pool_state(struct pk_controller *c, const char *pool_k
                                      const json_t *pool)
 {
 	struct pool_state *s = state_find(c, pool_key);
-	const char *uid = meta(pool, "uid");
+	const char *uid = pk_kube_meta_str(pool, "uid");
 	const json_t *g = json_object_get(json_object_get(pool, "metadata"), "generation");
 	long long gen = json_is_integer(g) ? (long long)json_integer_value(g) : 0;
 	if (s != NULL && uid != NULL && strcmp(s->uid, uid) == 0 && s->generation == gen)
@@ -414,13 +410,13 @@ static struct pool_state *pool_state(struct pk_controller *c, const char *pool_k
 
 static void held_record(struct pk_controller *c, const json_t *a)
 {
-	const char *ns = meta(a, "namespace"), *name = meta(a, "name");
+	const char *ns = pk_kube_meta_str(a, "namespace"), *name = pk_kube_meta_str(a, "name");
 	const json_t *spec = json_object_get(a, "spec");
 	char pk[KEY_MAX], key[KEY_MAX];
 	if (ns == NULL || name == NULL ||
 	    !pool_key_of(json_object_get(spec, "poolRef"), ns, pk, sizeof(pk)))
 		return;
-	const char *text = jstr(spec, "address");
+	const char *text = pk_kube_json_str(spec, "address");
 	struct pk_addr addr;
 	struct pk_err err;
 	if (text == NULL || pk_address_parse(text, &addr, "spec.address", &err) != PK_OK) {
@@ -553,14 +549,15 @@ static int claim_status(struct pk_controller *c, const json_t *claim, const char
 	                            .generation = json_is_integer(g) ? json_integer_value(g) : -1,
 	                            .v1beta1 = c->v1beta1};
 	const json_t *st = json_object_get(claim, "status");
-	const char *cur = jstr(json_object_get(st, "addressRef"), "name");
+	const char *cur = pk_kube_json_str(json_object_get(st, "addressRef"), "name");
 	bool ref_same = address == NULL || (cur != NULL && strcmp(cur, address) == 0);
 	if (ref_same && pk_objects_condition_same(json_object_get(st, "conditions"), &cond))
 		return PK_OK;
 	json_t *patch = pk_objects_claim_status_patch(claim, address, &cond, wall_now());
 	if (patch == NULL)
 		return PK_ERR_NOMEM;
-	struct pk_kube_ref r = claim_ref(c, meta(claim, "namespace"), meta(claim, "name"));
+	struct pk_kube_ref r =
+	    claim_ref(c, pk_kube_meta_str(claim, "namespace"), pk_kube_meta_str(claim, "name"));
 	r.subresource = "status";
 	struct pk_kube_error e;
 	struct pk_kube_write_opts w = {.field_manager = MANAGER};
@@ -647,22 +644,24 @@ static int address_gone(struct pk_controller *c, const char *ns, const char *nam
 static json_t *pool_for(struct pk_controller *c, const json_t *claim, const char **kind)
 {
 	const json_t *ref = json_object_get(json_object_get(claim, "spec"), "poolRef");
-	*kind = jstr(ref, "kind");
+	*kind = pk_kube_json_str(ref, "kind");
 	if (!pk_rules_is_poolkeeper_pool_ref(ref) || *kind == NULL)
 		return NULL;
 	if (strcmp(*kind, PK_GLOBAL_POOL_KIND) == 0)
-		return cached(c->gpools, NULL, jstr(ref, "name"));
-	return cached(c->pools, meta(claim, "namespace"), jstr(ref, "name"));
+		return cached(c->gpools, NULL, pk_kube_json_str(ref, "name"));
+	return cached(c->pools, pk_kube_meta_str(claim, "namespace"),
+	              pk_kube_json_str(ref, "name"));
 }
 
 static int allocate(struct pk_controller *c, const json_t *claim, const char *key,
                     const json_t *pool, const char *kind, struct pool_state *s)
 {
-	const char *ns = meta(claim, "namespace"), *name = meta(claim, "name");
-	const char *pool_ns = meta(pool, "namespace");
+	const char *ns = pk_kube_meta_str(claim, "namespace"),
+	           *name = pk_kube_meta_str(claim, "name");
+	const char *pool_ns = pk_kube_meta_str(pool, "namespace");
 	char f_text[330];
 	snprintf(f_text, sizeof(f_text), "%.63s%s%.253s", pool_ns ? pool_ns : "",
-	         pool_ns ? "/" : "", meta(pool, "name"));
+	         pool_ns ? "/" : "", pk_kube_meta_str(pool, "name"));
 	struct held *h = held_find(c, key);
 	pk_u128 v;
 	bool fresh = false;
@@ -700,8 +699,8 @@ static int allocate(struct pk_controller *c, const json_t *claim, const char *ke
 	                                 .prefix = prefix,
 	                                 .gateway = s->pool.has_gateway ? gw : NULL,
 	                                 .pool_kind = kind,
-	                                 .pool_name = meta(pool, "name"),
-	                                 .pool_uid = meta(pool, "uid")};
+	                                 .pool_name = pk_kube_meta_str(pool, "name"),
+	                                 .pool_uid = pk_kube_meta_str(pool, "uid")};
 	json_t *obj = pk_objects_ipaddress(claim, &spec);
 	if (obj == NULL) {
 		if (fresh && pk_allocator_release(s->alloc, v, 0, wall_now()) != PK_OK)
@@ -755,11 +754,12 @@ static int set_ready(struct pk_controller *c, const json_t *claim, const char *k
                      const json_t *address)
 {
 	held_record(c, address);
-	const char *text = jstr(json_object_get(address, "spec"), "address");
+	const char *text = pk_kube_json_str(json_object_get(address, "spec"), "address");
 	char msg[PK_ERR_MSG_MAX];
 	snprintf(msg, sizeof(msg), "address %s allocated in IPAddress %.300s", text ? text : "?",
 	         key);
-	return claim_status(c, claim, key, meta(address, "name"), true, "Allocated", msg);
+	return claim_status(c, claim, key, pk_kube_meta_str(address, "name"), true, "Allocated",
+	                    msg);
 }
 
 static int reconcile_claim(struct pk_controller *c, const char *ns, const char *name)
@@ -833,7 +833,7 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 		break;
 	case PK_ACT_DELETE_ADDRESS: {
 		r = address_ref(c, ns, name);
-		struct pk_kube_delete_opts del = {.uid = meta(address, "uid")};
+		struct pk_kube_delete_opts del = {.uid = pk_kube_meta_str(address, "uid")};
 		struct pk_kube_error e;
 		enum pk_kube_reason k = pk_kube_client_delete(c->client, &r, &del, NULL, &e);
 		if (k != PK_KUBE_OK && k != PK_KUBE_NOT_FOUND)
