@@ -34,6 +34,13 @@ struct pk_kube_client {
 	unsigned max_depth;
 	int retries;
 	long backoff_base_ms, backoff_max_ms, retry_after_max_s;
+	pthread_mutex_t stats_mu;
+	struct request_stat {
+		char method[8];
+		long code;
+		unsigned long long n;
+	} stats[PK_KUBE_STATS_MAX];
+	size_t nstats;
 };
 
 /* ---- process-wide curl init: once, thread-safe ---- */
@@ -94,6 +101,7 @@ int pk_kube_client_new(struct pk_kube_config *cfg, const struct pk_kube_client_o
 	int burst = o->burst > 0 ? o->burst : PK_KUBE_DEFAULT_BURST;
 	c->rl = pk_kube_ratelimit_new(qps, burst, NULL, NULL);
 	pthread_mutex_init(&c->pool_mu, NULL);
+	pthread_mutex_init(&c->stats_mu, NULL);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&c->share_mu[i], NULL);
 	c->share = curl_share_init();
@@ -126,6 +134,7 @@ void pk_kube_client_free(struct pk_kube_client *c)
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&c->share_mu[i]);
 	pthread_mutex_destroy(&c->pool_mu);
+	pthread_mutex_destroy(&c->stats_mu);
 	pk_kube_ratelimit_free(c->rl);
 	free(c);
 }
@@ -504,6 +513,37 @@ static enum pk_kube_reason transport_error(CURLcode cc, struct resp *r, const st
 	}
 }
 
+static void stats_count(struct pk_kube_client *c, const char *method, long code)
+{
+	pthread_mutex_lock(&c->stats_mu);
+	struct request_stat *st = NULL;
+	for (size_t i = 0; i < c->nstats && st == NULL; i++)
+		if (c->stats[i].code == code && strcmp(c->stats[i].method, method) == 0)
+			st = &c->stats[i];
+	if (st == NULL && c->nstats < PK_KUBE_STATS_MAX - 1) {
+		st = &c->stats[c->nstats++];
+		snprintf(st->method, sizeof(st->method), "%s", method);
+		st->code = code;
+	}
+	if (st == NULL) {
+		/* The last slot collects whatever no longer fits. */
+		st = &c->stats[PK_KUBE_STATS_MAX - 1];
+		snprintf(st->method, sizeof(st->method), "%s", method);
+		st->code = -1;
+		c->nstats = PK_KUBE_STATS_MAX;
+	}
+	st->n++;
+	pthread_mutex_unlock(&c->stats_mu);
+}
+
+void pk_kube_client_request_stats(struct pk_kube_client *c, pk_kube_stats_fn *fn, void *ud)
+{
+	pthread_mutex_lock(&c->stats_mu);
+	for (size_t i = 0; i < c->nstats; i++)
+		fn(ud, c->stats[i].method, c->stats[i].code, c->stats[i].n);
+	pthread_mutex_unlock(&c->stats_mu);
+}
+
 /*
  * Runs one call with rate limiting, auth and the retry rules in the header.
  * On 2xx, *body gets the buffer (caller frees) unless streaming.
@@ -572,6 +612,7 @@ static enum pk_kube_reason perform(struct pk_kube_client *c, const struct call *
 		CURLcode cc = curl_easy_perform(h);
 		long code = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+		stats_count(c, k->method, code);
 		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 		curl_slist_free_all(hdrs);
 		handle_put(c, h, cc == CURLE_OK);

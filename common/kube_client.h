@@ -91,6 +91,17 @@ struct pk_kube_config *pk_kube_client_config(const struct pk_kube_client *c);
 /* The log callback the client reports through (borrowed). */
 const struct pk_kube_log *pk_kube_client_log(const struct pk_kube_client *c);
 
+/*
+ * Requests answered so far, by HTTP method and status code (code 0: no
+ * answer, a transport failure), each retry counted: for metrics. fn is
+ * called once per (method, code) seen, under the client's stats lock, so it
+ * must not call the client. At most PK_KUBE_STATS_MAX pairs are kept; later
+ * new pairs count under code -1.
+ */
+#define PK_KUBE_STATS_MAX 64
+typedef void pk_kube_stats_fn(void *ud, const char *method, long code, unsigned long long n);
+void pk_kube_client_request_stats(struct pk_kube_client *c, pk_kube_stats_fn *fn, void *ud);
+
 /* ---- reads ---- */
 
 PK_MUST_CHECK enum pk_kube_reason pk_kube_client_get(struct pk_kube_client *c,

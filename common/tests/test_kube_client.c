@@ -864,6 +864,45 @@ static int reset(void **state)
 	return 0;
 }
 
+/* Requests are counted by method and code, every retry included (the controller's metrics). */
+struct stat_seen {
+	char text[512];
+};
+
+static void stat_line(void *ud, const char *method, long code, unsigned long long n)
+{
+	struct stat_seen *s = ud;
+	size_t l = strlen(s->text);
+	snprintf(s->text + l, sizeof(s->text) - l, "%s %ld %llu;", method, code, n);
+}
+
+static void test_request_stats(void **state)
+{
+	(void)state;
+	struct pk_kube_client *k = client_for(cfg, 1 << 20);
+	json_t *obj;
+	struct pk_kube_error e;
+	struct stat_seen seen = {""};
+	pk_kube_client_request_stats(k, stat_line, &seen);
+	assert_string_equal(seen.text, "");
+	cur = r_ok;
+	assert_int_equal(pk_kube_client_get(k, &cm, &obj, &e), PK_KUBE_OK);
+	json_decref(obj);
+	assert_int_equal(pk_kube_client_get(k, &cm, &obj, &e), PK_KUBE_OK);
+	json_decref(obj);
+	cur = r_404;
+	assert_int_equal(pk_kube_client_get(k, &cm, &obj, &e), PK_KUBE_NOT_FOUND);
+	cur = r_500;
+	assert_int_equal(pk_kube_client_get(k, &cm, &obj, &e), PK_KUBE_SERVER_ERROR);
+	json_t *body = json_object();
+	assert_int_equal(pk_kube_client_create(k, &cm, body, NULL, &obj, &e), PK_KUBE_SERVER_ERROR);
+	json_decref(body);
+	pk_kube_client_request_stats(k, stat_line, &seen);
+	/* 1 + 3 retries of the GET that met 500; the POST is not retried */
+	assert_string_equal(seen.text, "GET 200 2;GET 404 1;GET 500 4;POST 500 1;");
+	pk_kube_client_free(k);
+}
+
 #define T(f) cmocka_unit_test_setup(f, reset)
 
 int main(void)
@@ -891,6 +930,7 @@ int main(void)
 	    T(test_stream),
 	    T(test_threads),
 	    T(test_rate_limit_applies),
+	    T(test_request_stats),
 	};
 	int fails = cmocka_run_group_tests_name("pure", pure, NULL, NULL);
 	fails += cmocka_run_group_tests_name("client", net, setup, teardown);
