@@ -112,6 +112,14 @@ void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d
 		    "%s does not exist; the claim is handled once it does", f->cluster_text);
 		return;
 	}
+	/* clusterctl move is taking the objects away: nothing is allocated or re-created. */
+	if (f->delete_for_move || f->address_delete_for_move) {
+		set(d, PK_ACT_WAIT, "MoveInProgress",
+		    "clusterctl move is moving the %s; nothing is allocated or re-created "
+		    "meanwhile",
+		    f->delete_for_move ? "claim" : "IPAddress");
+		return;
+	}
 	/* "Put its finalizer on the claim before allocating" (contract, provider step 3). */
 	if (!f->has_finalizer) {
 		set(d, PK_ACT_ADD_FINALIZER, "Allocating", "adding finalizer %s",
@@ -227,6 +235,8 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 	f->deleting = deleting(claim);
 	f->has_finalizer = has_string(json_object_get(md, "finalizers"), PK_CLAIM_FINALIZER);
 	f->delete_for_move = annotated(claim, PK_DELETE_FOR_MOVE_ANNOTATION);
+	f->address_delete_for_move =
+	    address != NULL && annotated(address, PK_DELETE_FOR_MOVE_ANNOTATION);
 	snprintf(f->pool_text, sizeof(f->pool_text), "%s %s%s%s", kind ? kind : "pool",
 	         global ? "" : (ns ? ns : ""), global ? "" : "/", pool_name ? pool_name : "?");
 	const char *cname = pk_claim_cluster_name(claim);

@@ -23,7 +23,8 @@
  *      (annotation delete-for-move) only loses the finalizer: its
  *      IPAddress moves with it.
  *   7. An IPAddress deleted while its claim lives is re-created, with the
- *      same address, once the old one is gone.
+ *      same address, once the old one is gone; never while clusterctl move
+ *      is moving the claim or the IPAddress (delete-for-move annotation).
  * A missing or deleting pool never blocks a claim's deletion.
  */
 #ifndef PK_DECIDE_H
@@ -61,11 +62,12 @@ enum pk_address_state {
 
 /* What the controller knows about one claim. */
 struct pk_claim_facts {
-	bool ours;          /* poolRef names an IPPool or GlobalIPPool of ipam.poolkeeper.io */
-	bool pool_in_scope; /* an IPPool serves only its own namespace */
-	bool deleting;      /* metadata.deletionTimestamp is set */
-	bool has_finalizer; /* PK_CLAIM_FINALIZER */
-	bool delete_for_move;
+	bool ours;            /* poolRef names an IPPool or GlobalIPPool of ipam.poolkeeper.io */
+	bool pool_in_scope;   /* an IPPool serves only its own namespace */
+	bool deleting;        /* metadata.deletionTimestamp is set */
+	bool has_finalizer;   /* PK_CLAIM_FINALIZER */
+	bool delete_for_move; /* the claim carries clusterctl's delete-for-move annotation */
+	bool address_delete_for_move; /* the IPAddress does */
 	bool bound; /* status.addressRef.name is the claim's name and Ready is True */
 	enum pk_cluster_state cluster;
 	enum pk_pool_state pool;

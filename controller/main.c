@@ -49,7 +49,7 @@ static const struct pk_flag flags[F_COUNT] = {
     [F_NAMESPACE] = {"namespace", 0, PK_FLAG_STRING, "", NULL,
                      "watch this namespace only (GlobalIPPools are then ignored); empty: all"},
     [F_WORKERS] = {"workers", 0, PK_FLAG_STRING, "2", NULL,
-                   "reconcile workers (1..64); work is serialised per pool"},
+                   "reconcile workers (1..64); allocation is serialised per pool"},
     [F_QPS] = {"qps", 0, PK_FLAG_STRING, "50", NULL, "API requests per second (1..100000)"},
     [F_BURST] = {"burst", 0, PK_FLAG_STRING, "100", NULL,
                  "API requests allowed in a burst (1..100000)"},
@@ -204,6 +204,21 @@ static int listen_on(const char *bind_address, unsigned long port, unsigned *bou
 	return fd;
 }
 
+static int write_all(int fd, const char *p, size_t n)
+{
+	struct pollfd w = {.fd = fd, .events = POLLOUT};
+	while (n > 0) {
+		ssize_t r = write(fd, p, n);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR) && poll(&w, 1, 2000) == 1)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
 static void answer(int fd, bool metrics, struct listeners *l)
 {
 	char req[2048];
@@ -220,30 +235,38 @@ static void answer(int fd, bool metrics, struct listeners *l)
 			break;
 	}
 	req[n] = '\0';
-	static char body[16384];
+	char small[64];
+	char *body = small, *big = NULL;
 	const char *status = "200 OK";
 	size_t blen;
 	if (metrics && strncmp(req, "GET /metrics", 12) == 0) {
-		blen = pk_controller_metrics(l->ctl, body, sizeof(body));
+		big = pk_controller_metrics(l->ctl, &blen);
+		if (big != NULL) {
+			body = big;
+		} else {
+			status = "500 Internal Server Error";
+			blen = (size_t)snprintf(small, sizeof(small), "out of memory\n");
+		}
 	} else if (!metrics && strncmp(req, "GET /healthz", 12) == 0) {
-		blen = (size_t)snprintf(body, sizeof(body), "ok\n");
+		blen = (size_t)snprintf(small, sizeof(small), "ok\n");
 	} else if (!metrics && strncmp(req, "GET /readyz", 11) == 0) {
 		bool ready = pk_controller_ready(l->ctl);
 		status = ready ? "200 OK" : "503 Service Unavailable";
-		blen =
-		    (size_t)snprintf(body, sizeof(body), ready ? "ok\n" : "informers not synced\n");
+		blen = (size_t)snprintf(small, sizeof(small),
+		                        ready ? "ok\n" : "informers not synced\n");
 	} else {
 		status = "404 Not Found";
-		blen = (size_t)snprintf(body, sizeof(body), "not found\n");
+		blen = (size_t)snprintf(small, sizeof(small), "not found\n");
 	}
 	char head[256];
 	int hl = snprintf(head, sizeof(head),
 	                  "HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4\r\n"
 	                  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
 	                  status, blen);
-	if (write(fd, head, (size_t)hl) == hl && write(fd, body, blen) < 0)
+	if (write(fd, head, (size_t)hl) == hl && write_all(fd, body, blen) != 0)
 		pk_log_debug("cannot answer",
 		             PK_LOG_STR("listener", metrics ? "metrics" : "health"));
+	free(big);
 }
 
 static void *listeners_main(void *arg)
@@ -401,7 +424,9 @@ int main(int argc, char **argv)
 	struct pk_controller_opts opts = {.client = client,
 	                                  .namespace = o.namespace,
 	                                  .claim_version = claim_version,
-	                                  .cluster_version = cluster_version};
+	                                  .cluster_version = cluster_version,
+	                                  .workers = (unsigned)o.workers,
+	                                  .events_config = cfg};
 	if (pk_controller_new(&opts, &ctl, &err) != PK_OK) {
 		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
 		goto out;

@@ -19,6 +19,41 @@ void pk_objects_time_text(long long unix_seconds, char buf[PK_TIME_TEXT_MAX])
 		snprintf(buf, PK_TIME_TEXT_MAX, "1970-01-01T00:00:00Z");
 }
 
+/* The decimal of text[at..at+n), all digits; -1 otherwise. */
+static int digits(const char *text, int at, int n)
+{
+	int v = 0;
+	for (int i = at; i < at + n; i++) {
+		if (text[i] < '0' || text[i] > '9')
+			return -1;
+		v = v * 10 + (text[i] - '0');
+	}
+	return v;
+}
+
+int pk_objects_time_parse(const char *text, long long *out)
+{
+	/* YYYY-MM-DDTHH:MM:SSZ */
+	if (text == NULL || strlen(text) != 20 || text[4] != '-' || text[7] != '-' ||
+	    text[10] != 'T' || text[13] != ':' || text[16] != ':' || text[19] != 'Z')
+		return PK_ERR_INVALID;
+	struct tm tm;
+	memset(&tm, 0, sizeof(tm));
+	int y = digits(text, 0, 4), mo = digits(text, 5, 2), d = digits(text, 8, 2),
+	    h = digits(text, 11, 2), mi = digits(text, 14, 2), s = digits(text, 17, 2);
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
+	    mi > 59 || s < 0 || s > 60)
+		return PK_ERR_INVALID;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = s;
+	*out = (long long)timegm(&tm);
+	return PK_OK;
+}
+
 static const json_t *finalizers_of(const json_t *obj)
 {
 	return json_object_get(json_object_get(obj, "metadata"), "finalizers");
@@ -229,7 +264,8 @@ json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec
 }
 
 json_t *pk_objects_pool_status_patch(const json_t *pool, const struct pk_alloc_counts *counts,
-                                     const struct pk_condition *c, long long now)
+                                     const struct pk_condition *c, const json_t *quarantine,
+                                     long long now)
 {
 	char total[PK_COUNT_STRLEN], used[PK_COUNT_STRLEN], free_[PK_COUNT_STRLEN],
 	    oor[PK_COUNT_STRLEN];
@@ -240,14 +276,53 @@ json_t *pk_objects_pool_status_patch(const json_t *pool, const struct pk_alloc_c
 	const json_t *status = json_object_get(pool, "status");
 	const json_t *ips = json_object_get(status, "ipAddresses");
 	const json_t *old_conds = json_object_get(status, "conditions");
+	const json_t *old_q = json_object_get(status, "quarantinedAddresses");
+	bool q_same = quarantine == NULL || json_equal(old_q, quarantine) ||
+	              (old_q == NULL && json_array_size(quarantine) == 0);
 	if (str_is(ips, "total", total) && str_is(ips, "used", used) &&
-	    str_is(ips, "free", free_) && str_is(ips, "outOfRange", oor) &&
+	    str_is(ips, "free", free_) && str_is(ips, "outOfRange", oor) && q_same &&
 	    pk_objects_condition_same(old_conds, c))
 		return NULL;
 	json_t *conds = conditions_with(old_conds, c, now);
 	if (conds == NULL)
 		return NULL;
-	return json_pack("{s:{s:{s:s, s:s, s:s, s:s}, s:o}}", "status", "ipAddresses", "total",
-	                 total, "used", used, "free", free_, "outOfRange", oor, "conditions",
-	                 conds);
+	json_t *p =
+	    json_pack("{s:{s:{s:s, s:s, s:s, s:s}, s:o}}", "status", "ipAddresses", "total", total,
+	              "used", used, "free", free_, "outOfRange", oor, "conditions", conds);
+	if (p != NULL && quarantine != NULL &&
+	    json_object_set(json_object_get(p, "status"), "quarantinedAddresses",
+	                    (json_t *)(uintptr_t)quarantine) != 0) {
+		json_decref(p);
+		return NULL;
+	}
+	return p;
+}
+
+bool pk_objects_quarantine_add(json_t *quarantine, const char *address, long long until)
+{
+	if (json_array_size(quarantine) >= PK_QUARANTINE_MAX)
+		return false;
+	char when[PK_TIME_TEXT_MAX];
+	pk_objects_time_text(until, when);
+	return json_array_append_new(
+	           quarantine, json_pack("{s:s, s:s}", "address", address, "until", when)) == 0;
+}
+
+void pk_objects_pool_quarantine(const json_t *pool, long long now,
+                                void (*fn)(void *ud, const char *address, long long until),
+                                void *ud)
+{
+	const json_t *q = json_object_get(json_object_get(pool, "status"), "quarantinedAddresses");
+	size_t i;
+	const json_t *e;
+	json_array_foreach(q, i, e)
+	{
+		const char *a = json_string_value(json_object_get(e, "address"));
+		long long until;
+		if (a != NULL &&
+		    pk_objects_time_parse(json_string_value(json_object_get(e, "until")), &until) ==
+		        PK_OK &&
+		    until > now)
+			fn(ud, a, until);
+	}
 }

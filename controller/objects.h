@@ -27,6 +27,9 @@
 #define PK_TIME_TEXT_MAX 32
 void pk_objects_time_text(long long unix_seconds, char buf[PK_TIME_TEXT_MAX]);
 
+/* The inverse, for exactly that form: PK_OK and *out, or PK_ERR_INVALID. */
+PK_MUST_CHECK int pk_objects_time_parse(const char *text, long long *out);
+
 /* [test resourceVersion, add finalizer]; NULL when obj already has it (or has no
  * resourceVersion). */
 json_t *pk_objects_finalizer_add_patch(const json_t *obj, const char *finalizer);
@@ -88,10 +91,32 @@ json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec
 
 /*
  * A merge patch for a pool's status subresource: ipAddresses {total, used,
- * free, outOfRange} as exact decimal strings and c as its Ready condition.
- * NULL when the status already says all of it.
+ * free, outOfRange} as exact decimal strings, c as its Ready condition, and
+ * quarantine (when not NULL) as quarantinedAddresses. NULL when the status
+ * already says all of it.
  */
 json_t *pk_objects_pool_status_patch(const json_t *pool, const struct pk_alloc_counts *counts,
-                                     const struct pk_condition *c, long long now);
+                                     const struct pk_condition *c, const json_t *quarantine,
+                                     long long now);
+
+/*
+ * status.quarantinedAddresses: the addresses released within their reuse
+ * grace period, [{"address": text, "until": RFC 3339}], so that the
+ * quarantine survives a restart. At most PK_QUARANTINE_MAX entries are
+ * recorded (the lowest addresses); the rest are free at once after a
+ * restart.
+ */
+#define PK_QUARANTINE_MAX 1024
+
+/* Appends one entry to a quarantine array; false when the array is full or memory ran out. */
+bool pk_objects_quarantine_add(json_t *quarantine, const char *address, long long until);
+
+/*
+ * Calls fn for each well-formed entry of the pool's status.quarantinedAddresses
+ * whose time is later than now (malformed entries are skipped).
+ */
+void pk_objects_pool_quarantine(const json_t *pool, long long now,
+                                void (*fn)(void *ud, const char *address, long long until),
+                                void *ud);
 
 #endif

@@ -1,11 +1,43 @@
-/* queue.c - the controller's work queue; see queue.h. */
-#include <errno.h>
+/*
+ * queue.c - the controller's work queue; see queue.h.
+ *
+ * Every key the queue knows has one entry, found through a pk_strmap
+ * (common/strmap.h) from key to entry. A queued entry waits in one of
+ * three places:
+ *   fifo      due at or before `horizon`, in queueing order (seq): a key
+ *             queued now has the highest seq so far, so it goes last;
+ *   promoted  due at or before `horizon` but queued before some of the
+ *             fifo (a delayed key that came due, or one re-added with an
+ *             earlier time): a heap by seq;
+ *   delayed   due after `horizon`: a heap by due time, whose root says
+ *             how long until the next one.
+ * pk_queue_pop moves the horizon to its `now`, first promoting the delayed
+ * entries that came due; the next key is then the lower seq of the fifo's
+ * head and the promoted heap's root, so ready keys leave in the order they
+ * were queued. Lookups and fifo moves are O(1) on average, heap moves
+ * O(log n). A `now` before the horizon (callers of pk_queue_pop pass their
+ * own) sends what is not due by it back to the delayed heap, in O(n); the
+ * monotonic clock of pk_queue_get never does.
+ *
+ * Each entry is in at most one heap, and both heaps keep room for every
+ * entry in the map (reserved when an entry is made), so moving an entry
+ * never allocates and pk_queue_done and pk_queue_pop cannot fail for want
+ * of memory (but for the key pk_queue_pop copies out).
+ */
+#include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "queue.h"
+#include "strmap.h"
+
+/* The heaps' smallest size; they shrink back towards it. */
+#define HEAP_MIN 32
+/* Delays beyond this many ms (about 70 years) are cut to it, so due times cannot overflow. */
+#define DELAY_MAX_MS (LLONG_MAX / 4 / 1000000LL)
 
 enum entry_state {
 	E_IDLE,         /* known only for its failure count */
@@ -14,20 +46,45 @@ enum entry_state {
 	E_ACTIVE_DIRTY, /* held, and added again meanwhile */
 };
 
+enum entry_place {
+	P_NONE,
+	P_FIFO,
+	P_PROMOTED,
+	P_DELAYED,
+};
+
 struct entry {
-	struct entry *next;
-	char *key;
-	enum entry_state state;
+	struct entry *next;   /* in the fifo */
 	long long not_before; /* monotonic ns; for E_QUEUED and E_ACTIVE_DIRTY */
-	unsigned long long seq;
+	long long seq;        /* place in line: lower was queued first */
+	size_t pos;           /* index in its heap */
+	uint64_t hash;        /* pk_strmap_hash(key), to remove it without hashing again */
+	enum entry_state state;
+	enum entry_place place;
 	unsigned failures;
+	char key[];
+};
+
+/* A heap item keeps its sort key beside it, so sifting reads only the heap. */
+struct item {
+	long long k; /* seq (promoted) or not_before (delayed) */
+	struct entry *e;
+};
+
+struct heap {
+	struct item *v;
+	size_t len, cap;
 };
 
 struct pk_queue {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct entry *head;
-	unsigned long long seq;
+	struct pk_strmap *index; /* key -> struct entry */
+	struct entry *fifo_head, *fifo_tail;
+	size_t fifo_len;
+	struct heap promoted, delayed;
+	long long horizon; /* queued entries due by it are in the fifo or promoted */
+	long long seq;
 	bool shut;
 };
 
@@ -38,11 +95,145 @@ static long long now_ns(void)
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* ---- the heaps ---- */
+
+static bool before(const struct item *a, const struct item *b)
+{
+	if (a->k != b->k)
+		return a->k < b->k;
+	return a->e->seq < b->e->seq; /* equal due times: first queued first */
+}
+
+static void heap_place(struct heap *h, size_t i, struct item it)
+{
+	h->v[i] = it;
+	it.e->pos = i;
+}
+
+static void sift_up(struct heap *h, size_t i)
+{
+	struct item it = h->v[i];
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+		if (!before(&it, &h->v[parent]))
+			break;
+		heap_place(h, i, h->v[parent]);
+		i = parent;
+	}
+	heap_place(h, i, it);
+}
+
+static void sift_down(struct heap *h, size_t i)
+{
+	struct item it = h->v[i];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= h->len)
+			break;
+		if (c + 1 < h->len && before(&h->v[c + 1], &h->v[c]))
+			c++;
+		if (!before(&h->v[c], &it))
+			break;
+		heap_place(h, i, h->v[c]);
+		i = c;
+	}
+	heap_place(h, i, it);
+}
+
+/* Never allocates: room was reserved (heap_reserve) when e was made. */
+static void heap_push(struct heap *h, struct entry *e, long long k, enum entry_place place)
+{
+	e->place = place;
+	heap_place(h, h->len++, (struct item){k, e});
+	sift_up(h, e->pos);
+}
+
+static void heap_remove(struct heap *h, struct entry *e)
+{
+	size_t i = e->pos;
+	struct item last = h->v[--h->len];
+	e->place = P_NONE;
+	if (last.e == e)
+		return;
+	heap_place(h, i, last);
+	if (i > 0 && before(&last, &h->v[(i - 1) / 2]))
+		sift_up(h, i);
+	else
+		sift_down(h, i);
+}
+
+static void heapify(struct heap *h)
+{
+	for (size_t i = h->len / 2; i-- > 0;)
+		sift_down(h, i);
+}
+
+static int heap_reserve(struct heap *h, size_t n)
+{
+	if (n <= h->cap)
+		return PK_OK;
+	size_t cap = h->cap < HEAP_MIN ? HEAP_MIN : h->cap;
+	while (cap < n)
+		cap *= 2;
+	struct item *v = realloc(h->v, cap * sizeof(*v));
+	if (v == NULL)
+		return PK_ERR_NOMEM;
+	h->v = v;
+	h->cap = cap;
+	return PK_OK;
+}
+
+/* Gives memory back once the heap has far more room than the map has entries. */
+static void heap_trim(struct heap *h, size_t entries)
+{
+	if (h->cap <= HEAP_MIN || entries * 8 >= h->cap)
+		return;
+	size_t cap = entries * 2 < HEAP_MIN ? HEAP_MIN : entries * 2;
+	struct item *v = realloc(h->v, cap * sizeof(*v));
+	if (v == NULL)
+		return;
+	h->v = v;
+	h->cap = cap;
+}
+
+/* ---- the fifo ---- */
+
+static void fifo_append(struct pk_queue *q, struct entry *e)
+{
+	e->place = P_FIFO;
+	e->next = NULL;
+	if (q->fifo_tail != NULL)
+		q->fifo_tail->next = e;
+	else
+		q->fifo_head = e;
+	q->fifo_tail = e;
+	q->fifo_len++;
+}
+
+static struct entry *fifo_shift(struct pk_queue *q)
+{
+	struct entry *e = q->fifo_head;
+	q->fifo_head = e->next;
+	if (q->fifo_head == NULL)
+		q->fifo_tail = NULL;
+	q->fifo_len--;
+	e->next = NULL;
+	e->place = P_NONE;
+	return e;
+}
+
+/* ---- the queue ---- */
+
 struct pk_queue *pk_queue_new(void)
 {
 	struct pk_queue *q = calloc(1, sizeof(*q));
 	if (q == NULL)
 		return NULL;
+	q->index = pk_strmap_new();
+	if (q->index == NULL) {
+		free(q);
+		return NULL;
+	}
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -56,48 +247,66 @@ void pk_queue_free(struct pk_queue *q)
 {
 	if (q == NULL)
 		return;
-	struct entry *e = q->head;
-	while (e != NULL) {
-		struct entry *n = e->next;
-		free(e->key);
-		free(e);
-		e = n;
-	}
+	pk_strmap_free(q->index, free);
+	free(q->promoted.v);
+	free(q->delayed.v);
 	pthread_cond_destroy(&q->cv);
 	pthread_mutex_destroy(&q->mu);
 	free(q);
 }
 
-static struct entry *find(struct pk_queue *q, const char *key, struct entry ***link)
+/* Under the lock: key's entry, or NULL. */
+static struct entry *find(const struct pk_queue *q, const char *key)
 {
-	struct entry **l = &q->head;
-	for (; *l != NULL; l = &(*l)->next) {
-		if (strcmp((*l)->key, key) == 0) {
-			if (link != NULL)
-				*link = l;
-			return *l;
-		}
-	}
-	return NULL;
+	return pk_strmap_get(q->index, key);
 }
 
+/* Under the lock: key's entry, made idle when new. NULL when memory runs out. */
 static struct entry *find_or_make(struct pk_queue *q, const char *key)
 {
-	struct entry *e = find(q, key, NULL);
+	uint64_t h = pk_strmap_hash(key);
+	struct entry *e = pk_strmap_get_hashed(q->index, key, h);
 	if (e != NULL)
 		return e;
-	e = calloc(1, sizeof(*e));
+	/* Room in both heaps for every entry. */
+	size_t count = pk_strmap_len(q->index);
+	if (heap_reserve(&q->promoted, count + 1) != PK_OK ||
+	    heap_reserve(&q->delayed, count + 1) != PK_OK)
+		return NULL;
+	size_t len = strlen(key) + 1;
+	e = calloc(1, sizeof(*e) + len);
 	if (e == NULL)
 		return NULL;
-	e->key = strdup(key);
-	if (e->key == NULL) {
+	memcpy(e->key, key, len);
+	e->hash = h;
+	e->state = E_IDLE;
+	e->place = P_NONE;
+	if (pk_strmap_put_hashed(q->index, key, h, e, NULL) != PK_OK) {
 		free(e);
 		return NULL;
 	}
-	e->state = E_IDLE;
-	e->next = q->head;
-	q->head = e;
 	return e;
+}
+
+/* Under the lock: forget an idle entry with nothing to remember. */
+static void maybe_drop(struct pk_queue *q, struct entry *e)
+{
+	if (e->state != E_IDLE || e->failures != 0)
+		return;
+	(void)pk_strmap_remove_hashed(q->index, e->key, e->hash);
+	free(e);
+	size_t count = pk_strmap_len(q->index);
+	heap_trim(&q->promoted, count);
+	heap_trim(&q->delayed, count);
+}
+
+/* Under the lock: e was just queued (the highest seq so far). */
+static void enqueue(struct pk_queue *q, struct entry *e)
+{
+	if (e->not_before <= q->horizon)
+		fifo_append(q, e);
+	else
+		heap_push(&q->delayed, e, e->not_before, P_DELAYED);
 }
 
 /* Under the lock: queue e to run at `at`. */
@@ -108,10 +317,22 @@ static void schedule(struct pk_queue *q, struct entry *e, long long at)
 		e->state = E_QUEUED;
 		e->not_before = at;
 		e->seq = ++q->seq;
+		enqueue(q, e);
 		break;
 	case E_QUEUED:
-		if (at < e->not_before)
-			e->not_before = at;
+		/* The earlier time wins; the place in line (seq) stays. */
+		if (at >= e->not_before)
+			break;
+		e->not_before = at;
+		if (e->place != P_DELAYED)
+			break;
+		if (at <= q->horizon) {
+			heap_remove(&q->delayed, e);
+			heap_push(&q->promoted, e, e->seq, P_PROMOTED);
+		} else {
+			q->delayed.v[e->pos].k = at;
+			sift_up(&q->delayed, e->pos);
+		}
 		break;
 	case E_ACTIVE:
 		e->state = E_ACTIVE_DIRTY;
@@ -143,9 +364,17 @@ int pk_queue_add(struct pk_queue *q, const char *key)
 	return add_at(q, key, 0);
 }
 
+static long long due_in(long delay_ms)
+{
+	long long d = delay_ms < DELAY_MAX_MS ? delay_ms : DELAY_MAX_MS;
+	if (d < -DELAY_MAX_MS)
+		d = -DELAY_MAX_MS;
+	return now_ns() + d * 1000000LL;
+}
+
 int pk_queue_add_after(struct pk_queue *q, const char *key, long delay_ms)
 {
-	return add_at(q, key, now_ns() + (long long)delay_ms * 1000000LL);
+	return add_at(q, key, due_in(delay_ms));
 }
 
 long pk_queue_backoff_ms(unsigned failures)
@@ -168,29 +397,16 @@ long pk_queue_retry(struct pk_queue *q, const char *key)
 	d = pk_queue_backoff_ms(e->failures);
 	if (e->failures < 64)
 		e->failures++;
-	schedule(q, e, now_ns() + (long long)d * 1000000LL);
+	schedule(q, e, due_in(d));
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 	return d;
 }
 
-/* Under the lock: drop an idle entry with nothing to remember. */
-static void maybe_drop(struct pk_queue *q, struct entry *e)
-{
-	struct entry **link = NULL;
-	if (e->state != E_IDLE || e->failures != 0)
-		return;
-	if (find(q, e->key, &link) == e) {
-		*link = e->next;
-		free(e->key);
-		free(e);
-	}
-}
-
 void pk_queue_forget(struct pk_queue *q, const char *key)
 {
 	pthread_mutex_lock(&q->mu);
-	struct entry *e = find(q, key, NULL);
+	struct entry *e = find(q, key);
 	if (e != NULL) {
 		e->failures = 0;
 		maybe_drop(q, e);
@@ -201,11 +417,13 @@ void pk_queue_forget(struct pk_queue *q, const char *key)
 void pk_queue_done(struct pk_queue *q, const char *key)
 {
 	pthread_mutex_lock(&q->mu);
-	struct entry *e = find(q, key, NULL);
+	struct entry *e = find(q, key);
 	if (e != NULL) {
 		if (e->state == E_ACTIVE_DIRTY) {
+			/* Queued again now: behind every key queued before this call. */
 			e->state = E_QUEUED;
 			e->seq = ++q->seq;
+			enqueue(q, e);
 			pthread_cond_broadcast(&q->cv);
 		} else if (e->state == E_ACTIVE) {
 			e->state = E_IDLE;
@@ -215,24 +433,58 @@ void pk_queue_done(struct pk_queue *q, const char *key)
 	pthread_mutex_unlock(&q->mu);
 }
 
+/* Under the lock, when the clock went back (a caller's own now): what is not due waits again. */
+static void rewind_to(struct pk_queue *q, long long now)
+{
+	struct entry *e = q->fifo_head;
+	q->fifo_head = q->fifo_tail = NULL;
+	q->fifo_len = 0;
+	while (e != NULL) {
+		struct entry *next = e->next;
+		if (e->not_before <= now)
+			fifo_append(q, e);
+		else
+			heap_push(&q->delayed, e, e->not_before, P_DELAYED);
+		e = next;
+	}
+	struct heap *p = &q->promoted;
+	size_t n = p->len;
+	p->len = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct item it = p->v[i];
+		if (it.e->not_before <= now)
+			heap_place(p, p->len++, it);
+		else
+			heap_push(&q->delayed, it.e, it.e->not_before, P_DELAYED);
+	}
+	heapify(p);
+}
+
+/* Under the lock: the next ready entry at now (left where it is), or NULL. */
+static struct entry *next_ready(struct pk_queue *q, long long now)
+{
+	if (now < q->horizon)
+		rewind_to(q, now);
+	q->horizon = now;
+	while (q->delayed.len > 0 && q->delayed.v[0].k <= now) {
+		struct entry *e = q->delayed.v[0].e;
+		heap_remove(&q->delayed, e);
+		heap_push(&q->promoted, e, e->seq, P_PROMOTED);
+	}
+	struct entry *f = q->fifo_head;
+	struct entry *p = q->promoted.len > 0 ? q->promoted.v[0].e : NULL;
+	if (f == NULL)
+		return p;
+	return p != NULL && p->seq < f->seq ? p : f;
+}
+
 /* Under the lock. */
 static int pop_locked(struct pk_queue *q, long long now, char **key, long long *wait_ns)
 {
-	struct entry *best = NULL;
-	long long soonest = -1;
-	for (struct entry *e = q->head; e != NULL; e = e->next) {
-		if (e->state != E_QUEUED)
-			continue;
-		if (e->not_before <= now) {
-			if (best == NULL || e->seq < best->seq)
-				best = e;
-		} else if (soonest < 0 || e->not_before - now < soonest) {
-			soonest = e->not_before - now;
-		}
-	}
+	struct entry *best = next_ready(q, now);
 	if (best == NULL) {
 		if (wait_ns != NULL)
-			*wait_ns = soonest;
+			*wait_ns = q->delayed.len > 0 ? q->delayed.v[0].k - now : -1;
 		return 0;
 	}
 	char *copy = strdup(best->key);
@@ -241,6 +493,10 @@ static int pop_locked(struct pk_queue *q, long long now, char **key, long long *
 			*wait_ns = 1000000LL;
 		return 0;
 	}
+	if (best->place == P_FIFO)
+		(void)fifo_shift(q);
+	else
+		heap_remove(&q->promoted, best);
 	best->state = E_ACTIVE;
 	*key = copy;
 	return 1;
@@ -256,7 +512,7 @@ int pk_queue_pop(struct pk_queue *q, long long now, char **key, long long *wait_
 
 int pk_queue_get(struct pk_queue *q, long timeout_ms, char **key)
 {
-	long long deadline = now_ns() + (long long)timeout_ms * 1000000LL;
+	long long deadline = due_in(timeout_ms);
 	int rc = 0;
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
@@ -293,11 +549,8 @@ void pk_queue_shutdown(struct pk_queue *q)
 
 size_t pk_queue_len(struct pk_queue *q)
 {
-	size_t n = 0;
 	pthread_mutex_lock(&q->mu);
-	for (struct entry *e = q->head; e != NULL; e = e->next)
-		if (e->state == E_QUEUED)
-			n++;
+	size_t n = q->fifo_len + q->promoted.len + q->delayed.len;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }

@@ -9,8 +9,11 @@
  *     worker at the same time;
  *   - pk_queue_retry re-queues after base << failures (capped); a success
  *     calls pk_queue_forget to reset the count.
- * Ready keys come out in the order they were queued. Lookups are linear in
- * the number of keys known (fine for thousands of claims).
+ * Ready keys come out in the order they were queued (a delayed key keeps
+ * its place from when it was queued; a dirty key is queued at
+ * pk_queue_done). Every call costs O(log n) at most in the number of keys
+ * known (a hash table finds a key; a FIFO holds ready keys, heaps the
+ * delayed ones), so 100,000 claims are fine.
  *
  * Threading: every function may be called from any thread.
  * Ownership: keys are copied in; pk_queue_get hands out a copy the caller
@@ -51,7 +54,8 @@ void pk_queue_done(struct pk_queue *q, const char *key);
 /*
  * The next ready key at time now_ns (monotonic), marked in progress: 1 and
  * *key (the caller frees it). 0 when none is ready; *wait_ns then says how
- * long until the next one (-1: nothing queued). Never blocks.
+ * long until the next one (-1: nothing queued). Never blocks. now_ns earlier
+ * than an earlier call's is answered right too, at O(n) cost for that call.
  */
 int pk_queue_pop(struct pk_queue *q, long long now_ns, char **key, long long *wait_ns);
 

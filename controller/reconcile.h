@@ -1,24 +1,30 @@
 /*
  * reconcile.h - poolkeeper-controller's reconciler: informers on claims,
- * IPAddresses, pools and Clusters; a work queue; one worker that performs
- * the next step decide.c names for each claim; the per-pool allocators.
+ * IPAddresses, pools and Clusters; a work queue; workers that perform the
+ * next step decide.c names for each claim; the per-pool allocators.
  *
- * Serialisation: a single worker thread takes keys off the queue, so work
- * on one pool (and on every pool) runs in order and the allocators, the
- * map of held addresses and the pool states are touched by that thread
- * only; informer callbacks only queue keys. Keys:
- *   c/<ns>/<name>         a claim
- *   a/<ns>/<name>         an IPAddress that changed or went away
+ * Keys:
+ *   c/<ns>/<name>         a claim, and the IPAddress named like it
  *   p/<kind>/<ns>/<name>  a pool's status and finalizer (ns empty for a GlobalIPPool)
  *   g/<kind>/<ns>/<name>  the same, when a reuse grace period ends
+ * The queue hands a key to one worker at a time, so the steps of one claim
+ * never race. The record of held addresses, the pool states and their
+ * allocators are shared by the workers under one mutex that is never held
+ * across an API call: an allocation takes the lowest free address and
+ * records it as held under the lock (so a spec change that rebuilds the
+ * allocator keeps it), then creates the IPAddress without it, and gives
+ * the address back if the create fails. Allocation within a pool is
+ * therefore serialised, and claims of any pool are worked on in parallel.
  *
- * Leadership: the worker does nothing until pk_controller_set_leading(true);
- * it then lists every IPAddress with resourceVersion unset (a consistent
- * read, not the informer's cache) and records each poolkeeper address as
- * held; a pool's allocator is built from that record when first needed and
- * is kept current from the controller's own writes and IPAddress events.
- * Two IPAddresses holding one address are logged and reported on the
- * pool's Ready condition, never changed.
+ * Leadership: the workers do nothing until pk_controller_set_leading(true);
+ * then one of them lists every IPAddress with resourceVersion unset (a
+ * consistent read, not the informer's cache) and records each poolkeeper
+ * address as held before any key is processed; a pool's allocator is built
+ * from that record when first needed (with the quarantine recorded in the
+ * pool's status) and is kept current from the controller's own writes and
+ * IPAddress events. Two IPAddresses holding one address are logged and
+ * reported on the pool's Ready condition, as an Event and a metric, never
+ * changed.
  */
 #ifndef PK_RECONCILE_H
 #define PK_RECONCILE_H
@@ -27,6 +33,7 @@
 #include <stddef.h>
 
 #include "kube_client.h"
+#include "kube_config.h"
 #include "pk.h"
 
 struct pk_controller;
@@ -36,6 +43,8 @@ struct pk_controller_opts {
 	const char *namespace;         /* NULL or "": every namespace */
 	const char *claim_version;     /* ipam.cluster.x-k8s.io version: "v1beta2" or "v1beta1" */
 	const char *cluster_version;   /* cluster.x-k8s.io version; NULL: Clusters not watched */
+	unsigned workers;              /* 0: 1 */
+	struct pk_kube_config *events_config; /* Events written with it; NULL: no Events */
 };
 
 /* Copies the strings of opts. */
@@ -57,7 +66,7 @@ void pk_controller_stop(struct pk_controller *c);
 /* NULL is fine; stops first. */
 void pk_controller_free(struct pk_controller *c);
 
-/* Prometheus text of the controller's metrics into buf; returns the length written. */
-size_t pk_controller_metrics(struct pk_controller *c, char *buf, size_t len);
+/* Prometheus text of the controller's metrics (the caller frees it); NULL when out of memory. */
+char *pk_controller_metrics(struct pk_controller *c, size_t *len);
 
 #endif

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "decide.h"
+#include "json_fixture.h"
 
 /* A claim that is ours, has its finalizer, in an active cluster and pool, with no address yet. */
 static struct pk_claim_facts base(void)
@@ -159,6 +160,18 @@ static void del_for_move(struct pk_claim_facts *f)
 	del(f);
 	f->delete_for_move = true;
 }
+static void live_for_move(struct pk_claim_facts *f)
+{
+	none(f);
+	f->delete_for_move = true;
+}
+static void addr_deleted_for_move(struct pk_claim_facts *f)
+{
+	none(f);
+	f->address = PK_ADDRESS_OURS_DELETING;
+	f->address_has_finalizer = false;
+	f->address_delete_for_move = true;
+}
 static void del_foreign_addr(struct pk_claim_facts *f)
 {
 	f->deleting = true;
@@ -172,6 +185,10 @@ static const struct row rows[] = {
      "ipam.poolkeeper.io/release-address"},
     {"a paused Cluster is skipped", cluster_paused, PK_ACT_WAIT, "Paused", "Cluster team-a/prod"},
     {"a paused pool is skipped", pool_paused, PK_ACT_WAIT, "Paused", "IPPool team-a/nodes"},
+    {"a claim clusterctl is moving gets nothing allocated", live_for_move, PK_ACT_WAIT,
+     "MoveInProgress", "moving the claim"},
+    {"an IPAddress deleted by clusterctl move is not re-created", addr_deleted_for_move,
+     PK_ACT_WAIT, "MoveInProgress", "moving the IPAddress"},
     {"a missing Cluster is skipped while the claim lives", cluster_missing, PK_ACT_WAIT,
      "ClusterNotFound", "does not exist"},
     {"a claim naming no Cluster goes on", cluster_unnamed, PK_ACT_ALLOCATE, "Allocating", NULL},
@@ -223,20 +240,6 @@ static void test_table(void **state)
 			         pk_claim_action_name(rows[i].want), rows[i].reason,
 			         rows[i].says ? rows[i].says : "");
 	}
-}
-
-static json_t *load(const char *text)
-{
-	char *s = strdup(text);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	json_error_t e;
-	json_t *j = json_loads(s, 0, &e);
-	if (j == NULL)
-		fail_msg("fixture: %s: %s", e.text, s);
-	free(s);
-	return j;
 }
 
 #define CLAIM_MD "'namespace':'team-a','name':'m-1','uid':'u-claim'"

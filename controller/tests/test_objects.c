@@ -12,35 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "json_fixture.h"
 #include "objects.h"
-
-#define T0 1767225600LL /* 2026-01-01T00:00:00Z */
-
-static json_t *load(const char *text)
-{
-	/* single quotes stand for double quotes, for readable literals */
-	char *s = strdup(text);
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	json_error_t e;
-	json_t *j = json_loads(s, 0, &e);
-	free(s);
-	assert_non_null(j);
-	return j;
-}
-
-static void assert_json(const json_t *got, const char *want_text)
-{
-	json_t *want = load(want_text);
-	char *g = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT);
-	char *w = json_dumps(want, JSON_SORT_KEYS | JSON_COMPACT);
-	assert_string_equal(g, w);
-	free(g);
-	free(w);
-	json_decref(want);
-}
 
 static void test_time_text(void **state)
 {
@@ -190,20 +163,20 @@ static void test_pool_status_patch(void **state)
 	n.free = pk_count_of(10);
 	struct pk_condition c = {"Ready", true, "Ready", "10 of 11 addresses free", 4, false};
 	json_t *pool = load("{'metadata':{'generation':4}}");
-	json_t *p = pk_objects_pool_status_patch(pool, &n, &c, T0);
+	json_t *p = pk_objects_pool_status_patch(pool, &n, &c, NULL, T0);
 	assert_json(p, "{'status':{'ipAddresses':{'total':'11','used':'1','free':'10',"
 	               "'outOfRange':'0'},'conditions':[{'type':'Ready','status':'True',"
 	               "'reason':'Ready','message':'10 of 11 addresses free',"
 	               "'lastTransitionTime':'2026-01-01T00:00:00Z','observedGeneration':4}]}}");
 	/* the status already says it: nothing to write */
 	json_t *done = json_pack("{s:O}", "status", json_object_get(p, "status"));
-	assert_null(pk_objects_pool_status_patch(done, &n, &c, T0 + 5));
+	assert_null(pk_objects_pool_status_patch(done, &n, &c, NULL, T0 + 5));
 	json_decref(done);
 	json_decref(p);
 	/* a /64: 2^64 addresses, exact */
 	n.total = pk_count_of((pk_u128)1 << 64);
 	n.free = pk_count_of(((pk_u128)1 << 64) - 1);
-	p = pk_objects_pool_status_patch(pool, &n, &c, T0);
+	p = pk_objects_pool_status_patch(pool, &n, &c, NULL, T0);
 	json_t *ips = json_object_get(json_object_get(p, "status"), "ipAddresses");
 	assert_string_equal(json_string_value(json_object_get(ips, "total")),
 	                    "18446744073709551616");
@@ -213,12 +186,86 @@ static void test_pool_status_patch(void **state)
 	json_decref(pool);
 }
 
+static void collect(void *ud, const char *address, long long until)
+{
+	json_t *seen = ud;
+	json_array_append_new(seen, json_pack("{s:s, s:I}", "a", address, "t", (json_int_t)until));
+}
+
+/* The quarantine goes into the pool's status and comes back from it after a restart. */
+static void test_pool_quarantine(void **state)
+{
+	(void)state;
+	long long t;
+	assert_int_equal(pk_objects_time_parse("2026-01-01T00:00:00Z", &t), PK_OK);
+	assert_true(t == T0);
+	/* only the exact form the controller writes */
+	assert_int_equal(pk_objects_time_parse("2026-01-01T00:00:00", &t), PK_ERR_INVALID);
+	assert_int_equal(pk_objects_time_parse("2026-01-01T00:00:00+01:00", &t), PK_ERR_INVALID);
+	assert_int_equal(pk_objects_time_parse("2026-13-01T00:00:00Z", &t), PK_ERR_INVALID);
+	assert_int_equal(pk_objects_time_parse(NULL, &t), PK_ERR_INVALID);
+
+	struct pk_alloc_counts n;
+	memset(&n, 0, sizeof(n));
+	n.total = pk_count_of(2);
+	n.free = pk_count_of(1);
+	struct pk_condition c = {"Ready", true, "Ready", "1 of 2 addresses free", 1, false};
+	json_t *q = json_array();
+	assert_true(pk_objects_quarantine_add(q, "10.0.0.5", T0 + 30));
+	json_t *pool = load("{'metadata':{'generation':1}}");
+	json_t *p = pk_objects_pool_status_patch(pool, &n, &c, q, T0);
+	json_t *st = json_object_get(p, "status");
+	assert_json(json_object_get(st, "quarantinedAddresses"),
+	            "[{'address':'10.0.0.5','until':'2026-01-01T00:00:30Z'}]");
+	/* the same status again: nothing to write; an expired entry gone: a write */
+	json_t *done = json_pack("{s:O}", "status", st);
+	assert_null(pk_objects_pool_status_patch(done, &n, &c, q, T0 + 1));
+	json_t *empty = json_array();
+	json_t *p2 = pk_objects_pool_status_patch(done, &n, &c, empty, T0 + 40);
+	assert_non_null(p2);
+	assert_json(json_object_get(json_object_get(p2, "status"), "quarantinedAddresses"), "[]");
+	/* a pool that never had one needs no empty list written */
+	json_t *plain = pk_objects_pool_status_patch(pool, &n, &c, NULL, T0);
+	assert_null(json_object_get(json_object_get(plain, "status"), "quarantinedAddresses"));
+	assert_null(pk_objects_pool_status_patch(plain, &n, &c, empty, T0));
+	json_decref(plain);
+
+	/* reading back: entries still running only, malformed ones skipped */
+	json_t *back = load("{'status':{'quarantinedAddresses':["
+	                    "{'address':'10.0.0.5','until':'2026-01-01T00:00:30Z'},"
+	                    "{'address':'10.0.0.6','until':'2025-12-31T23:59:00Z'},"
+	                    "{'address':7,'until':'2026-01-01T00:00:30Z'},"
+	                    "{'address':'10.0.0.8','until':'soon'},"
+	                    "'junk']}}");
+	json_t *seen = json_array();
+	pk_objects_pool_quarantine(back, T0, collect, seen);
+	assert_json(seen, "[{'a':'10.0.0.5','t':1767225630}]");
+	pk_objects_pool_quarantine(NULL, T0, collect, seen);
+	assert_int_equal(json_array_size(seen), 1);
+
+	/* bounded */
+	json_t *big = json_array();
+	for (int i = 0; i < PK_QUARANTINE_MAX; i++)
+		assert_true(pk_objects_quarantine_add(big, "10.0.0.1", T0));
+	assert_false(pk_objects_quarantine_add(big, "10.0.0.1", T0));
+	json_decref(big);
+	json_decref(seen);
+	json_decref(back);
+	json_decref(p2);
+	json_decref(empty);
+	json_decref(done);
+	json_decref(p);
+	json_decref(pool);
+	json_decref(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_time_text),  cmocka_unit_test(test_finalizer_patches),
-	    cmocka_unit_test(test_conditions), cmocka_unit_test(test_claim_status_patch),
-	    cmocka_unit_test(test_ipaddress),  cmocka_unit_test(test_pool_status_patch),
+	    cmocka_unit_test(test_time_text),       cmocka_unit_test(test_finalizer_patches),
+	    cmocka_unit_test(test_conditions),      cmocka_unit_test(test_claim_status_patch),
+	    cmocka_unit_test(test_ipaddress),       cmocka_unit_test(test_pool_status_patch),
+	    cmocka_unit_test(test_pool_quarantine),
 	};
 	return cmocka_run_group_tests_name("objects", tests, NULL, NULL);
 }
