@@ -621,15 +621,19 @@ static struct pool_state *pool_state(struct pk_controller *c, const char *pool_k
 	return s;
 }
 
-/* Records the address of a poolkeeper IPAddress as held; the pool's allocator adopts it. */
-static void held_record(struct pk_controller *c, const json_t *a)
+/*
+ * Records the address of a poolkeeper IPAddress as held; the pool's allocator
+ * adopts it. True when that changed the record (a new address, or a
+ * duplicate found): the pool's status is then due.
+ */
+static bool held_record(struct pk_controller *c, const json_t *a)
 {
 	const char *ns = pk_kube_meta_str(a, "namespace"), *name = pk_kube_meta_str(a, "name");
 	const json_t *spec = json_object_get(a, "spec");
 	char pk[KEY_MAX], key[KEY_MAX];
 	if (ns == NULL || name == NULL ||
 	    !pool_key_of(json_object_get(spec, "poolRef"), ns, pk, sizeof(pk)))
-		return;
+		return false;
 	const char *text = pk_kube_json_str(spec, "address");
 	struct pk_addr addr;
 	struct pk_err err;
@@ -637,17 +641,17 @@ static void held_record(struct pk_controller *c, const json_t *a)
 		pk_log_warn("IPAddress with an unreadable address ignored",
 		            PK_LOG_STR("namespace", ns), PK_LOG_STR("name", name),
 		            PK_LOG_STR("error", text ? err.msg : "spec.address missing"));
-		return;
+		return false;
 	}
 	snprintf(key, sizeof(key), "%s/%s", ns, name);
 	struct held *h = pk_strmap_get(c->held, key);
 	if (h != NULL && h->addr == addr.v && strcmp(h->pool_key, pk) == 0)
-		return;
+		return false;
 	const char *pool_copy = pool_name(c, pk);
 	if (pool_copy == NULL) {
 		pk_log_error("out of memory recording a held address",
 		             PK_LOG_STR("ipaddress", key));
-		return;
+		return false;
 	}
 	if (h != NULL) {
 		/* The IPAddress was re-created elsewhere: give the old address back first. */
@@ -661,7 +665,7 @@ static void held_record(struct pk_controller *c, const json_t *a)
 			free(h);
 			pk_log_error("out of memory recording a held address",
 			             PK_LOG_STR("ipaddress", key));
-			return;
+			return false;
 		}
 	}
 	h->pool_key = pool_copy;
@@ -670,6 +674,7 @@ static void held_record(struct pk_controller *c, const json_t *a)
 	struct pool_state *s = state_find(c, pk);
 	if (s != NULL && s->alloc != NULL && pk_allocator_adopt(s->alloc, addr.v) == PK_ERR_IN_USE)
 		note_duplicate(s, text, key);
+	return true;
 }
 
 /* ---- leadership start: a consistent read of every IPAddress ---- */
@@ -1106,12 +1111,16 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 	json_t *address = cached(c->addresses, ns, name);
 	json_t *pool = NULL, *cluster = NULL;
 	int rc = PK_OK;
-	bool held = false;
+	bool held = false, recorded = false;
+	const char *recorded_pool = NULL;
 	pthread_mutex_lock(&c->mu);
-	if (address != NULL)
-		held_record(c, address);
+	if (address != NULL && (recorded = held_record(c, address)))
+		recorded_pool = ((struct held *)pk_strmap_get(c->held, key))->pool_key;
 	held = pk_strmap_get(c->held, key) != NULL;
 	pthread_mutex_unlock(&c->mu);
+	/* An IPAddress seen for the first time (by hand, moved, or ours): the pool's counts move. */
+	if (recorded && recorded_pool != NULL)
+		pool_sync_later(c, recorded_pool);
 	if (claim == NULL) {
 		/* The claim is gone: its address is released once its IPAddress is too. */
 		bool gone = false;

@@ -49,13 +49,7 @@ teardown() {
 }
 
 # _start_controller: poolkeeper-controller on free ports, leading on its Lease.
-_start_controller() {
-  local bin
-  bin=$(pk_bin poolkeeper-controller) || return 1
-  pk_start controller "$bin" --bind-address 127.0.0.1 --health-port 0 --metrics-port 0 \
-    --leader-election-namespace default
-  pk_wait_for -t 20 "the controller to listen" _pk_has_port controller health
-}
+_start_controller() { pk_start_controller controller --leader-election-namespace default; }
 
 # _one_controller: the suite's single controller runs again, whatever a test
 # stopped or killed (a second one, "controller2", is stopped).
@@ -553,6 +547,51 @@ _has_event() {
   ((SECONDS - released >= 23))
   [[ $(_address_of "$NS" c2) == 10.20.0.5 ]]
   pk_wait_for "the quarantine cleared" bash -c "[[ -z \$(kubectl -n $NS get $POOLS p -o jsonpath='{.status.quarantinedAddresses[*].address}') ]]"
+}
+
+@test "an address held by two IPAddresses is reported (condition, Event, metric) and left as it is" {
+  _machine
+  pool p '{"addresses": ["10.21.0.5-10.21.0.9"], "prefix": 24}'
+  claim_j c1 IPPool p
+  pk_wait_for "claim c1 Ready" _ready "$NS" c1 True
+  # A second IPAddress for 10.21.0.5, made by hand for a claim of a paused
+  # Cluster (so the controller leaves that claim alone).
+  kubectl -n "$NS" apply -f - <<<'{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "metadata": {"name": "frozen"}, "spec": {"paused": true}}'
+  local uid cuid puid doc
+  uid=$(pk_jsonpath -n "$NS" configmap machine '{.metadata.uid}')
+  _claim_doc by-hand IPPool p "$uid" |
+    jq '.spec.clusterName = "frozen" | .metadata.labels["cluster.x-k8s.io/cluster-name"] = "frozen"' |
+    kubectl -n "$NS" apply -f -
+  cuid=$(pk_jsonpath -n "$NS" "$CLAIMS" by-hand '{.metadata.uid}')
+  puid=$(pk_jsonpath -n "$NS" "$POOLS" p '{.metadata.uid}')
+  doc=$(jq -n --arg c "$cuid" --arg p "$puid" '{apiVersion: "ipam.cluster.x-k8s.io/v1beta2", kind: "IPAddress",
+    metadata: {name: "by-hand", ownerReferences: [
+      {apiVersion: "ipam.cluster.x-k8s.io/v1beta2", kind: "IPAddressClaim", name: "by-hand", uid: $c,
+       controller: true, blockOwnerDeletion: true},
+      {apiVersion: "ipam.poolkeeper.io/v1alpha1", kind: "IPPool", name: "p", uid: $p,
+       controller: false, blockOwnerDeletion: true}]},
+    spec: {address: "10.21.0.5", prefix: 24, claimRef: {name: "by-hand"},
+           poolRef: {apiGroup: "ipam.poolkeeper.io", kind: "IPPool", name: "p"}}}')
+  kubectl -n "$NS" create -f - <<<"$doc"
+  pk_wait_for "the pool's Ready condition says DuplicateAddresses" bash -c "[[ \$(kubectl -n $NS get $POOLS p -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}') == DuplicateAddresses ]]"
+  pk_jsonpath -n "$NS" "$POOLS" p '{.status.conditions[?(@.type=="Ready")].message}' | grep -F "address 10.21.0.5 is held by more than one IPAddress"
+  pk_wait_for "a DuplicateAddresses Warning on the pool" bash -c "kubectl -n $NS get events.events.k8s.io -o json | jq -e '.items[] | select(.regarding.kind == \"IPPool\" and .reason == \"DuplicateAddresses\" and .type == \"Warning\")'"
+  _metric_is "poolkeeper_pool_duplicate_addresses{namespace=\"$NS\",pool=\"p\",kind=\"IPPool\"}" 1
+  # Nothing was changed: both IPAddresses hold 10.21.0.5, the claim is still bound.
+  [[ $(_address_of "$NS" c1) == 10.21.0.5 && $(_address_of "$NS" by-hand) == 10.21.0.5 ]]
+  _ready "$NS" c1 True Allocated
+  # The next claim does not get the duplicated address either.
+  claim_j c2 IPPool p
+  pk_wait_for "claim c2 Ready" _ready "$NS" c2 True
+  [[ $(_address_of "$NS" c2) == 10.21.0.6 ]]
+  # The copy and its claim deleted by hand (the pool, its other owner, keeps the
+  # garbage collector from taking it): the duplicate goes with it.
+  kubectl -n "$NS" delete "$CLAIMS" by-hand --timeout=60s
+  kubectl -n "$NS" delete "$ADDRS" by-hand --timeout=60s
+  pk_wait_for "the pool Ready again" bash -c "[[ \$(kubectl -n $NS get $POOLS p -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}') == Ready ]]"
+  _metric_is "poolkeeper_pool_duplicate_addresses{namespace=\"$NS\",pool=\"p\",kind=\"IPPool\"}" 0
+  # c1 still holds its address: releasing the copy did not free it.
+  [[ $(pk_jsonpath -n "$NS" "$POOLS" p '{.status.ipAddresses.used}') == 2 ]]
 }
 
 @test "SIGTERM: the controller exits 0 and gives the Lease up" {
