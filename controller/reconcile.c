@@ -1118,7 +1118,8 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 		recorded_pool = ((struct held *)pk_strmap_get(c->held, key))->pool_key;
 	held = pk_strmap_get(c->held, key) != NULL;
 	pthread_mutex_unlock(&c->mu);
-	/* An IPAddress seen for the first time (by hand, moved, or ours): the pool's counts move. */
+	/* An IPAddress seen for the first time (by hand, moved, or ours): the pool's counts move.
+	 */
 	if (recorded && recorded_pool != NULL)
 		pool_sync_later(c, recorded_pool);
 	if (claim == NULL) {
