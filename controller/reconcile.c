@@ -1,4 +1,5 @@
 /* reconcile.c - the claim and pool reconcilers; see reconcile.h and decide.h. */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -679,6 +680,46 @@ static bool held_record(struct pk_controller *c, const json_t *a)
 
 /* ---- leadership start: a consistent read of every IPAddress ---- */
 
+struct load_ctx {
+	struct pk_controller *c;
+	size_t n;
+};
+
+static int load_page(void *ud, const json_t *page)
+{
+	struct load_ctx *l = ud;
+	size_t i;
+	json_t *a;
+	pthread_mutex_lock(&l->c->mu);
+	json_array_foreach(json_object_get(page, "items"), i, a)
+	{
+		(void)held_record(l->c, a);
+		l->n++;
+	}
+	pthread_mutex_unlock(&l->c->mu);
+	return 0;
+}
+
+/* A fresh record of held addresses and no pool states (under c->mu). */
+static int reset_records(struct pk_controller *c)
+{
+	struct pk_strmap *held = pk_strmap_new(), *states = pk_strmap_new();
+	if (held == NULL || states == NULL) {
+		pk_strmap_free(held, NULL);
+		pk_strmap_free(states, NULL);
+		return PK_ERR_NOMEM;
+	}
+	pk_strmap_free(c->held, held_free);
+	pk_strmap_free(c->states, state_free);
+	c->held = held;
+	c->states = states;
+	return PK_OK;
+}
+
+/*
+ * Every IPAddress, page by page (only one page of JSON in memory at a
+ * time), recorded as held. Workers process no key until this succeeded.
+ */
 static int load_held(struct pk_controller *c)
 {
 	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
@@ -687,34 +728,21 @@ static int load_held(struct pk_controller *c)
 	                        .namespace = c->namespace};
 	struct pk_kube_list_opts o = {0}; /* resourceVersion unset: a consistent read */
 	struct pk_kube_error e;
-	json_t *list = NULL;
-	if (pk_kube_client_list_all(c->client, &r, &o, &list, &e) != PK_KUBE_OK) {
+	struct load_ctx l = {c, 0};
+	pthread_mutex_lock(&c->mu);
+	int rc = reset_records(c);
+	pthread_mutex_unlock(&c->mu);
+	if (rc != PK_OK)
+		return rc;
+	if (pk_kube_client_list_pages(c->client, &r, &o, load_page, &l, NULL, 0, &e) !=
+	    PK_KUBE_OK) {
 		pk_log_error("cannot list IPAddresses", PK_LOG_STR("error", e.message),
 		             PK_LOG_STR("reason", pk_kube_reason_name(e.reason)));
 		return PK_ERR_INVALID;
 	}
-	struct pk_strmap *held = pk_strmap_new(), *states = pk_strmap_new();
-	if (held == NULL || states == NULL) {
-		pk_strmap_free(held, NULL);
-		pk_strmap_free(states, NULL);
-		json_decref(list);
-		return PK_ERR_NOMEM;
-	}
-	pthread_mutex_lock(&c->mu);
-	pk_strmap_free(c->held, held_free);
-	pk_strmap_free(c->states, state_free);
-	c->held = held;
-	c->states = states;
-	size_t i, n = 0;
-	json_t *a;
-	json_array_foreach(json_object_get(list, "items"), i, a)
-	{
-		held_record(c, a);
-		n++;
-	}
-	pthread_mutex_unlock(&c->mu);
-	json_decref(list);
-	pk_log_info("leading: IPAddresses read", PK_LOG_UINT("ipaddresses", n));
+	/* The pages' memory goes back to the system, not only to the heap. */
+	malloc_trim(0);
+	pk_log_info("leading: IPAddresses read", PK_LOG_UINT("ipaddresses", l.n));
 	return PK_OK;
 }
 
@@ -1680,6 +1708,8 @@ int pk_controller_start(struct pk_controller *c, long timeout_ms, struct pk_err 
 		if (all[i] != NULL && !pk_kube_informer_wait_synced(all[i], timeout_ms))
 			return pk_err_set(err, PK_ERR_INVALID,
 			                  "the informers did not sync within %ld ms", timeout_ms);
+	/* The lists' pages are freed: hand that memory back. */
+	malloc_trim(0);
 	for (; c->started < c->nworkers; c->started++)
 		if (pthread_create(&c->workers[c->started], NULL, worker_main, c) != 0)
 			return pk_err_set(err, PK_ERR_NOMEM, "cannot start worker thread %u",
