@@ -1107,3 +1107,51 @@ enum pk_kube_reason pk_kube_client_group_versions(struct pk_kube_client *c, cons
 	*versions = out;
 	return PK_KUBE_OK;
 }
+
+/* Whether the array of version names holds v. */
+static bool names_version(const json_t *served, const char *v)
+{
+	size_t i;
+	const json_t *s;
+	json_array_foreach(served, i, s)
+	{
+		if (json_is_string(s) && strcmp(json_string_value(s), v) == 0)
+			return true;
+	}
+	return false;
+}
+
+enum pk_kube_reason pk_kube_client_preferred_version(struct pk_kube_client *c, const char *group,
+                                                     const char *const *versions, char *out,
+                                                     size_t len, struct pk_kube_error *e)
+{
+	if (out != NULL && len > 0)
+		out[0] = '\0';
+	if (out == NULL || versions == NULL || versions[0] == NULL)
+		return pk_kube_error_set(e, PK_KUBE_BAD_REQUEST, 0,
+		                         "preferred version: no versions or no output buffer");
+	/* Checked up front, so that a short buffer fails on every cluster. */
+	for (size_t i = 0; versions[i] != NULL; i++) {
+		size_t n = strlen(versions[i]);
+		if (n == 0)
+			return pk_kube_error_set(e, PK_KUBE_BAD_REQUEST, 0,
+			                         "preferred version: empty version");
+		if (n >= len)
+			return pk_kube_error_set(
+			    e, PK_KUBE_BAD_REQUEST, 0,
+			    "preferred version: \"%s\" does not fit in %zu bytes", versions[i],
+			    len);
+	}
+	json_t *served = NULL;
+	enum pk_kube_reason rc = pk_kube_client_group_versions(c, group, &served, e);
+	if (rc != PK_KUBE_OK)
+		return rc;
+	for (size_t i = 0; versions[i] != NULL; i++) {
+		if (names_version(served, versions[i])) {
+			snprintf(out, len, "%s", versions[i]);
+			break;
+		}
+	}
+	json_decref(served);
+	return PK_KUBE_OK;
+}

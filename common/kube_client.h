@@ -216,6 +216,32 @@ PK_MUST_CHECK enum pk_kube_reason pk_kube_client_group_versions(struct pk_kube_c
                                                                 json_t **versions,
                                                                 struct pk_kube_error *e);
 
+/*
+ * Which of `versions` (NULL-terminated, the most wanted first) the server
+ * serves for `group` ("" or NULL: the core group), copied into out (len
+ * bytes): the first one listed that the group's discovery document names
+ * anywhere. The server's own preferredVersion does not change the order:
+ * {"v1beta2", "v1beta1", NULL} picks v1beta2 whenever it is served.
+ *   - PK_KUBE_OK, out = that version.
+ *   - PK_KUBE_OK, out = "": the group is served, but in none of `versions`.
+ *     Not a failure: the caller picks a fallback or gives up.
+ *   - PK_KUBE_NOT_FOUND: the server does not know the group (404); e has
+ *     the server's words.
+ *   - Any other failure of the discovery request, as
+ *     pk_kube_client_group_versions reports it.
+ *   - PK_KUBE_BAD_REQUEST, before anything is sent: versions NULL or empty,
+ *     an empty version, out NULL, or len too small for the longest of
+ *     `versions` (so a short buffer fails on every cluster, not only on one
+ *     that serves the long name).
+ * out is "" whenever the result is not PK_KUBE_OK (when out and len allow).
+ * versions and its strings are borrowed.
+ */
+PK_MUST_CHECK enum pk_kube_reason pk_kube_client_preferred_version(struct pk_kube_client *c,
+                                                                   const char *group,
+                                                                   const char *const *versions,
+                                                                   char *out, size_t len,
+                                                                   struct pk_kube_error *e);
+
 /* ---- lower level ---- */
 
 /*

@@ -321,26 +321,21 @@ static void on_new_leader(void *ud, const char *identity)
 	            PK_LOG_STR("holder", identity));
 }
 
-/* The served version of a group: v1beta2 if served, else v1beta1; NULL when neither. */
-static const char *served_version(struct pk_kube_client *client, const char *group)
+/*
+ * The served version of a group into buf: v1beta2 if served, else v1beta1.
+ * NULL when neither, or when the group cannot be read (logged).
+ */
+static const char *served_version(struct pk_kube_client *client, const char *group, char *buf,
+                                  size_t len)
 {
-	json_t *versions = NULL;
+	static const char *const prefer[] = {"v1beta2", "v1beta1", NULL};
 	struct pk_kube_error e;
-	if (pk_kube_client_group_versions(client, group, &versions, &e) != PK_KUBE_OK) {
+	if (pk_kube_client_preferred_version(client, group, prefer, buf, len, &e) != PK_KUBE_OK) {
 		pk_log_warn("API group not served", PK_LOG_STR("group", group),
 		            PK_LOG_STR("error", e.message));
 		return NULL;
 	}
-	bool v2 = false, v1 = false;
-	size_t i;
-	json_t *v;
-	json_array_foreach(versions, i, v)
-	{
-		v2 |= json_is_string(v) && strcmp(json_string_value(v), "v1beta2") == 0;
-		v1 |= json_is_string(v) && strcmp(json_string_value(v), "v1beta1") == 0;
-	}
-	json_decref(versions);
-	return v2 ? "v1beta2" : v1 ? "v1beta1" : NULL;
+	return buf[0] != '\0' ? buf : NULL;
 }
 
 /* The pod's namespace (service account), else "default". */
@@ -395,6 +390,7 @@ int main(int argc, char **argv)
 	bool ls_started = false;
 	struct leader ld = {0};
 	struct pk_kube_log klog;
+	char claim_buf[16], cluster_buf[16];
 	pk_log_kube_sink(&klog);
 	struct pk_kube_config_opts co = {
 	    .path = o.kubeconfig != NULL && *o.kubeconfig ? o.kubeconfig : NULL,
@@ -410,13 +406,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	pk_log_info("API access", PK_LOG_STR("server", pk_kube_config_server(cfg)));
-	const char *claim_version = served_version(client, PK_CAPI_IPAM_GROUP);
+	const char *claim_version =
+	    served_version(client, PK_CAPI_IPAM_GROUP, claim_buf, sizeof(claim_buf));
 	if (claim_version == NULL) {
 		pk_log_error("ipam.cluster.x-k8s.io is not served in v1beta2 or v1beta1: install "
 		             "Cluster API's IPAM CRDs");
 		goto out;
 	}
-	const char *cluster_version = served_version(client, "cluster.x-k8s.io");
+	const char *cluster_version =
+	    served_version(client, "cluster.x-k8s.io", cluster_buf, sizeof(cluster_buf));
 	pk_log_info("API versions", PK_LOG_STR("ipam.cluster.x-k8s.io", claim_version),
 	            PK_LOG_STR("cluster.x-k8s.io", cluster_version ? cluster_version : "none"),
 	            PK_LOG_UINT("workers", o.workers));

@@ -132,28 +132,18 @@ int pk_lookup_open(const char *kubeconfig, struct pk_lookup **out, struct pk_err
 	rc = pk_kube_client_new(l->cfg, &opts, &l->client, err);
 	if (rc != PK_OK)
 		goto fail;
-	/* Which IPAddress version the cluster serves decides how addresses are read. */
-	json_t *versions = NULL;
+	/* Which IPAddress version the cluster serves decides how addresses are read:
+	 * v1beta2 unless only v1beta1 is served. */
+	static const char *const prefer[] = {"v1beta2", "v1beta1", NULL};
 	struct pk_kube_error e;
-	snprintf(l->ipaddress_version, sizeof(l->ipaddress_version), "v1beta2");
-	if (pk_kube_client_group_versions(l->client, PK_CAPI_IPAM_GROUP, &versions, &e) ==
-	    PK_KUBE_OK) {
-		bool v2 = false, v1 = false;
-		size_t i;
-		json_t *v;
-		json_array_foreach(versions, i, v)
-		{
-			v2 |= json_is_string(v) && strcmp(json_string_value(v), "v1beta2") == 0;
-			v1 |= json_is_string(v) && strcmp(json_string_value(v), "v1beta1") == 0;
-		}
-		if (!v2 && v1)
-			snprintf(l->ipaddress_version, sizeof(l->ipaddress_version), "v1beta1");
-		json_decref(versions);
-	} else {
+	if (pk_kube_client_preferred_version(l->client, PK_CAPI_IPAM_GROUP, prefer,
+	                                     l->ipaddress_version, sizeof(l->ipaddress_version),
+	                                     &e) != PK_KUBE_OK)
 		pk_log_warn("cannot read which versions of ipam.cluster.x-k8s.io are served; "
 		            "assuming v1beta2",
 		            PK_LOG_STR("error", e.message));
-	}
+	if (l->ipaddress_version[0] == '\0') /* not read, or served in neither */
+		snprintf(l->ipaddress_version, sizeof(l->ipaddress_version), "v1beta2");
 	l->admission.ctx = l;
 	l->admission.list_pools = list_pools;
 	l->admission.list_pool_addresses = list_pool_addresses;

@@ -1,7 +1,8 @@
 /*
  * test_kube_client.c - Status decoding, URL building, backoff, and the
  * client's error handling against a scripted server on 127.0.0.1: retries,
- * Retry-After, caps, timeouts, paging, request bodies, thread safety.
+ * Retry-After, caps, timeouts, paging, request bodies, discovery and the
+ * preferred version of a group, thread safety.
  */
 #define _GNU_SOURCE /* strcasestr */
 #include <setjmp.h>
@@ -707,6 +708,197 @@ static void test_discovery(void **state)
 	assert_null(v);
 }
 
+/* Discovery documents for pk_kube_client_preferred_version, by group. */
+static void r_groups(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	if (strcmp(q->path, "/apis/both.example.com") == 0) {
+		/* the server prefers v1beta1: the caller's order still wins */
+		o->body =
+		    "{\"kind\":\"APIGroup\",\"name\":\"both.example.com\",\"versions\":["
+		    "{\"groupVersion\":\"both.example.com/v1beta1\",\"version\":\"v1beta1\"},"
+		    "{\"groupVersion\":\"both.example.com/v1beta2\",\"version\":\"v1beta2\"}],"
+		    "\"preferredVersion\":{\"groupVersion\":\"both.example.com/v1beta1\","
+		    "\"version\":\"v1beta1\"}}";
+	} else if (strcmp(q->path, "/apis/old.example.com") == 0) {
+		o->body =
+		    "{\"kind\":\"APIGroup\",\"name\":\"old.example.com\",\"versions\":["
+		    "{\"groupVersion\":\"old.example.com/v1alpha1\",\"version\":\"v1alpha1\"},"
+		    "{\"groupVersion\":\"old.example.com/v1beta1\",\"version\":\"v1beta1\"}],"
+		    "\"preferredVersion\":{\"groupVersion\":\"old.example.com/v1alpha1\","
+		    "\"version\":\"v1alpha1\"}}";
+	} else if (strcmp(q->path, "/apis/alpha.example.com") == 0) {
+		o->body =
+		    "{\"kind\":\"APIGroup\",\"name\":\"alpha.example.com\",\"versions\":["
+		    "{\"groupVersion\":\"alpha.example.com/v1alpha1\",\"version\":\"v1alpha1\"}],"
+		    "\"preferredVersion\":{\"groupVersion\":\"alpha.example.com/v1alpha1\","
+		    "\"version\":\"v1alpha1\"}}";
+	} else if (strcmp(q->path, "/apis/broken.example.com") == 0) {
+		o->status = 500;
+		o->body =
+		    "{\"kind\":\"Status\",\"reason\":\"InternalError\",\"message\":\"etcd down\"}";
+	} else if (strcmp(q->path, "/apis/odd.example.com") == 0) {
+		o->body = "{\"kind\":\"APIGroup\",\"name\":\"odd.example.com\"}";
+	} else if (strcmp(q->path, "/api") == 0) {
+		o->body = "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}";
+	} else {
+		o->status = 404;
+		o->body = "404 page not found";
+	}
+}
+
+static const char *const beta_order[] = {"v1beta2", "v1beta1", NULL};
+
+static void test_preferred_version_first(void **state)
+{
+	(void)state;
+	cur = r_groups;
+	char v[16] = "junk";
+	struct pk_kube_error e;
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "both.example.com", beta_order, v, sizeof(v), &e),
+	    PK_KUBE_OK);
+	assert_string_equal(v, "v1beta2");
+	assert_int_equal(srv.nreq, 1);
+	assert_string_equal(srv.reqs[0].method, "GET");
+	assert_string_equal(srv.reqs[0].path, "/apis/both.example.com");
+	/* the order is the caller's: asking for v1beta1 first gets v1beta1 */
+	static const char *const v1_first[] = {"v1beta1", "v1beta2", NULL};
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "both.example.com", v1_first, v, sizeof(v), &e),
+	    PK_KUBE_OK);
+	assert_string_equal(v, "v1beta1");
+	/* the core group (NULL or ""), and a buffer that is exactly big enough */
+	static const char *const core[] = {"v1", NULL};
+	char exact[3];
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, NULL, core, exact, sizeof(exact), &e),
+	    PK_KUBE_OK);
+	assert_string_equal(exact, "v1");
+	assert_int_equal(pk_kube_client_preferred_version(cli, "", core, exact, sizeof(exact), &e),
+	                 PK_KUBE_OK);
+	assert_string_equal(exact, "v1");
+	assert_string_equal(srv.reqs[3].path, "/api");
+	/* e may be NULL */
+	assert_int_equal(pk_kube_client_preferred_version(cli, "both.example.com", beta_order, v,
+	                                                  sizeof(v), NULL),
+	                 PK_KUBE_OK);
+	assert_string_equal(v, "v1beta2");
+}
+
+static void test_preferred_version_second(void **state)
+{
+	(void)state;
+	cur = r_groups;
+	char v[16] = "junk";
+	struct pk_kube_error e;
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "old.example.com", beta_order, v, sizeof(v), &e),
+	    PK_KUBE_OK);
+	assert_string_equal(v, "v1beta1");
+	assert_int_equal(srv.nreq, 1);
+}
+
+static void test_preferred_version_neither(void **state)
+{
+	(void)state;
+	cur = r_groups;
+	char v[16] = "junk";
+	struct pk_kube_error e;
+	/* the group is not served at all: NotFound with the server's words, not retried */
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "nope.example.com", beta_order, v, sizeof(v), &e),
+	    PK_KUBE_NOT_FOUND);
+	assert_string_equal(v, "");
+	assert_int_equal(e.code, 404);
+	assert_non_null(strstr(e.message, "404 page not found"));
+	assert_int_equal(srv.nreq, 1);
+	assert_string_equal(srv.reqs[0].path, "/apis/nope.example.com");
+	/* the group is served, in none of the versions asked for: OK and "" */
+	snprintf(v, sizeof(v), "junk");
+	assert_int_equal(pk_kube_client_preferred_version(cli, "alpha.example.com", beta_order, v,
+	                                                  sizeof(v), &e),
+	                 PK_KUBE_OK);
+	assert_string_equal(v, "");
+	assert_int_equal(srv.nreq, 2);
+}
+
+static void test_preferred_version_errors(void **state)
+{
+	(void)state;
+	cur = r_groups;
+	char v[16] = "junk";
+	struct pk_kube_error e;
+	/* a server error keeps its class, code, Status reason and message */
+	assert_int_equal(pk_kube_client_preferred_version(cli, "broken.example.com", beta_order, v,
+	                                                  sizeof(v), &e),
+	                 PK_KUBE_SERVER_ERROR);
+	assert_string_equal(v, "");
+	assert_int_equal(e.code, 500);
+	assert_string_equal(e.status_reason, "InternalError");
+	assert_string_equal(e.message, "etcd down");
+	assert_int_equal(srv.nreq, 4); /* a GET: 1 + 3 retries */
+	/* a discovery document without versions */
+	snprintf(v, sizeof(v), "junk");
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "odd.example.com", beta_order, v, sizeof(v), &e),
+	    PK_KUBE_BAD_RESPONSE);
+	assert_string_equal(v, "");
+	assert_non_null(strstr(e.message, "no versions"));
+	/* a group name that is no path segment is refused before anything is sent */
+	reset(NULL);
+	assert_int_equal(pk_kube_client_preferred_version(cli, "..", beta_order, v, sizeof(v), &e),
+	                 PK_KUBE_BAD_REQUEST);
+	assert_int_equal(srv.nreq, 0);
+}
+
+static void test_preferred_version_bad_arguments(void **state)
+{
+	(void)state;
+	cur = r_groups;
+	struct pk_kube_error e;
+	/* too short for "v1beta2" (8 bytes with the NUL): refused before any request, even
+	 * though the server would have answered v1beta1, which fits */
+	char v[16] = "junk";
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "old.example.com", beta_order, v, 7, &e),
+	    PK_KUBE_BAD_REQUEST);
+	assert_string_equal(v, "");
+	assert_int_equal(e.code, 0);
+	assert_non_null(strstr(e.message, "v1beta2"));
+	/* len 0: nothing is written */
+	snprintf(v, sizeof(v), "junk");
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "old.example.com", beta_order, v, 0, &e),
+	    PK_KUBE_BAD_REQUEST);
+	assert_string_equal(v, "junk");
+	/* no buffer, no list, an empty list, an empty version */
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "old.example.com", beta_order, NULL, 16, &e),
+	    PK_KUBE_BAD_REQUEST);
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "old.example.com", NULL, v, sizeof(v), &e),
+	    PK_KUBE_BAD_REQUEST);
+	assert_string_equal(v, "");
+	static const char *const none[] = {NULL};
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "old.example.com", none, v, sizeof(v), &e),
+	    PK_KUBE_BAD_REQUEST);
+	static const char *const empty[] = {"v1beta2", "", NULL};
+	assert_int_equal(
+	    pk_kube_client_preferred_version(cli, "old.example.com", empty, v, sizeof(v), &e),
+	    PK_KUBE_BAD_REQUEST);
+	assert_int_equal(srv.nreq, 0);
+	/* the exact size works */
+	char exact[8];
+	assert_int_equal(pk_kube_client_preferred_version(cli, "old.example.com", beta_order, exact,
+	                                                  sizeof(exact), &e),
+	                 PK_KUBE_OK);
+	assert_string_equal(exact, "v1beta1");
+	assert_int_equal(srv.nreq, 1);
+}
+
 static void r_401_once(void *ud, int i, const struct fs_request *q, struct fs_response *o)
 {
 	(void)q;
@@ -926,6 +1118,11 @@ int main(void)
 	    T(test_list_all_paging),
 	    T(test_write_requests),
 	    T(test_discovery),
+	    T(test_preferred_version_first),
+	    T(test_preferred_version_second),
+	    T(test_preferred_version_neither),
+	    T(test_preferred_version_errors),
+	    T(test_preferred_version_bad_arguments),
 	    T(test_401_rereads_token_file),
 	    T(test_stream),
 	    T(test_threads),
