@@ -305,6 +305,9 @@ static int relist_page(void *ud, const json_t *page)
 	json_t *obj;
 	json_array_foreach(json_object_get(page, "items"), i, obj)
 	{
+		/* a page may hold hundreds of items, each with its callbacks */
+		if (atomic_load(&inf->stop))
+			return 1;
 		upsert(inf, obj);
 	}
 	return atomic_load(&inf->stop) ? 1 : 0;
@@ -392,7 +395,7 @@ unsigned long pk_kube_informer_lists(struct pk_kube_informer *inf)
 	return n;
 }
 
-/* Waits ms, or less when stopped. */
+/* Waits ns, or less when stopped (stop_begin signals cv). */
 static void nap(struct pk_kube_informer *inf, long long ns)
 {
 	struct timespec dl = deadline_in((long)(ns / 1000000LL));
@@ -451,6 +454,9 @@ void pk_kube_informer_resource_version(struct pk_kube_informer *inf, char *buf, 
 static int on_event(void *ud, const struct pk_kube_event *ev)
 {
 	struct pk_kube_informer *inf = ud;
+	/* Stopping: drop the rest of what was read (a restart relists). */
+	if (atomic_load(&inf->stop))
+		return 1;
 	switch (ev->type) {
 	case PK_KUBE_EVENT_ADDED:
 	case PK_KUBE_EVENT_MODIFIED:
@@ -559,14 +565,25 @@ int pk_kube_informer_start(struct pk_kube_informer *inf, struct pk_err *err)
 	return PK_OK;
 }
 
-void pk_kube_informer_stop(struct pk_kube_informer *inf)
+void pk_kube_informer_stop_begin(struct pk_kube_informer *inf)
 {
-	if (!inf->running)
+	if (inf == NULL)
 		return;
+	/* Not guarded by `running`: that belongs to the thread that starts and
+	 * joins, and a flag left set on an idle informer is cleared by start. */
 	atomic_store(&inf->stop, 1);
+	/* The store comes before taking mu, and nap() tests the flag under mu
+	 * before it waits, so a nap that is about to begin cannot miss this. */
 	pthread_mutex_lock(&inf->mu);
 	pthread_cond_broadcast(&inf->cv);
 	pthread_mutex_unlock(&inf->mu);
+}
+
+void pk_kube_informer_stop(struct pk_kube_informer *inf)
+{
+	if (inf == NULL || !inf->running)
+		return;
+	pk_kube_informer_stop_begin(inf);
 	pthread_join(inf->thread, NULL);
 	inf->running = false;
 }

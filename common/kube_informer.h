@@ -38,7 +38,7 @@
  * visitor must not block for long and must not keep the item pointer after
  * it returns. Items passed to handlers stay valid until the handler
  * returns. pk_kube_informer_stop and _free must not be called from a
- * callback.
+ * callback (pk_kube_informer_stop_begin may be).
  *
  * Ownership: the informer borrows the client (which must outlive it) and
  * owns the stored items, which it hands to opts.release when they leave
@@ -103,8 +103,25 @@ PK_MUST_CHECK int pk_kube_informer_new(struct pk_kube_client *c,
 /* Starts the list/watch thread. */
 PK_MUST_CHECK int pk_kube_informer_start(struct pk_kube_informer *inf, struct pk_err *err);
 
-/* Stops the thread and waits for it (at most about a second after any
- * request in flight). The store keeps its content; state becomes STALE. */
+/* Asks the thread to stop and returns at once; pk_kube_informer_stop then
+ * waits for it. To stop several informers, begin every stop first, then
+ * wait for each: the waits overlap, so the whole takes about as long as the
+ * slowest one rather than their sum. The thread stops before the next
+ * watch event or listed item it would apply, at once in a backoff pause,
+ * within 0.1 s in the watch's reconnect pause, and within about a second
+ * in a request waiting on the server (libcurl's curl_easy_perform runs the
+ * abort check about once a second on an idle transfer). Until
+ * pk_kube_informer_stop returns, callbacks may still run. NULL, a second
+ * call, an informer never started or already stopped are all fine
+ * (pk_kube_informer_start clears the request). May be called from any
+ * thread, a callback included; not from a signal handler (it takes a
+ * mutex). */
+void pk_kube_informer_stop_begin(struct pk_kube_informer *inf);
+
+/* Stops the thread (pk_kube_informer_stop_begin, if not done already) and
+ * waits for it to end; no callback runs after it returns. The store keeps
+ * its content; state becomes STALE (STARTING if it never synced). NULL or
+ * an informer not running is fine. */
 void pk_kube_informer_stop(struct pk_kube_informer *inf);
 
 /* Stops if running, releases every item. NULL is fine. */

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE /* strcasestr */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -302,6 +303,274 @@ static void test_informer_json_store(void **state)
 	pk_kube_informer_free(inf);
 }
 
+/* ---- stopping several informers ---- */
+
+#define NSTOP 5
+
+/* Each informer has a server of its own: the fake server answers one
+ * connection at a time, and an idle watch holds its connection. */
+struct stop_case {
+	struct fake_server srv;
+	struct pk_kube_config *cfg;
+	struct pk_kube_client *cli;
+	struct pk_kube_informer *inf;
+	bool busy;          /* the watch streams changes; else it gets no answer */
+	atomic_int watches; /* watch requests received */
+	atomic_int calls;   /* callbacks run */
+	atomic_int stopped; /* pk_kube_informer_stop has returned */
+	atomic_int late;    /* callbacks run after that */
+};
+
+static struct stop_case cases[NSTOP];
+
+/* Idle watches are held until released (or 30 s pass), then closed. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static bool hold_release;
+
+static void hold_set(bool release)
+{
+	pthread_mutex_lock(&hold_mu);
+	hold_release = release;
+	pthread_cond_broadcast(&hold_cv);
+	pthread_mutex_unlock(&hold_mu);
+}
+
+static void r_stop(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)i;
+	struct stop_case *sc = ud;
+	if (strstr(q->path, "watch=true") == NULL) {
+		o->body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"1\"},"
+		          "\"items\":[" OBJ("x", "1") "]}";
+		return;
+	}
+	atomic_fetch_add(&sc->watches, 1);
+	if (sc->busy) {
+		/* a change every few milliseconds, so that callbacks are running
+		 * when the stop comes */
+		enum { N = 2000, EVLEN = 128 };
+		char *b = malloc((size_t)N * EVLEN);
+		if (b == NULL) { /* not assert: this is the server's thread */
+			o->status = 500;
+			return;
+		}
+		size_t at = 0;
+		for (int k = 0; k < N; k++)
+			at += (size_t)snprintf(b + at, EVLEN,
+			                       "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{"
+			                       "\"namespace\":\"ns\",\"name\":\"x\","
+			                       "\"resourceVersion\":\"%d\"}}}\n",
+			                       k + 2);
+		o->owned = b;
+		o->body = b;
+		o->body_len = at;
+		o->chunked = true;
+		o->chunk_size = 200;
+		o->chunk_delay_ms = 5;
+		return;
+	}
+	/* a quiet long poll: the client waits for an answer that does not come */
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 30;
+	pthread_mutex_lock(&hold_mu);
+	while (!hold_release)
+		if (pthread_cond_timedwait(&hold_cv, &hold_mu, &dl) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&hold_mu);
+	o->status = 0;
+}
+
+static void sc_count(struct stop_case *sc)
+{
+	atomic_fetch_add(&sc->calls, 1);
+	if (atomic_load(&sc->stopped))
+		atomic_fetch_add(&sc->late, 1);
+}
+
+static void sc_add(void *ud, const char *key, const void *item)
+{
+	(void)key;
+	(void)item;
+	sc_count(ud);
+}
+
+static void sc_update(void *ud, const char *key, const void *old, const void *item)
+{
+	(void)key;
+	(void)old;
+	(void)item;
+	sc_count(ud);
+}
+
+static void sc_synced(void *ud)
+{
+	sc_count(ud);
+}
+
+/* Starts NSTOP informers (two on a busy watch, the others on a quiet one),
+ * waits until each is synced and inside its watch, stops them all in index
+ * order, checks the outcome and returns how long stopping took.
+ *
+ * How long a quiet one takes to stop depends on where its request is in
+ * libcurl's one-second poll, which starts over when the request is sent.
+ * They are started in reverse order, 200 ms apart, so that when one
+ * stopped in turn has finished waiting, the next has just passed its own
+ * check: the case that makes stopping in turn slow (and the figures
+ * comparable from run to run). Nothing here fails on time. */
+static long long stop_many(bool begin_first)
+{
+	hold_set(false);
+	for (int k = NSTOP - 1; k >= 0; k--) {
+		struct stop_case *sc = &cases[k];
+		memset(sc, 0, sizeof(*sc));
+		sc->busy = k % 3 == 0;
+		assert_int_equal(fs_start(&sc->srv, r_stop, sc), 0);
+		assert_int_equal(fs_client_new(&sc->srv, NULL, &sc->cfg, &sc->cli), 0);
+		struct pk_kube_informer_opts o = {
+		    .ref = {.version = "v1", .resource = "configmaps", .namespace = "ns"},
+		    .handlers = {.on_add = sc_add,
+		                 .on_update = sc_update,
+		                 .on_delete = sc_add,
+		                 .on_synced = sc_synced,
+		                 .ud = sc},
+		    .watch_timeout_s = 60,
+		    .backoff_base_ms = 10,
+		};
+		struct pk_err err;
+		assert_int_equal(pk_kube_informer_new(sc->cli, &o, &sc->inf, &err), PK_OK);
+		assert_int_equal(pk_kube_informer_start(sc->inf, &err), PK_OK);
+		assert_true(pk_kube_informer_wait_synced(sc->inf, 10000));
+		/* inside the watch: asked for it, and (busy) applying its changes */
+		for (int t = 0; t < 1000 && (atomic_load(&sc->watches) == 0 ||
+		                             (sc->busy && atomic_load(&sc->calls) < 5));
+		     t++)
+			fs_sleep_ms(10);
+		assert_true(atomic_load(&sc->watches) > 0);
+		if (sc->busy)
+			assert_true(atomic_load(&sc->calls) >= 5);
+		else
+			fs_sleep_ms(200);
+	}
+
+	long long t0 = pk_kube_now_ns();
+	if (begin_first)
+		for (int k = 0; k < NSTOP; k++)
+			pk_kube_informer_stop_begin(cases[k].inf);
+	long long t1 = pk_kube_now_ns();
+	long long each[NSTOP];
+	for (int k = 0; k < NSTOP; k++) {
+		long long s = pk_kube_now_ns();
+		pk_kube_informer_stop(cases[k].inf);
+		atomic_store(&cases[k].stopped, 1);
+		each[k] = pk_kube_now_ns() - s;
+	}
+	long long total = pk_kube_now_ns() - t0;
+	printf("# %s: %d informers stopped in %lld ms (stop_begin on all: %lld us; stop each:",
+	       begin_first ? "stop_begin on all, then stop each" : "stop each in turn", NSTOP,
+	       total / 1000000LL, (t1 - t0) / 1000LL);
+	for (int k = 0; k < NSTOP; k++)
+		printf(" %s %lld ms", cases[k].busy ? "busy" : "quiet", each[k] / 1000000LL);
+	printf(")\n");
+
+	for (int k = 0; k < NSTOP; k++) {
+		struct stop_case *sc = &cases[k];
+		assert_int_equal(pk_kube_informer_state(sc->inf), PK_KUBE_INFORMER_STALE);
+		assert_false(pk_kube_informer_synced(sc->inf));
+		assert_int_equal(pk_kube_informer_count(sc->inf), 1);
+	}
+	/* the threads are gone: nothing is called any more */
+	int calls[NSTOP];
+	for (int k = 0; k < NSTOP; k++)
+		calls[k] = atomic_load(&cases[k].calls);
+	fs_sleep_ms(50);
+	for (int k = 0; k < NSTOP; k++) {
+		assert_int_equal(atomic_load(&cases[k].late), 0);
+		assert_int_equal(atomic_load(&cases[k].calls), calls[k]);
+	}
+
+	hold_set(true);
+	for (int k = 0; k < NSTOP; k++) {
+		struct stop_case *sc = &cases[k];
+		pk_kube_informer_free(sc->inf);
+		pk_kube_client_free(sc->cli);
+		pk_kube_config_free(sc->cfg);
+		fs_stop(&sc->srv);
+	}
+	return total;
+}
+
+/* The old way, for comparison: each stop waits out its own request. */
+static void test_informer_stop_in_turn(void **state)
+{
+	(void)state;
+	(void)stop_many(false);
+}
+
+static void test_informer_stop_begin_many(void **state)
+{
+	(void)state;
+	(void)stop_many(true);
+}
+
+static void on_synced_stop(void *ud)
+{
+	/* from a callback: only the request, the owner joins */
+	pk_kube_informer_stop_begin(*(struct pk_kube_informer **)ud);
+}
+
+static void test_informer_stop_begin_harmless(void **state)
+{
+	(void)state;
+	cur = r_json_store;
+	pk_kube_informer_stop_begin(NULL);
+	pk_kube_informer_stop(NULL);
+
+	struct pk_kube_informer_opts o = {.ref = {.version = "v1", .resource = "namespaces"},
+	                                  .backoff_base_ms = 10};
+	struct pk_kube_informer *inf;
+	struct pk_err err;
+	assert_int_equal(pk_kube_informer_new(cli, &o, &inf, &err), PK_OK);
+	/* never started: nothing to stop, and the request does not outlive start */
+	pk_kube_informer_stop_begin(inf);
+	pk_kube_informer_stop_begin(inf);
+	pk_kube_informer_stop(inf);
+	assert_int_equal(pk_kube_informer_state(inf), PK_KUBE_INFORMER_STARTING);
+	assert_int_equal(pk_kube_informer_start(inf, &err), PK_OK);
+	assert_true(pk_kube_informer_wait_synced(inf, 10000));
+	assert_int_equal(pk_kube_informer_count(inf), 1);
+
+	/* twice, then stop twice, then once more after */
+	pk_kube_informer_stop_begin(inf);
+	pk_kube_informer_stop_begin(inf);
+	pk_kube_informer_stop(inf);
+	assert_int_equal(pk_kube_informer_state(inf), PK_KUBE_INFORMER_STALE);
+	pk_kube_informer_stop(inf);
+	pk_kube_informer_stop_begin(inf);
+	assert_int_equal(pk_kube_informer_state(inf), PK_KUBE_INFORMER_STALE);
+	assert_int_equal(pk_kube_informer_count(inf), 1);
+
+	/* restarted after all that, it runs */
+	assert_int_equal(pk_kube_informer_start(inf, &err), PK_OK);
+	assert_true(pk_kube_informer_wait_synced(inf, 10000));
+	assert_true(pk_kube_informer_lists(inf) >= 2);
+	pk_kube_informer_stop_begin(inf);
+	pk_kube_informer_free(inf); /* free after stop_begin joins */
+
+	/* from the informer's own callback: the thread ends by itself */
+	o.handlers = (struct pk_kube_informer_handlers){.on_synced = on_synced_stop, .ud = &inf};
+	assert_int_equal(pk_kube_informer_new(cli, &o, &inf, &err), PK_OK);
+	assert_int_equal(pk_kube_informer_start(inf, &err), PK_OK);
+	for (int t = 0; t < 1000 && pk_kube_informer_state(inf) != PK_KUBE_INFORMER_STALE; t++)
+		fs_sleep_ms(10);
+	assert_int_equal(pk_kube_informer_state(inf), PK_KUBE_INFORMER_STALE);
+	pk_kube_informer_stop(inf);
+	assert_int_equal(pk_kube_informer_state(inf), PK_KUBE_INFORMER_STALE);
+	assert_int_equal(pk_kube_informer_lists(inf), 1);
+	pk_kube_informer_free(inf);
+}
+
 static int reset(void **state)
 {
 	(void)state;
@@ -315,6 +584,9 @@ int main(void)
 	    cmocka_unit_test_setup(test_informer_list_watch_relist, reset),
 	    cmocka_unit_test_setup(test_informer_never_synced_when_down, reset),
 	    cmocka_unit_test_setup(test_informer_json_store, reset),
+	    cmocka_unit_test_setup(test_informer_stop_in_turn, reset),
+	    cmocka_unit_test_setup(test_informer_stop_begin_many, reset),
+	    cmocka_unit_test_setup(test_informer_stop_begin_harmless, reset),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
