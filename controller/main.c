@@ -460,9 +460,31 @@ int main(int argc, char **argv)
 	pk_log_info("listening", PK_LOG_STR("listener", "metrics"), PK_LOG_UINT("port", mp),
 	            PK_LOG_STR("address", addr));
 
-	if (pk_controller_start(ctl, 60000, &err) != PK_OK) {
+	if (pk_controller_start(ctl, &err) != PK_OK) {
 		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
 		goto out;
+	}
+	/* However long the first lists take (100,000 objects on a busy API server may take
+	 * minutes): /readyz answers 503 meanwhile, and a signal still ends the process. */
+	for (long waited_s = 1;; waited_s++) {
+		int run = pk_controller_run(ctl, 1000, &err);
+		if (run < 0) {
+			pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
+			goto out;
+		}
+		if (run > 0)
+			break;
+		struct timespec now = {0, 0};
+		int sig = sigtimedwait(&sigs, NULL, &now);
+		if (sig == SIGTERM || sig == SIGINT) {
+			pk_log_info("shutting down before the informers synced",
+			            PK_LOG_STR("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+			status = 0;
+			goto out;
+		}
+		if (waited_s % 30 == 0)
+			pk_log_warn("informers still listing; not ready until they are",
+			            PK_LOG_INT("seconds", waited_s));
 	}
 	pk_log_info("informers synced");
 	ld.ctl = ctl;

@@ -2,6 +2,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "count.h"
 #include "decide.h"
 #include "events.h"
+#include "jpack.h"
 #include "kube_informer.h"
 #include "log.h"
 #include "objects.h"
@@ -73,13 +75,15 @@ struct pk_controller {
 	atomic_int epoch;
 	atomic_int stopping;
 	atomic_int seen_epoch;
+	atomic_int trim_due; /* the queue's first drain after leadership starts gives memory back */
 	pthread_mutex_t load_mu; /* one worker reads the IPAddresses when leadership starts */
 	pthread_mutex_t mu;      /* held, states and their allocators */
 	struct pk_strmap *held;
 	struct pk_strmap *states;
 	struct pk_strmap *pool_names; /* pool key -> its one copy */
 	pthread_mutex_t seen_mu;
-	struct pk_strmap *seen; /* claim ns/name -> when it was first seen unbound */
+	struct pk_strmap *seen;   /* claim ns/name -> when it was first seen unbound */
+	struct pk_strmap *expect; /* claim ns/name -> struct expect (under seen_mu) */
 	/* metrics */
 	atomic_ullong allocations, releases, reconciles;
 	atomic_ullong failures_exhausted, failures_other, failures_not_ready;
@@ -102,11 +106,11 @@ static long long mono_ns(void)
 }
 
 /*
- * What the informers store of an object: the trimmed object (trim.h) as
- * compact JSON text, parsed again when a worker needs it (a trimmed claim
- * is about 700 bytes as text and 5 KB as a jansson tree), and for claims
- * what the scans over every claim filter on, so that a scan parses only
- * the claims it selects.
+ * What the informers store of an object: the trimmed object (trim.h),
+ * packed (jpack.h) and unpacked when a worker needs it (a trimmed claim is
+ * about 700 bytes as JSON text, 5 KB as a jansson tree), its
+ * resourceVersion's hash, and for claims what the scans over every claim
+ * filter on, so that a scan unpacks only the claims it selects.
  */
 #define KEPT_READY    1u
 #define KEPT_DELETING 2u
@@ -114,15 +118,17 @@ static long long mono_ns(void)
 struct kept {
 	uint64_t pool_hash;    /* claims: pk_strmap_hash of the pool key */
 	uint64_t cluster_hash; /* claims: of "<ns>/<cluster name>", 0 when none */
+	uint64_t rv_hash;      /* pk_strmap_hash of metadata.resourceVersion */
 	unsigned flags;
-	char text[];
+	size_t len;
+	unsigned char packed[]; /* the trimmed object (trim.h), packed (jpack.h) */
 };
 
 /* A new reference to the object an informer item holds, or NULL. */
 static json_t *kept_json(const void *item)
 {
 	const struct kept *k = item;
-	return k != NULL ? json_loads(k->text, 0, NULL) : NULL;
+	return k != NULL ? pk_jpack_decode(k->packed, k->len) : NULL;
 }
 
 static void visit_ref(void *ud, const char *key, const void *item)
@@ -270,7 +276,113 @@ static void seen_ready(struct pk_controller *c, const char *key)
 	atomic_fetch_add(&c->ready_sum_us, (unsigned long long)(ns / 1000));
 }
 
+/*
+ * ---- expectations: the cache has not caught up with our own writes yet ----
+ *
+ * A worker goes on from a write with the object the write returned (the
+ * finalizer, then the IPAddress, then Ready, in one pass), so the watch
+ * events of those writes reach the cache after the worker is done with the
+ * claim, and each queues the claim again. Until the cache holds the
+ * versions written, it would show the claim as it was before them, and a
+ * pass over it would write again (a conflict at best). So each write
+ * records the resourceVersion it produced; a pass waits while one is not
+ * seen yet; the informers' events clear them. A record that outlives
+ * EXPECT_MS (an event never seen: a relist skipped it) is dropped.
+ */
+#define EXPECT_MS 3000
+
+struct expect {
+	uint64_t claim_rv, address_rv; /* pk_strmap_hash of the resourceVersion; 0: none */
+	long long until_ns;
+};
+
+static uint64_t rv_hash_of(const json_t *obj)
+{
+	const char *rv = pk_kube_meta_str(obj, "resourceVersion");
+	return rv != NULL ? pk_strmap_hash(rv) : 0;
+}
+
+/* The write of the claim (or its IPAddress) `key` gave back obj. */
+static void expect_write(struct pk_controller *c, const char *key, bool address, const json_t *obj)
+{
+	uint64_t h = rv_hash_of(obj);
+	if (h == 0)
+		return;
+	pthread_mutex_lock(&c->seen_mu);
+	struct expect *x = pk_strmap_get(c->expect, key);
+	if (x == NULL && (x = calloc(1, sizeof(*x))) != NULL &&
+	    pk_strmap_put(c->expect, key, x, NULL) != PK_OK) {
+		free(x);
+		x = NULL;
+	}
+	if (x != NULL) {
+		*(address ? &x->address_rv : &x->claim_rv) = h;
+		x->until_ns = mono_ns() + EXPECT_MS * 1000000LL;
+	}
+	pthread_mutex_unlock(&c->seen_mu);
+}
+
+/* Under seen_mu: drops x when both halves are seen. */
+static void expect_settle(struct pk_controller *c, const char *key, struct expect *x)
+{
+	if (x->claim_rv == 0 && x->address_rv == 0)
+		free(pk_strmap_remove(c->expect, key));
+}
+
+/* An informer stored version rv_hash of the claim (or IPAddress) key; 0: it is gone. */
+static void expect_seen(struct pk_controller *c, const char *key, bool address, uint64_t rv_hash)
+{
+	pthread_mutex_lock(&c->seen_mu);
+	struct expect *x = pk_strmap_get(c->expect, key);
+	if (x != NULL) {
+		uint64_t *want = address ? &x->address_rv : &x->claim_rv;
+		if (rv_hash == 0 || *want == rv_hash)
+			*want = 0;
+		if (rv_hash == 0 && !address)
+			x->address_rv = 0; /* the claim is gone: nothing to wait for */
+		expect_settle(c, key, x);
+	}
+	pthread_mutex_unlock(&c->seen_mu);
+}
+
+/* Milliseconds a pass over the claim should wait for the cache to catch up with claim and
+ * address (both as the cache has them; NULL when not there); 0: go ahead. */
+static long expect_wait(struct pk_controller *c, const char *key, const json_t *claim,
+                        const json_t *address)
+{
+	long wait = 0;
+	pthread_mutex_lock(&c->seen_mu);
+	struct expect *x = pk_strmap_get(c->expect, key);
+	if (x != NULL) {
+		long long left = x->until_ns - mono_ns();
+		if (left <= 0 || claim == NULL) {
+			x->claim_rv = x->address_rv = 0;
+		} else {
+			if (x->claim_rv == rv_hash_of(claim))
+				x->claim_rv = 0;
+			if (address != NULL && x->address_rv == rv_hash_of(address))
+				x->address_rv = 0;
+			if (x->claim_rv != 0 || x->address_rv != 0)
+				wait = (long)(left / 1000000) + 1;
+		}
+		expect_settle(c, key, x);
+	}
+	pthread_mutex_unlock(&c->seen_mu);
+	return wait;
+}
+
 /* ---- informer callbacks: they only queue keys ---- */
+
+/*
+ * An informer's first list: its events queue nothing, since the first
+ * leadership queues every claim and pool anyway (leadership_ready), and
+ * 100,000 queued keys made while the objects are stored would leave the
+ * heap full of holes between them once the queue drains.
+ */
+static bool first_list(struct pk_kube_informer *inf)
+{
+	return pk_kube_informer_state(inf) == PK_KUBE_INFORMER_STARTING;
+}
 
 struct claim_scan {
 	struct pk_controller *c;
@@ -331,7 +443,9 @@ static void on_claim(void *ud, const char *key, const void *item)
 	key_split(key, buf, sizeof(buf), &ns, &name);
 	if (!(k->flags & (KEPT_READY | KEPT_DELETING)))
 		seen_mark(c, key);
-	queue_key(c, "c", ns, name, NULL, 0);
+	expect_seen(c, key, false, k->rv_hash);
+	if (!first_list(c->claims))
+		queue_key(c, "c", ns, name, NULL, 0);
 }
 
 static void on_claim_update(void *ud, const char *key, const void *old, const void *item)
@@ -348,24 +462,36 @@ static void on_claim_delete(void *ud, const char *key, const void *item)
 	(void)item;
 	key_split(key, buf, sizeof(buf), &ns, &name);
 	seen_forget(c, key);
+	expect_seen(c, key, false, 0);
 	queue_key(c, "c", ns, name, NULL, 0);
 }
 
 /* An IPAddress's events go to the claim named like it: one key, one worker at a time. */
-static void on_address(void *ud, const char *key, const void *item)
+static void address_event(struct pk_controller *c, const char *key, uint64_t rv_hash)
 {
-	struct pk_controller *c = ud;
 	char buf[KEY_MAX];
 	const char *ns, *name;
-	(void)item;
 	key_split(key, buf, sizeof(buf), &ns, &name);
-	queue_key(c, "c", ns, name, NULL, 0);
+	expect_seen(c, key, true, rv_hash);
+	if (!first_list(c->addresses))
+		queue_key(c, "c", ns, name, NULL, 0);
+}
+
+static void on_address(void *ud, const char *key, const void *item)
+{
+	address_event(ud, key, ((const struct kept *)item)->rv_hash);
 }
 
 static void on_address_update(void *ud, const char *key, const void *old, const void *item)
 {
 	(void)old;
 	on_address(ud, key, item);
+}
+
+static void on_address_delete(void *ud, const char *key, const void *item)
+{
+	(void)item;
+	address_event(ud, key, 0);
 }
 
 /* What of a pool makes its waiting claims worth another look (not its status). */
@@ -400,6 +526,8 @@ static void pool_event(struct pk_controller *c, const json_t *pool, const char *
 static void pool_item_event(struct pk_controller *c, const void *old_item, const void *item,
                             const char *kind)
 {
+	if (first_list(strcmp(kind, PK_POOL_KIND) == 0 ? c->pools : c->gpools))
+		return;
 	json_t *now = kept_json(item), *old = old_item != NULL ? kept_json(old_item) : NULL;
 	if (now != NULL)
 		pool_event(c, now, kind, old_item == NULL || old == NULL || pool_changed(old, now));
@@ -443,8 +571,10 @@ static void cluster_event(struct pk_controller *c, const char *key)
 
 static void on_cluster(void *ud, const char *key, const void *item)
 {
+	struct pk_controller *c = ud;
 	(void)item;
-	cluster_event(ud, key);
+	if (!first_list(c->clusters))
+		cluster_event(c, key);
 }
 
 /* Only a change of pause matters to the claims (not the Cluster's status). */
@@ -466,23 +596,59 @@ static void on_cluster_update(void *ud, const char *key, const void *old_item, c
 
 /* ---- held addresses and pool states (under c->mu) ---- */
 
-static void held_free(void *v)
+/* One copy of each pool key, shared by every held address of the pool, and how many
+ * addresses the record holds from the pool (a status write reads it, never the record). */
+struct pool_name {
+	size_t held;
+	char key[];
+};
+
+/* The pool_name whose key an interned pool_key is. */
+static struct pool_name *pool_name_of(const char *interned)
 {
-	free(v);
+	return (struct pool_name *)(uintptr_t)(interned - offsetof(struct pool_name, key));
 }
 
-/* Under c->mu: one copy of each pool key, shared by every held address of the pool. */
+/* Under c->mu: h now holds an address of the pool whose interned key is pool_key. */
+static void held_set_pool(struct held *h, const char *pool_key)
+{
+	if (h->pool_key != NULL)
+		pool_name_of(h->pool_key)->held--;
+	h->pool_key = pool_key;
+	pool_name_of(pool_key)->held++;
+}
+
+static void held_free(void *v)
+{
+	struct held *h = v;
+	if (h != NULL && h->pool_key != NULL)
+		pool_name_of(h->pool_key)->held--;
+	free(h);
+}
+
+/* Under c->mu: the pool key's one copy. */
 static const char *pool_name(struct pk_controller *c, const char *pool_key)
 {
-	char *p = pk_strmap_get(c->pool_names, pool_key);
+	struct pool_name *p = pk_strmap_get(c->pool_names, pool_key);
 	if (p != NULL)
-		return p;
-	if ((p = strdup(pool_key)) == NULL ||
-	    pk_strmap_put(c->pool_names, pool_key, p, NULL) != PK_OK) {
+		return p->key;
+	size_t n = strlen(pool_key);
+	if ((p = malloc(sizeof(*p) + n + 1)) == NULL)
+		return NULL;
+	p->held = 0;
+	memcpy(p->key, pool_key, n + 1);
+	if (pk_strmap_put(c->pool_names, pool_key, p, NULL) != PK_OK) {
 		free(p);
 		return NULL;
 	}
-	return p;
+	return p->key;
+}
+
+/* Under c->mu: how many addresses the record holds from the pool. */
+static size_t pool_held(struct pk_controller *c, const char *pool_key)
+{
+	const struct pool_name *p = pk_strmap_get(c->pool_names, pool_key);
+	return p != NULL ? p->held : 0;
 }
 
 static void state_clear(struct pool_state *s)
@@ -669,7 +835,7 @@ static bool held_record(struct pk_controller *c, const json_t *a)
 			return false;
 		}
 	}
-	h->pool_key = pool_copy;
+	held_set_pool(h, pool_copy);
 	h->addr = addr.v;
 	h->family = addr.family;
 	struct pool_state *s = state_find(c, pk);
@@ -726,7 +892,9 @@ static int load_held(struct pk_controller *c)
 	                        .version = c->claim_version,
 	                        .resource = "ipaddresses",
 	                        .namespace = c->namespace};
-	struct pk_kube_list_opts o = {0}; /* resourceVersion unset: a consistent read */
+	/* resourceVersion unset: a consistent read. Pages of 250: a page of whole IPAddresses
+	 * is about 11 KB each as parsed JSON, on top of everything the informers keep. */
+	struct pk_kube_list_opts o = {.limit = 250};
 	struct pk_kube_error e;
 	struct load_ctx l = {c, 0};
 	pthread_mutex_lock(&c->mu);
@@ -773,16 +941,19 @@ static int write_failed(const char *what, const char *key, const struct pk_kube_
 	return PK_ERR_INVALID;
 }
 
+/* A JSON patch; *out (when not NULL) is the object patched, or NULL when nothing was. */
 static int json_patch(struct pk_controller *c, const struct pk_kube_ref *r, json_t *patch,
-                      const char *what, const char *key)
+                      const char *what, const char *key, json_t **out)
 {
 	struct pk_kube_error e;
 	struct pk_kube_write_opts w = {.field_manager = MANAGER};
+	if (out != NULL)
+		*out = NULL;
 	if (patch == NULL)
 		return PK_OK;
 	enum pk_kube_reason rc =
 	    atomic_load(&c->leading)
-	        ? pk_kube_client_patch(c->client, r, PK_KUBE_PATCH_JSON, patch, &w, NULL, &e)
+	        ? pk_kube_client_patch(c->client, r, PK_KUBE_PATCH_JSON, patch, &w, out, &e)
 	        : pk_kube_error_set(&e, PK_KUBE_CANCELLED, 0, "not leading");
 	json_decref(patch);
 	if (rc == PK_KUBE_NOT_FOUND)
@@ -817,15 +988,18 @@ static int claim_status(struct pk_controller *c, const json_t *claim, const char
 	r.subresource = "status";
 	struct pk_kube_error e;
 	struct pk_kube_write_opts w = {.field_manager = MANAGER};
+	json_t *written = NULL;
 	enum pk_kube_reason rc =
 	    atomic_load(&c->leading)
-	        ? pk_kube_client_patch(c->client, &r, PK_KUBE_PATCH_MERGE, patch, &w, NULL, &e)
+	        ? pk_kube_client_patch(c->client, &r, PK_KUBE_PATCH_MERGE, patch, &w, &written, &e)
 	        : pk_kube_error_set(&e, PK_KUBE_CANCELLED, 0, "not leading");
 	json_decref(patch);
 	if (rc == PK_KUBE_NOT_FOUND)
 		return PK_OK;
 	if (rc != PK_KUBE_OK)
 		return write_failed("claim status", key, &e);
+	expect_write(c, key, false, written);
+	json_decref(written);
 	pk_log_info(ready ? "claim ready" : "claim not ready", PK_LOG_STR("claim", key),
 	            PK_LOG_STR("reason", reason), PK_LOG_STR("message", message));
 	if (ready)
@@ -1013,7 +1187,7 @@ static int take_address(struct pk_controller *c, struct pool_state *s, const cha
 				pk_log_debug("tentative address was not held");
 			return PK_ERR_NOMEM;
 		}
-		h->pool_key = pool_copy;
+		held_set_pool(h, pool_copy);
 		h->addr = t->v;
 		h->family = s->pool.family;
 		t->fresh = true;
@@ -1041,9 +1215,11 @@ static void untake_address(struct pk_controller *c, const char *key, const struc
 	held_free(h);
 }
 
+/* Allocates and creates the claim's IPAddress: *created is it, or NULL when none was. */
 static int allocate(struct pk_controller *c, const json_t *claim, const char *key,
-                    const json_t *pool, const char *kind, const char *pool_key)
+                    const json_t *pool, const char *kind, const char *pool_key, json_t **created)
 {
+	*created = NULL;
 	const char *ns = pk_kube_meta_str(claim, "namespace"),
 	           *name = pk_kube_meta_str(claim, "name");
 	const char *pool_ns = pk_kube_meta_str(pool, "namespace");
@@ -1086,11 +1262,12 @@ static int allocate(struct pk_controller *c, const json_t *claim, const char *ke
 		struct pk_kube_ref r = address_ref(c, ns, NULL);
 		struct pk_kube_write_opts w = {.field_manager = MANAGER};
 		k = atomic_load(&c->leading)
-		        ? pk_kube_client_create(c->client, &r, obj, &w, NULL, &e)
+		        ? pk_kube_client_create(c->client, &r, obj, &w, created, &e)
 		        : pk_kube_error_set(&e, PK_KUBE_CANCELLED, 0, "not leading");
 		json_decref(obj);
 	}
 	if (k == PK_KUBE_OK) {
+		expect_write(c, key, true, *created);
 		if (t.fresh)
 			atomic_fetch_add(&c->allocations, 1);
 		pk_log_info("address allocated", PK_LOG_STR("claim", key),
@@ -1137,6 +1314,14 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 	snprintf(key, sizeof(key), "%s/%s", ns, name);
 	json_t *claim = cached(c->claims, ns, name);
 	json_t *address = cached(c->addresses, ns, name);
+	long wait = expect_wait(c, key, claim, address);
+	if (wait > 0) {
+		/* The cache is behind our own writes: their events queue the claim again. */
+		queue_key(c, "c", ns, name, NULL, wait);
+		json_decref(claim);
+		json_decref(address);
+		return PK_OK;
+	}
 	json_t *pool = NULL, *cluster = NULL;
 	int rc = PK_OK;
 	bool held = false, recorded = false;
@@ -1163,85 +1348,109 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 	const char *cname = pk_claim_cluster_name(claim);
 	if (cname != NULL && c->clusters != NULL)
 		cluster = cached(c->clusters, ns, cname);
-	struct pk_claim_facts f;
-	pk_claim_facts_from(claim, pool, cname != NULL && c->clusters != NULL, cluster, address,
-	                    &f);
-	char pk[KEY_MAX];
-	if (f.pool == PK_POOL_ACTIVE &&
-	    pool_key_of(json_object_get(json_object_get(claim, "spec"), "poolRef"), ns, pk,
-	                sizeof(pk))) {
-		pthread_mutex_lock(&c->mu);
-		struct pool_state *s = pool_state(c, pk, pool);
-		bool valid = s != NULL && s->valid;
-		pthread_mutex_unlock(&c->mu);
-		if (s == NULL) {
-			rc = PK_ERR_NOMEM;
-			goto out;
-		}
-		if (!valid)
-			f.pool = PK_POOL_INVALID;
-	}
-	struct pk_claim_decision d;
-	pk_decide_claim(&f, &d);
-	pk_log_debug("reconcile", PK_LOG_STR("claim", key),
-	             PK_LOG_STR("action", pk_claim_action_name(d.action)),
-	             PK_LOG_STR("reason", d.reason));
-	struct pk_kube_ref r;
-	switch (d.action) {
-	case PK_ACT_NONE:
-	case PK_ACT_WAIT:
-		break;
-	case PK_ACT_ADD_FINALIZER:
-		r = claim_ref(c, ns, name);
-		rc = json_patch(c, &r, pk_objects_finalizer_add_patch(claim, PK_CLAIM_FINALIZER),
-		                "add claim finalizer", key);
-		break;
-	case PK_ACT_NOT_READY:
-		if (strcmp(d.reason, "PoolNotReady") == 0 && !claim_ready(claim))
-			atomic_fetch_add(&c->failures_not_ready, 1);
-		rc = claim_status(c, claim, key, NULL, false, d.reason, d.message);
-		break;
-	case PK_ACT_ALLOCATE:
-		rc = allocate(c, claim, key, pool, kind, pk);
-		break;
-	case PK_ACT_SET_READY:
-		rc = set_ready(c, claim, key, address);
-		break;
-	case PK_ACT_UNPROTECT_ADDRESS:
-		r = address_ref(c, ns, name);
-		rc = json_patch(c, &r,
-		                pk_objects_finalizer_remove_patch(address, PK_ADDRESS_FINALIZER),
-		                "remove IPAddress finalizer", key);
-		break;
-	case PK_ACT_DELETE_ADDRESS: {
-		r = address_ref(c, ns, name);
-		struct pk_kube_delete_opts del = {.uid = pk_kube_meta_str(address, "uid")};
-		struct pk_kube_error e;
-		enum pk_kube_reason k =
-		    atomic_load(&c->leading)
-		        ? pk_kube_client_delete(c->client, &r, &del, NULL, &e)
-		        : pk_kube_error_set(&e, PK_KUBE_CANCELLED, 0, "not leading");
-		if (k != PK_KUBE_OK && k != PK_KUBE_NOT_FOUND)
-			rc = write_failed("delete IPAddress", key, &e);
-		break;
-	}
-	case PK_ACT_RELEASE: {
-		/* A foreign IPAddress named like the claim is not the claim's to release. */
-		if (!f.delete_for_move && f.address != PK_ADDRESS_FOREIGN && held) {
-			bool gone = false;
-			if ((rc = release_if_gone(c, ns, name, key, claim, &gone)) != PK_OK)
-				break;
-			if (!gone) {
-				/* The cache lags: its DELETED event brings the claim back. */
-				queue_key(c, "c", ns, name, NULL, 1000);
-				break;
+	/* One pass goes from a new claim to Ready: each write's answer is the next step's input. */
+	for (int step = 0; step < 3; step++) {
+		struct pk_claim_facts f;
+		pk_claim_facts_from(claim, pool, cname != NULL && c->clusters != NULL, cluster,
+		                    address, &f);
+		char pk[KEY_MAX];
+		if (f.pool == PK_POOL_ACTIVE &&
+		    pool_key_of(json_object_get(json_object_get(claim, "spec"), "poolRef"), ns, pk,
+		                sizeof(pk))) {
+			pthread_mutex_lock(&c->mu);
+			struct pool_state *s = pool_state(c, pk, pool);
+			bool valid = s != NULL && s->valid;
+			pthread_mutex_unlock(&c->mu);
+			if (s == NULL) {
+				rc = PK_ERR_NOMEM;
+				goto out;
 			}
+			if (!valid)
+				f.pool = PK_POOL_INVALID;
 		}
-		r = claim_ref(c, ns, name);
-		rc = json_patch(c, &r, pk_objects_finalizer_remove_patch(claim, PK_CLAIM_FINALIZER),
-		                "remove claim finalizer", key);
+		struct pk_claim_decision d;
+		pk_decide_claim(&f, &d);
+		pk_log_debug("reconcile", PK_LOG_STR("claim", key),
+		             PK_LOG_STR("action", pk_claim_action_name(d.action)),
+		             PK_LOG_STR("reason", d.reason));
+		struct pk_kube_ref r;
+		switch (d.action) {
+		case PK_ACT_NONE:
+		case PK_ACT_WAIT:
+			break;
+		case PK_ACT_ADD_FINALIZER: {
+			json_t *now = NULL;
+			r = claim_ref(c, ns, name);
+			rc = json_patch(c, &r,
+			                pk_objects_finalizer_add_patch(claim, PK_CLAIM_FINALIZER),
+			                "add claim finalizer", key, &now);
+			if (rc == PK_OK && now != NULL) {
+				/* Go on with the claim as written: its next step does not wait for
+				 * the watch to bring it back. */
+				expect_write(c, key, false, now);
+				json_decref(claim);
+				claim = now;
+				continue;
+			}
+			break;
+		}
+		case PK_ACT_NOT_READY:
+			if (strcmp(d.reason, "PoolNotReady") == 0 && !claim_ready(claim))
+				atomic_fetch_add(&c->failures_not_ready, 1);
+			rc = claim_status(c, claim, key, NULL, false, d.reason, d.message);
+			break;
+		case PK_ACT_ALLOCATE: {
+			json_t *made = NULL;
+			rc = allocate(c, claim, key, pool, kind, pk, &made);
+			if (rc == PK_OK && made != NULL) {
+				json_decref(address);
+				address = made;
+				held = true;
+				continue; /* Ready next, with the IPAddress as created */
+			}
+			break;
+		}
+		case PK_ACT_SET_READY:
+			rc = set_ready(c, claim, key, address);
+			break;
+		case PK_ACT_UNPROTECT_ADDRESS:
+			r = address_ref(c, ns, name);
+			rc = json_patch(
+			    c, &r, pk_objects_finalizer_remove_patch(address, PK_ADDRESS_FINALIZER),
+			    "remove IPAddress finalizer", key, NULL);
+			break;
+		case PK_ACT_DELETE_ADDRESS: {
+			r = address_ref(c, ns, name);
+			struct pk_kube_delete_opts del = {.uid = pk_kube_meta_str(address, "uid")};
+			struct pk_kube_error e;
+			enum pk_kube_reason k =
+			    atomic_load(&c->leading)
+			        ? pk_kube_client_delete(c->client, &r, &del, NULL, &e)
+			        : pk_kube_error_set(&e, PK_KUBE_CANCELLED, 0, "not leading");
+			if (k != PK_KUBE_OK && k != PK_KUBE_NOT_FOUND)
+				rc = write_failed("delete IPAddress", key, &e);
+			break;
+		}
+		case PK_ACT_RELEASE: {
+			/* A foreign IPAddress named like the claim is not its to release. */
+			if (!f.delete_for_move && f.address != PK_ADDRESS_FOREIGN && held) {
+				bool gone = false;
+				if ((rc = release_if_gone(c, ns, name, key, claim, &gone)) != PK_OK)
+					break;
+				if (!gone) {
+					/* The cache lags: its DELETED event queues the claim. */
+					queue_key(c, "c", ns, name, NULL, 1000);
+					break;
+				}
+			}
+			r = claim_ref(c, ns, name);
+			rc = json_patch(
+			    c, &r, pk_objects_finalizer_remove_patch(claim, PK_CLAIM_FINALIZER),
+			    "remove claim finalizer", key, NULL);
+			break;
+		}
+		}
 		break;
-	}
 	}
 out:
 	json_decref(claim);
@@ -1252,20 +1461,6 @@ out:
 }
 
 /* ---- the pool reconciler: status and finalizer ---- */
-
-struct holding_count {
-	const char *pool_key;
-	size_t n;
-};
-
-static void count_holding(void *ud, const char *key, void *value)
-{
-	struct holding_count *hc = ud;
-	const struct held *h = value;
-	(void)key;
-	if (strcmp(h->pool_key, hc->pool_key) == 0)
-		hc->n++;
-}
 
 struct quarantine_out {
 	json_t *list;
@@ -1303,9 +1498,9 @@ static int reconcile_pool(struct pk_controller *c, const char *kind, const char 
 
 	pthread_mutex_lock(&c->mu);
 	struct pool_state *s = pool_state(c, pk, pool);
-	struct holding_count hc = {pk, 0};
+	size_t holding = 0;
 	if (s != NULL) {
-		pk_strmap_foreach(c->held, count_holding, &hc);
+		holding = pool_held(c, pk);
 		cond.generation = s->generation;
 		if (!s->valid) {
 			cond.status = false;
@@ -1369,12 +1564,12 @@ static int reconcile_pool(struct pk_controller *c, const char *kind, const char 
 	                        .namespace = global ? NULL : ns,
 	                        .name = name};
 	/* A finalizer on the pool while addresses from it exist. */
-	if (hc.n > 0)
+	if (holding > 0)
 		rc = json_patch(c, &r, pk_objects_finalizer_add_patch(pool, POOL_FINALIZER),
-		                "add pool finalizer", pk);
+		                "add pool finalizer", pk, NULL);
 	else
 		rc = json_patch(c, &r, pk_objects_finalizer_remove_patch(pool, POOL_FINALIZER),
-		                "remove pool finalizer", pk);
+		                "remove pool finalizer", pk, NULL);
 	if (rc != PK_OK)
 		goto out;
 	json_t *patch = pk_objects_pool_status_patch(pool, &n, &cond, quarantine, wall_now());
@@ -1489,6 +1684,7 @@ static bool leadership_ready(struct pk_controller *c)
 			pk_kube_informer_foreach(c->claims, queue_everything, c);
 			queue_pools(c, c->pools, PK_POOL_KIND);
 			queue_pools(c, c->gpools, PK_GLOBAL_POOL_KIND);
+			atomic_store(&c->trim_due, 1);
 		}
 	}
 	pthread_mutex_unlock(&c->load_mu);
@@ -1516,8 +1712,12 @@ static void *worker_main(void *arg)
 		int got = pk_queue_get(c->queue, 500, &key);
 		if (got < 0)
 			break;
-		if (got == 0)
+		if (got == 0) {
+			/* Idle: the keys queued at leadership are done; their memory goes back. */
+			if (atomic_exchange(&c->trim_due, 0))
+				malloc_trim(0);
 			continue;
+		}
 		if (process(c, key) == PK_OK) {
 			pk_queue_forget(c->queue, key);
 		} else {
@@ -1537,22 +1737,28 @@ static char *dup_or_null(const char *s)
 	return s != NULL && *s != '\0' ? strdup(s) : NULL;
 }
 
-/* The informers keep only what the controller reads of each object (trim.h), as text. */
+/* The informers keep only what the controller reads of each object (trim.h), packed
+ * (jpack.h): a quarter of its JSON text. */
 static void *keep(json_t *trimmed, uint64_t pool_hash, uint64_t cluster_hash, unsigned flags)
 {
-	char *text = trimmed != NULL ? json_dumps(trimmed, JSON_COMPACT) : NULL;
+	const char *rv = pk_kube_meta_str(trimmed, "resourceVersion");
+	uint64_t rv_hash = pk_strmap_hash(rv != NULL ? rv : "");
+	unsigned char *packed = NULL;
+	size_t n = 0;
+	int rc = trimmed != NULL ? pk_jpack_encode(trimmed, &packed, &n) : PK_ERR_NOMEM;
 	json_decref(trimmed);
-	if (text == NULL)
+	if (rc != PK_OK)
 		return NULL;
-	size_t n = strlen(text);
-	struct kept *k = malloc(sizeof(*k) + n + 1);
+	struct kept *k = malloc(sizeof(*k) + n);
 	if (k != NULL) {
 		k->pool_hash = pool_hash;
 		k->cluster_hash = cluster_hash;
+		k->rv_hash = rv_hash;
 		k->flags = flags;
-		memcpy(k->text, text, n + 1);
+		k->len = n;
+		memcpy(k->packed, packed, n);
 	}
-	free(text);
+	free(packed);
 	return k;
 }
 
@@ -1610,9 +1816,10 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	c->held = pk_strmap_new();
 	c->states = pk_strmap_new();
 	c->seen = pk_strmap_new();
+	c->expect = pk_strmap_new();
 	c->pool_names = pk_strmap_new();
 	if (c->claim_version == NULL || c->queue == NULL || c->held == NULL || c->states == NULL ||
-	    c->seen == NULL || c->pool_names == NULL) {
+	    c->seen == NULL || c->expect == NULL || c->pool_names == NULL) {
 		pk_controller_free(c);
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
@@ -1642,7 +1849,7 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	     "ipaddresses",
 	     true,
 	     keep_address,
-	     {on_address, on_address_update, on_address, NULL, c}},
+	     {on_address, on_address_update, on_address_delete, NULL, c}},
 	    {&c->pools,
 	     PK_POOL_GROUP,
 	     POOL_VERSION,
@@ -1698,23 +1905,30 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 		(c)->claims, (c)->addresses, (c)->pools, (c)->gpools, (c)->clusters \
 	}
 
-int pk_controller_start(struct pk_controller *c, long timeout_ms, struct pk_err *err)
+int pk_controller_start(struct pk_controller *c, struct pk_err *err)
 {
 	struct pk_kube_informer *all[5] = INFORMERS(c);
 	for (size_t i = 0; i < 5; i++)
 		if (all[i] != NULL && pk_kube_informer_start(all[i], err) != PK_OK)
 			return PK_ERR_INVALID;
+	return PK_OK;
+}
+
+int pk_controller_run(struct pk_controller *c, long timeout_ms, struct pk_err *err)
+{
+	if (c->started > 0)
+		return 1;
+	struct pk_kube_informer *all[5] = INFORMERS(c);
 	for (size_t i = 0; i < 5; i++)
 		if (all[i] != NULL && !pk_kube_informer_wait_synced(all[i], timeout_ms))
-			return pk_err_set(err, PK_ERR_INVALID,
-			                  "the informers did not sync within %ld ms", timeout_ms);
+			return 0;
 	/* The lists' pages are freed: hand that memory back. */
 	malloc_trim(0);
 	for (; c->started < c->nworkers; c->started++)
 		if (pthread_create(&c->workers[c->started], NULL, worker_main, c) != 0)
 			return pk_err_set(err, PK_ERR_NOMEM, "cannot start worker thread %u",
 			                  c->started + 1);
-	return PK_OK;
+	return 1;
 }
 
 void pk_controller_set_leading(struct pk_controller *c, bool leading)
@@ -1741,10 +1955,12 @@ void pk_controller_stop(struct pk_controller *c)
 	pk_queue_shutdown(c->queue);
 	for (; c->started > 0; c->started--)
 		pthread_join(c->workers[c->started - 1], NULL);
+	/* All at once: each waits up to about a second for its request in flight. */
 	struct pk_kube_informer *all[5] = INFORMERS(c);
 	for (size_t i = 0; i < 5; i++)
-		if (all[i] != NULL)
-			pk_kube_informer_stop(all[i]);
+		pk_kube_informer_stop_begin(all[i]);
+	for (size_t i = 0; i < 5; i++)
+		pk_kube_informer_stop(all[i]);
 }
 
 void pk_controller_free(struct pk_controller *c)
@@ -1761,6 +1977,7 @@ void pk_controller_free(struct pk_controller *c)
 	pk_strmap_free(c->held, held_free);
 	pk_strmap_free(c->states, state_free);
 	pk_strmap_free(c->seen, free);
+	pk_strmap_free(c->expect, free);
 	pk_strmap_free(c->pool_names, free);
 	pk_queue_free(c->queue);
 	pthread_mutex_destroy(&c->mu);

@@ -51,8 +51,13 @@ struct pk_controller_opts {
 PK_MUST_CHECK int pk_controller_new(const struct pk_controller_opts *opts,
                                     struct pk_controller **out, struct pk_err *err);
 
-/* Starts the informers and the worker; waits up to timeout_ms for the first lists. */
-PK_MUST_CHECK int pk_controller_start(struct pk_controller *c, long timeout_ms, struct pk_err *err);
+/* Starts the informers; their first lists run in the background. */
+PK_MUST_CHECK int pk_controller_start(struct pk_controller *c, struct pk_err *err);
+
+/* Waits up to timeout_ms for every informer's first list; once they are all in, starts
+ * the workers (once). 1: running; 0: still listing (call again); < 0: the workers could
+ * not start. */
+PK_MUST_CHECK int pk_controller_run(struct pk_controller *c, long timeout_ms, struct pk_err *err);
 
 /* The leader alone allocates; false stops writes at once (the key in progress ends early). */
 void pk_controller_set_leading(struct pk_controller *c, bool leading);
