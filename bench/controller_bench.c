@@ -423,12 +423,21 @@ static struct pk_kube_informer *watch_claims(void)
 	return inf;
 }
 
+/* When the first claim and half the claims (of those not Ready at the start) became Ready. */
+static double first_ready_s, half_ready_s;
+
 /* Waits until n claims are Ready; the time they were seen, or < 0 on timeout. */
-static double wait_ready(double t0)
+static double wait_ready(double t0, long had)
 {
 	double next_report = now_s() + 10;
-	while (atomic_load(&ready_count) < count) {
+	first_ready_s = half_ready_s = -1;
+	long ready;
+	while ((ready = atomic_load(&ready_count)) < count) {
 		double t = now_s();
+		if (first_ready_s < 0 && ready > had)
+			first_ready_s = t - t0;
+		if (half_ready_s < 0 && ready - had >= (count - had + 1) / 2)
+			half_ready_s = t - t0;
 		if (t - t0 > (double)timeout_s)
 			return -1;
 		if (t >= next_report) {
@@ -438,7 +447,12 @@ static double wait_ready(double t0)
 		}
 		sleep_ms(5);
 	}
-	return now_s();
+	double t = now_s();
+	if (first_ready_s < 0)
+		first_ready_s = t - t0;
+	if (half_ready_s < 0)
+		half_ready_s = t - t0;
+	return t;
 }
 
 /* ---- the controller's process: CPU seconds and memory from /proc ---- */
@@ -515,7 +529,7 @@ static int cmd_wait(bool unpause, long pid)
 	double t0 = now_s();
 	if (unpause)
 		unpause_pool();
-	double t1 = wait_ready(t0);
+	double t1 = wait_ready(t0, had);
 	bool alive = pid > 0 && proc_sample(pid, &p1);
 	pk_kube_informer_free(inf);
 	if (t1 < 0) {
@@ -524,16 +538,18 @@ static int cmd_wait(bool unpause, long pid)
 		return 1;
 	}
 	double s = t1 - t0;
-	printf("%ld claims Ready in %.2f s (%.1f claims/s; %ld were Ready at the start)\n", count,
-	       s, (double)count / s, had);
+	printf("%ld claims Ready in %.2f s (%.1f claims/s; %ld were Ready at the start); "
+	       "the first after %.2f s, half after %.2f s\n",
+	       count, s, (double)count / s, had, first_ready_s, half_ready_s);
 	if (alive)
 		printf("controller pid %ld: %.2f CPU seconds in that time (%.2f in all), "
 		       "peak RSS %.1f MiB, RSS now %.1f MiB\n",
 		       pid, p1.cpu_s - p0.cpu_s, p1.cpu_s, (double)p1.hwm_kib / 1024.0,
 		       (double)p1.rss_kib / 1024.0);
 	printf("RESULT mode=controller claims=%ld seconds=%.3f per_s=%.1f cpu_s=%.2f "
-	       "total_cpu_s=%.2f hwm_kib=%ld rss_kib=%ld\n",
-	       count, s, (double)count / s, p1.cpu_s - p0.cpu_s, p1.cpu_s, p1.hwm_kib, p1.rss_kib);
+	       "total_cpu_s=%.2f hwm_kib=%ld rss_kib=%ld first_s=%.3f half_s=%.3f\n",
+	       count, s, (double)count / s, p1.cpu_s - p0.cpu_s, p1.cpu_s, p1.hwm_kib, p1.rss_kib,
+	       first_ready_s, half_ready_s);
 	return 0;
 }
 
@@ -660,7 +676,7 @@ static int cmd_baseline(bool by_phase)
 		parallel_for(workers, count, baseline_claim, &b, NULL);
 	}
 	double t1 = now_s();
-	double t2 = wait_ready(t0);
+	double t2 = wait_ready(t0, 0);
 	pk_kube_informer_free(inf);
 	json_decref(list);
 	json_decref(pool);

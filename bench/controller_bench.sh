@@ -17,7 +17,7 @@
 # Prints figures and the ratio controller/baseline; never fails on figures.
 #
 #   bench/controller_bench.sh BUILD_DIR [-n "1000 10000"] [-w WORKERS] [-r REPEATS] [-o ORDER]
-#                             [-a ADDRESSES] [-k] [-c CONTROLLER]
+#                             [-a ADDRESSES] [-k] [-c CONTROLLER] [-b OTHER]
 #
 #   -n   claim counts (default "1000 10000")
 #   -w   workers for the controller (--workers) and the baseline (default 1)
@@ -29,6 +29,8 @@
 #   -k   leave the memory figure's namespace (pkb-mem) in place: for a plane
 #        that is taken down next, since deleting 100,000 objects takes minutes
 #   -c   controller binary (default BUILD_DIR/bin/poolkeeper-controller)
+#   -b   another controller binary (an earlier build, say) whose memory is
+#        measured on the same IPAddresses, before -c's, for a side-by-side figure
 set -euo pipefail
 build=$(cd "$1" && pwd)
 shift
@@ -39,21 +41,23 @@ order=phase
 keep_last=0
 addresses=100000
 controller=$build/bin/poolkeeper-controller
-while getopts "n:w:a:c:r:o:k" opt; do
+other=
+while getopts "n:w:a:c:b:r:o:k" opt; do
   case $opt in
     n) counts=$OPTARG ;;
     w) workers=$OPTARG ;;
     a) addresses=$OPTARG ;;
     c) controller=$OPTARG ;;
+    b) other=$OPTARG ;;
     r) repeats=$OPTARG ;;
     o) order=$OPTARG ;;
     k) keep_last=1 ;;
-    *) echo "usage: $0 BUILD_DIR [-n COUNTS] [-w WORKERS] [-r REPEATS] [-o ORDER] [-a ADDRESSES] [-k] [-c CONTROLLER]" >&2; exit 2 ;;
+    *) echo "usage: $0 BUILD_DIR [-n COUNTS] [-w WORKERS] [-r REPEATS] [-o ORDER] [-a ADDRESSES] [-k] [-c CONTROLLER] [-b OTHER]" >&2; exit 2 ;;
   esac
 done
 bench=$build/bench/pk_controller_bench
 : "${KUBECONFIG:?set KUBECONFIG to the plane (eval \"\$(e2e/cluster env)\")}"
-for f in "$bench" "$controller"; do
+for f in "$bench" "$controller" ${other:+"$other"}; do
   [[ -x $f ]] || { echo "controller_bench: $f is not built" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -227,17 +231,22 @@ if ((addresses > 0)); then
   echo
   echo "== controller memory: $addresses IPAddresses from one IPPool in the cache, load $(load)"
   "$bench" addresses --namespace "$nsm" -n "$addresses" | tee "$tmp/mem.out"
-  t0=$(date +%s.%N)
-  start_controller "$tmp/controller.log"
-  if wait_idle 1 3600 "pool allocator built"; then
-    t1=$(date +%s.%N)
-    awk -v t="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" -v n="$addresses" \
-      '/^VmHWM/ {h = $2} /^VmRSS/ {r = $2}
-       END {printf "controller idle with %d IPAddresses after %.1f s: RSS %.1f MiB, peak RSS %.1f MiB\n", n, t, r / 1024, h / 1024}' \
-      "/proc/$cpid/status"
-    awk -v hz="$(getconf CLK_TCK)" '{printf "controller CPU seconds to get there: %.2f\n", ($14 + $15) / hz}' "/proc/$cpid/stat"
-  fi
-  grep -m1 'pool allocator built' "$tmp/controller.log" || true
-  stop_controller
+  mine=$controller
+  for controller in ${other:+"$other"} "$mine"; do
+    echo "-- $controller"
+    t0=$(date +%s.%N)
+    start_controller "$tmp/controller.log"
+    if wait_idle 1 3600 "pool allocator built"; then
+      t1=$(date +%s.%N)
+      awk -v t="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" -v n="$addresses" \
+        '/^VmHWM/ {h = $2} /^VmRSS/ {r = $2}
+         END {printf "controller idle with %d IPAddresses after %.1f s: RSS %.1f MiB, peak RSS %.1f MiB\n", n, t, r / 1024, h / 1024}' \
+        "/proc/$cpid/status"
+      awk -v hz="$(getconf CLK_TCK)" '{printf "controller CPU seconds to get there: %.2f\n", ($14 + $15) / hz}' "/proc/$cpid/stat"
+    fi
+    grep -m1 'pool allocator built' "$tmp/controller.log" || true
+    stop_controller
+  done
+  controller=$mine
   ((keep_last)) || "$bench" cleanup --namespace "$nsm"
 fi

@@ -316,8 +316,8 @@ static bool time_pack(const char *s, size_t n, uint64_t *t)
 static bool ip_pack(const char *s, size_t n, int af, unsigned char *bytes)
 {
 	char text[INET6_ADDRSTRLEN], back[INET6_ADDRSTRLEN];
-	if (n < 2 || n >= sizeof(text))
-		return false;
+	if (n < 2 || n >= sizeof(text) || memchr(s, '\0', n) != NULL)
+		return false; /* "10.0.0.1\0x" is not an address */
 	memcpy(text, s, n);
 	text[n] = '\0';
 	return inet_pton(af, text, bytes) == 1 &&

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "flags.h"
@@ -466,7 +467,9 @@ int main(int argc, char **argv)
 	}
 	/* However long the first lists take (100,000 objects on a busy API server may take
 	 * minutes): /readyz answers 503 meanwhile, and a signal still ends the process. */
-	for (long waited_s = 1;; waited_s++) {
+	struct timespec began;
+	clock_gettime(CLOCK_MONOTONIC, &began);
+	for (long noted_s = 0;;) {
 		int run = pk_controller_run(ctl, 1000, &err);
 		if (run < 0) {
 			pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
@@ -482,9 +485,18 @@ int main(int argc, char **argv)
 			status = 0;
 			goto out;
 		}
-		if (waited_s % 30 == 0)
-			pk_log_warn("informers still listing; not ready until they are",
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long waited_s = (long)(t.tv_sec - began.tv_sec);
+		if (waited_s >= noted_s + 30) {
+			char which[128];
+			pk_controller_listing(ctl, which, sizeof(which));
+			pk_log_warn("informers still listing (is the CRD installed, may this "
+			            "identity list and watch it?); not ready until they are",
+			            PK_LOG_STR("resources", which),
 			            PK_LOG_INT("seconds", waited_s));
+			noted_s = waited_s;
+		}
 	}
 	pk_log_info("informers synced");
 	ld.ctl = ctl;

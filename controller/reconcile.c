@@ -1256,14 +1256,15 @@ static int allocate(struct pk_controller *c, const json_t *claim, const char *ke
 	json_t *obj = pk_objects_ipaddress(claim, &spec);
 	enum pk_kube_reason k;
 	struct pk_kube_error e;
+	bool sent = false;
 	if (obj == NULL) {
 		k = pk_kube_error_set(&e, PK_KUBE_NOMEM, 0, "out of memory");
 	} else {
 		struct pk_kube_ref r = address_ref(c, ns, NULL);
 		struct pk_kube_write_opts w = {.field_manager = MANAGER};
-		k = atomic_load(&c->leading)
-		        ? pk_kube_client_create(c->client, &r, obj, &w, created, &e)
-		        : pk_kube_error_set(&e, PK_KUBE_CANCELLED, 0, "not leading");
+		sent = atomic_load(&c->leading);
+		k = sent ? pk_kube_client_create(c->client, &r, obj, &w, created, &e)
+		         : pk_kube_error_set(&e, PK_KUBE_CANCELLED, 0, "not leading");
 		json_decref(obj);
 	}
 	if (k == PK_KUBE_OK) {
@@ -1277,10 +1278,15 @@ static int allocate(struct pk_controller *c, const json_t *claim, const char *ke
 		pool_sync_later(c, pool_key);
 		return PK_OK;
 	}
-	/* Not created: the tentative address goes back at once. */
-	pthread_mutex_lock(&c->mu);
-	untake_address(c, key, &t);
-	pthread_mutex_unlock(&c->mu);
+	/* Not created: the tentative address goes back at once. Perhaps created (no answer, a
+	 * 5xx, or a 2xx whose body was unusable): it stays held by the claim, whose next pass
+	 * creates the same IPAddress again, or adopts it (AlreadyExists). */
+	bool unknown = sent && (e.code == 0 || e.code >= 500 || (e.code >= 200 && e.code < 300));
+	if (!unknown) {
+		pthread_mutex_lock(&c->mu);
+		untake_address(c, key, &t);
+		pthread_mutex_unlock(&c->mu);
+	}
 	if (k == PK_KUBE_ALREADY_EXISTS) {
 		/* Adopted on the next pass, from the IPAddress's watch event. */
 		pk_log_info("IPAddress exists: adopting", PK_LOG_STR("claim", key));
@@ -1322,7 +1328,8 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 		json_decref(address);
 		return PK_OK;
 	}
-	json_t *pool = NULL, *cluster = NULL;
+	json_t *pool = NULL, *cluster = NULL, *retired[3] = {NULL, NULL, NULL};
+	size_t nretired = 0;
 	int rc = PK_OK;
 	bool held = false, recorded = false;
 	const char *recorded_pool = NULL;
@@ -1348,7 +1355,8 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 	const char *cname = pk_claim_cluster_name(claim);
 	if (cname != NULL && c->clusters != NULL)
 		cluster = cached(c->clusters, ns, cname);
-	/* One pass goes from a new claim to Ready: each write's answer is the next step's input. */
+	/* One pass goes from a new claim to Ready: each write's answer is the next step's input.
+	 * What it replaces stays alive until the pass ends (retired). */
 	for (int step = 0; step < 3; step++) {
 		struct pk_claim_facts f;
 		pk_claim_facts_from(claim, pool, cname != NULL && c->clusters != NULL, cluster,
@@ -1388,7 +1396,7 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 				/* Go on with the claim as written: its next step does not wait for
 				 * the watch to bring it back. */
 				expect_write(c, key, false, now);
-				json_decref(claim);
+				retired[nretired++] = claim; /* kind and cname point into it */
 				claim = now;
 				continue;
 			}
@@ -1403,7 +1411,7 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 			json_t *made = NULL;
 			rc = allocate(c, claim, key, pool, kind, pk, &made);
 			if (rc == PK_OK && made != NULL) {
-				json_decref(address);
+				retired[nretired++] = address;
 				address = made;
 				held = true;
 				continue; /* Ready next, with the IPAddress as created */
@@ -1457,6 +1465,8 @@ out:
 	json_decref(pool);
 	json_decref(cluster);
 	json_decref(address);
+	for (size_t i = 0; i < nretired; i++)
+		json_decref(retired[i]);
 	return rc;
 }
 
@@ -1912,6 +1922,24 @@ int pk_controller_start(struct pk_controller *c, struct pk_err *err)
 		if (all[i] != NULL && pk_kube_informer_start(all[i], err) != PK_OK)
 			return PK_ERR_INVALID;
 	return PK_OK;
+}
+
+void pk_controller_listing(struct pk_controller *c, char *buf, size_t len)
+{
+	static const char *const names[5] = {"ipaddressclaims", "ipaddresses", "ippools",
+	                                     "globalippools", "clusters"};
+	struct pk_kube_informer *all[5] = INFORMERS(c);
+	size_t used = 0;
+	if (len > 0)
+		buf[0] = '\0';
+	for (size_t i = 0; i < 5 && used < len; i++) {
+		if (all[i] == NULL || pk_kube_informer_synced(all[i]))
+			continue;
+		int n = snprintf(buf + used, len - used, "%s%s", used > 0 ? "," : "", names[i]);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
 }
 
 int pk_controller_run(struct pk_controller *c, long timeout_ms, struct pk_err *err)

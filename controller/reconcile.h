@@ -59,6 +59,9 @@ PK_MUST_CHECK int pk_controller_start(struct pk_controller *c, struct pk_err *er
  * not start. */
 PK_MUST_CHECK int pk_controller_run(struct pk_controller *c, long timeout_ms, struct pk_err *err);
 
+/* The resources whose informers have not listed yet, comma-separated ("" when none). */
+void pk_controller_listing(struct pk_controller *c, char *buf, size_t len);
+
 /* The leader alone allocates; false stops writes at once (the key in progress ends early). */
 void pk_controller_set_leading(struct pk_controller *c, bool leading);
 

@@ -94,10 +94,16 @@ static void test_scalars(void **state)
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
 		(void)round_trip_text(values[i]);
 	/* a string with a NUL inside (jansson allows it in values) */
-	json_t *nul = json_stringn("a\0b", 3);
-	assert_non_null(nul);
-	(void)round_trip(nul);
-	json_decref(nul);
+	const struct {
+		const char *s;
+		size_t n;
+	} nuls[] = {{"a\0b", 3}, {"10.0.0.1\0005", 10}, {"fe80::1\0:", 9}, {"48213\0", 6}};
+	for (size_t i = 0; i < sizeof(nuls) / sizeof(nuls[0]); i++) {
+		json_t *nul = json_stringn(nuls[i].s, nuls[i].n);
+		assert_non_null(nul);
+		(void)round_trip(nul);
+		json_decref(nul);
+	}
 }
 
 /* Members stay in their order; keys take every form strings do. */
