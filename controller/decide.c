@@ -210,6 +210,19 @@ static bool annotated(const json_t *obj, const char *key)
 	return json_is_object(a) && json_object_get(a, key) != NULL;
 }
 
+bool pk_claim_ready(const json_t *claim)
+{
+	size_t i;
+	const json_t *c;
+	json_array_foreach(json_object_get(json_object_get(claim, "status"), "conditions"), i, c)
+	{
+		const char *t = str_at(c, "type", NULL), *s = str_at(c, "status", NULL);
+		if (t != NULL && s != NULL && strcmp(t, "Ready") == 0 && strcmp(s, "True") == 0)
+			return true;
+	}
+	return false;
+}
+
 const char *pk_claim_cluster_name(const json_t *claim)
 {
 	const char *n = str_at(claim, "spec", "clusterName");
@@ -246,16 +259,8 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 	/* Bound: status.addressRef names the IPAddress and Ready is True. */
 	const json_t *status = json_object_get(claim, "status");
 	const char *bound_to = str_at(json_object_get(status, "addressRef"), "name", NULL);
-	bool ready = false;
-	size_t i;
-	const json_t *c;
-	json_array_foreach(json_object_get(status, "conditions"), i, c)
-	{
-		const char *t = str_at(c, "type", NULL), *s = str_at(c, "status", NULL);
-		if (t != NULL && s != NULL && strcmp(t, "Ready") == 0 && strcmp(s, "True") == 0)
-			ready = true;
-	}
-	f->bound = bound_to != NULL && name != NULL && strcmp(bound_to, name) == 0 && ready;
+	f->bound = bound_to != NULL && name != NULL && strcmp(bound_to, name) == 0 &&
+	           pk_claim_ready(claim);
 
 	if (!cluster_named)
 		f->cluster = PK_CLUSTER_UNNAMED;
@@ -286,6 +291,8 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 	}
 	const json_t *amd = json_object_get(address, "metadata");
 	bool owned = false;
+	size_t i;
+	const json_t *c;
 	json_array_foreach(json_object_get(amd, "ownerReferences"), i, c)
 	{
 		const char *ouid = str_at(c, "uid", NULL), *okind = str_at(c, "kind", NULL);

@@ -112,4 +112,7 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 /* The Cluster a claim names: spec.clusterName, else the deprecated label; NULL when neither. */
 const char *pk_claim_cluster_name(const json_t *claim);
 
+/* Whether the claim has a Ready condition with status "True". */
+bool pk_claim_ready(const json_t *claim);
+
 #endif

@@ -229,14 +229,6 @@ static void pool_key_split(char *key, const char **kind, const char **ns, const 
 
 /* ---- time from a claim being seen to Ready ---- */
 
-static bool claim_ready(const json_t *claim)
-{
-	const json_t *st = json_object_get(claim, "status");
-	const json_t *r = pk_objects_condition(json_object_get(st, "conditions"), "Ready");
-	const char *s = pk_kube_json_str(r, "status");
-	return s != NULL && strcmp(s, "True") == 0;
-}
-
 static void seen_mark(struct pk_controller *c, const char *key)
 {
 	pthread_mutex_lock(&c->seen_mu);
@@ -1403,7 +1395,7 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 			break;
 		}
 		case PK_ACT_NOT_READY:
-			if (strcmp(d.reason, "PoolNotReady") == 0 && !claim_ready(claim))
+			if (strcmp(d.reason, "PoolNotReady") == 0 && !pk_claim_ready(claim))
 				atomic_fetch_add(&c->failures_not_ready, 1);
 			rc = claim_status(c, claim, key, NULL, false, d.reason, d.message);
 			break;
@@ -1785,7 +1777,7 @@ static void *keep_claim(void *ud, const json_t *o)
 		snprintf(ck, sizeof(ck), "%.63s/%.253s", ns ? ns : "", cn);
 		ch = pk_strmap_hash(ck);
 	}
-	unsigned flags = (claim_ready(o) ? KEPT_READY : 0) |
+	unsigned flags = (pk_claim_ready(o) ? KEPT_READY : 0) |
 	                 (pk_kube_meta_str(o, "deletionTimestamp") != NULL ? KEPT_DELETING : 0);
 	return keep(pk_trim_claim(o), ph, ch, flags);
 }

@@ -336,11 +336,47 @@ static void test_facts_from_objects(void **state)
 	json_decref(addr);
 }
 
+/* Ready means a Ready condition whose status is exactly "True"; anything else is not Ready. */
+static void test_claim_ready(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *claim;
+		bool ready;
+	} cases[] = {
+	    {"{'status':{'conditions':[{'type':'Ready','status':'True'}]}}", true},
+	    {"{'status':{'conditions':[{'type':'Other','status':'False'},"
+	     "{'type':'Ready','status':'True'}]}}",
+	     true},
+	    {"{'status':{'conditions':[{'type':'Ready','status':'False'}]}}", false},
+	    {"{'status':{'conditions':[{'type':'Ready','status':'Unknown'}]}}", false},
+	    {"{'status':{'conditions':[{'type':'Ready','status':'true'}]}}", false},
+	    {"{'status':{'conditions':[{'type':'ready','status':'True'}]}}", false},
+	    {"{'status':{'conditions':[{'type':'Ready','status':true}]}}", false},
+	    {"{'status':{'conditions':[{'type':'Ready'}]}}", false},
+	    {"{'status':{'conditions':{'type':'Ready','status':'True'}}}", false},
+	    {"{'status':{'conditions':['Ready']}}", false},
+	    {"{'status':{'conditions':[]}}", false},
+	    {"{'status':{}}", false},
+	    {"{'status':'Ready'}", false},
+	    {"{}", false},
+	    {"[]", false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *claim = load(cases[i].claim);
+		if (pk_claim_ready(claim) != cases[i].ready)
+			fail_msg("%s: want ready=%d", cases[i].claim, cases[i].ready);
+		json_decref(claim);
+	}
+	assert_false(pk_claim_ready(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_facts_from_objects),
+	    cmocka_unit_test(test_claim_ready),
 	};
 	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
 }
