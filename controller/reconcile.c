@@ -885,8 +885,9 @@ static int load_held(struct pk_controller *c)
 	                        .resource = "ipaddresses",
 	                        .namespace = c->namespace};
 	/* resourceVersion unset: a consistent read. Pages of 250: a page of whole IPAddresses
-	 * is about 11 KB each as parsed JSON, on top of everything the informers keep. */
-	struct pk_kube_list_opts o = {.limit = 250};
+	 * is about 11 KB each as parsed JSON, on top of everything the informers keep. A
+	 * shutdown ends the read (100,000 IPAddresses take a minute or more). */
+	struct pk_kube_list_opts o = {.limit = 250, .stop = &c->stopping};
 	struct pk_kube_error e;
 	struct load_ctx l = {c, 0};
 	pthread_mutex_lock(&c->mu);
@@ -896,8 +897,9 @@ static int load_held(struct pk_controller *c)
 		return rc;
 	if (pk_kube_client_list_pages(c->client, &r, &o, load_page, &l, NULL, 0, &e) !=
 	    PK_KUBE_OK) {
-		pk_log_error("cannot list IPAddresses", PK_LOG_STR("error", e.message),
-		             PK_LOG_STR("reason", pk_kube_reason_name(e.reason)));
+		if (!atomic_load(&c->stopping))
+			pk_log_error("cannot list IPAddresses", PK_LOG_STR("error", e.message),
+			             PK_LOG_STR("reason", pk_kube_reason_name(e.reason)));
 		return PK_ERR_INVALID;
 	}
 	/* The pages' memory goes back to the system, not only to the heap. */
