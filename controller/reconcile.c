@@ -118,7 +118,7 @@ static long long mono_ns(void)
 struct kept {
 	uint64_t pool_hash;    /* claims: pk_strmap_hash of the pool key */
 	uint64_t cluster_hash; /* claims: of "<ns>/<cluster name>", 0 when none */
-	uint64_t rv_hash;      /* pk_strmap_hash of metadata.resourceVersion */
+	uint64_t rv_hash;      /* rv_hash_of the object */
 	unsigned flags;
 	size_t len;
 	unsigned char packed[]; /* the trimmed object (trim.h), packed (jpack.h) */
@@ -288,6 +288,7 @@ struct expect {
 	long long until_ns;
 };
 
+/* pk_strmap_hash of the object's metadata.resourceVersion; 0 when it has none. */
 static uint64_t rv_hash_of(const json_t *obj)
 {
 	const char *rv = pk_kube_meta_str(obj, "resourceVersion");
@@ -1745,8 +1746,7 @@ static char *dup_or_null(const char *s)
  * (jpack.h): a quarter of its JSON text. */
 static void *keep(json_t *trimmed, uint64_t pool_hash, uint64_t cluster_hash, unsigned flags)
 {
-	const char *rv = pk_kube_meta_str(trimmed, "resourceVersion");
-	uint64_t rv_hash = pk_strmap_hash(rv != NULL ? rv : "");
+	uint64_t rv_hash = rv_hash_of(trimmed);
 	unsigned char *packed = NULL;
 	size_t n = 0;
 	int rc = trimmed != NULL ? pk_jpack_encode(trimmed, &packed, &n) : PK_ERR_NOMEM;
