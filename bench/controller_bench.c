@@ -916,7 +916,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return 2;
 	}
-	if (vals[F_HELP].set || strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+	if (pk_flags_get_bool(vals, F_HELP) || strcmp(cmd, "-h") == 0 ||
+	    strcmp(cmd, "--help") == 0) {
 		pk_flags_print_help(stdout, USAGE, SUMMARY, flags, F_NFLAGS);
 		return 0;
 	}
@@ -937,11 +938,11 @@ int main(int argc, char **argv)
 	connect_client();
 	int rc;
 	if (strcmp(cmd, "prepare") == 0)
-		rc = cmd_prepare(vals[F_PAUSED].set);
+		rc = cmd_prepare(pk_flags_get_bool(vals, F_PAUSED));
 	else if (strcmp(cmd, "baseline") == 0)
 		rc = cmd_baseline(strcmp(pk_flags_get_string(flags, vals, F_ORDER), "phase") == 0);
 	else if (strcmp(cmd, "wait") == 0)
-		rc = cmd_wait(vals[F_UNPAUSE].set, pid);
+		rc = cmd_wait(pk_flags_get_bool(vals, F_UNPAUSE), pid);
 	else if (strcmp(cmd, "addresses") == 0)
 		rc = cmd_addresses();
 	else

@@ -10,8 +10,8 @@
 #               idle (it has seen every claim), then the pool is unpaused and
 #               the clock runs until every claim is Ready. Its CPU seconds in
 #               that window and its peak RSS come from /proc.
-# Both run with client-side rate limits that do not bind (--qps/--burst
-# 100000; the baseline has none) and the same number of workers. Then the
+# Both run with client-side rate limits that do not bind (--kube-api-qps and
+# --kube-api-burst 100000; the baseline has none) and the same number of workers. Then the
 # memory figure: M IPAddresses from one pool, the controller started, and its
 # RSS once it has listed them, built the pool's allocator and gone idle.
 # Prints figures and the ratio controller/baseline; never fails on figures.
@@ -82,7 +82,8 @@ result() { grep '^RESULT ' "$1" | tail -n 1; }
 start_controller() {
   local i
   "$controller" --kubeconfig "$KUBECONFIG" --leader-election-namespace default \
-    --bind-address 127.0.0.1 --health-port 0 --metrics-port 0 --qps 100000 --burst 100000 \
+    --health-probe-bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 \
+    --kube-api-qps 100000 --kube-api-burst 100000 \
     --workers "$workers" 2>"$1" &
   cpid=$!
   for ((i = 0; i < 600; i++)); do
@@ -200,7 +201,7 @@ run_controller() {
 
 rows=()
 echo "== controller: claims on one IPPool until Ready, next to the baseline of the unavoidable writes"
-echo "   ($(nproc) cores; $controller --workers $workers --qps 100000 --burst 100000; $repeats run(s) of each)"
+echo "   ($(nproc) cores; $controller --workers $workers --kube-api-qps 100000 --kube-api-burst 100000; $repeats run(s) of each)"
 for n in $counts; do
   namespaces+=("pkb-base-$n" "pkb-ctl-$n")
   for ((r = 1; r <= repeats; r++)); do

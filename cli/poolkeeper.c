@@ -103,7 +103,7 @@ static int cmd_lint(int argc, char *argv[])
 		        err.msg);
 		goto out;
 	}
-	if (vals[F_HELP].set) {
+	if (pk_flags_get_bool(vals, F_HELP)) {
 		pk_flags_print_help(stdout, lint_usage, lint_summary, lint_flags, F_COUNT);
 		status = 0;
 		goto out;
@@ -114,7 +114,7 @@ static int cmd_lint(int argc, char *argv[])
 		goto out;
 	}
 	bool json = !strcmp(pk_flags_get_string(lint_flags, vals, F_FORMAT), "json");
-	bool strict = vals[F_STRICT].set;
+	bool strict = pk_flags_get_bool(vals, F_STRICT);
 	bool verbose = vals[F_VERBOSE].count > 0;
 
 	l = pk_lint_new();
@@ -122,7 +122,8 @@ static int cmd_lint(int argc, char *argv[])
 		goto nomem;
 	for (size_t i = 0; i < npos; i++) {
 		size_t found = 0;
-		if (pk_inputs_add(&in, pos[i], vals[F_RECURSIVE].set, &found, &err) != PK_OK) {
+		if (pk_inputs_add(&in, pos[i], pk_flags_get_bool(vals, F_RECURSIVE), &found,
+		                  &err) != PK_OK) {
 			fprintf(stderr, "poolkeeper lint: %s\n", err.msg);
 			if (pk_lint_add_unreadable(l, pos[i], err.msg) != PK_OK)
 				goto nomem;

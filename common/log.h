@@ -84,7 +84,7 @@ struct pk_log_field {
 /* The current threshold: events above it are dropped before formatting. */
 extern enum pk_log_level pk_log_threshold;
 
-/* Sets the threshold; -v on the command line means INFO + 1 (debug). */
+/* Sets the threshold; --v=1 or more on the command line means PK_LOG_DEBUG. */
 void pk_log_set_level(enum pk_log_level level);
 /* "text" or "json"; PK_ERR_INVALID (naming the value) otherwise. */
 PK_MUST_CHECK int pk_log_parse_format(const char *s, enum pk_log_format *out, struct pk_err *err);
@@ -136,7 +136,7 @@ struct pk_kube_log;
 /*
  * Points the Kubernetes client's log callback (kube.h) at this log: its
  * lines become events "kubernetes client" with detail=<line>, at the
- * matching level, debug ones only when -v is on. *out is the caller's.
+ * matching level, debug ones only at --v=1 or more. *out is the caller's.
  */
 void pk_log_kube_sink(struct pk_kube_log *out);
 

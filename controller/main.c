@@ -21,85 +21,146 @@
 #include "kube_config.h"
 #include "kube_lease.h"
 #include "log.h"
+#include "parse.h"
 #include "reconcile.h"
 #include "rules.h"
 
-#define LEASE_NAME "poolkeeper-controller"
+#ifndef PK_VERSION
+#error "PK_VERSION (the CMake project version) must be defined"
+#endif
+
+/* Cluster API's label for running several instances side by side: each handles only the
+ * objects labelled with its --watch-filter value. */
+#define WATCH_FILTER_LABEL "cluster.x-k8s.io/watch-filter"
 
 enum {
 	F_KUBECONFIG,
 	F_NAMESPACE,
+	F_WATCH_FILTER,
 	F_WORKERS,
 	F_QPS,
 	F_BURST,
 	F_LEADER_ELECT,
+	F_LEASE_DURATION,
+	F_RENEW_DEADLINE,
+	F_RETRY_PERIOD,
 	F_LEADER_NS,
-	F_BIND,
-	F_HEALTH_PORT,
-	F_METRICS_PORT,
+	F_LEADER_ID,
+	F_HEALTH_ADDR,
+	F_METRICS_ADDR,
 	F_LOG_FORMAT,
-	F_VERBOSE,
+	F_V,
+	F_VERSION,
 	F_HELP,
 	F_COUNT,
 };
 
 static const struct pk_flag flags[F_COUNT] = {
-    [F_KUBECONFIG] = {"kubeconfig", 0, PK_FLAG_STRING, NULL, NULL,
+    [F_KUBECONFIG] = {"kubeconfig", 0, PK_FLAG_STRING, NULL, "FILE",
                       "kubeconfig for API access; else $KUBECONFIG, else the pod's service "
                       "account"},
-    [F_NAMESPACE] = {"namespace", 0, PK_FLAG_STRING, "", NULL,
+    [F_NAMESPACE] = {"namespace", 0, PK_FLAG_STRING, "", "NS",
                      "watch this namespace only (GlobalIPPools are then ignored); empty: all"},
-    [F_WORKERS] = {"workers", 0, PK_FLAG_STRING, "2", NULL,
-                   "reconcile workers (1..64); allocation is serialised per pool"},
-    [F_QPS] = {"qps", 0, PK_FLAG_STRING, "50", NULL, "API requests per second (1..100000)"},
-    [F_BURST] = {"burst", 0, PK_FLAG_STRING, "100", NULL,
-                 "API requests allowed in a burst (1..100000)"},
-    [F_LEADER_ELECT] = {"leader-elect", 0, PK_FLAG_CHOICE, "true", "true|false",
-                        "elect a leader on Lease " LEASE_NAME "; only the leader allocates"},
-    [F_LEADER_NS] = {"leader-election-namespace", 0, PK_FLAG_STRING, "", NULL,
+    [F_WATCH_FILTER] = {"watch-filter", 0, PK_FLAG_STRING, "", "VALUE",
+                        "handle only claims, pools and Clusters labelled " WATCH_FILTER_LABEL
+                        "=VALUE; empty: all"},
+    [F_WORKERS] = {"workers", 0, PK_FLAG_UINT, "2", "1..64",
+                   "reconcile workers; allocation is serialised per pool"},
+    [F_QPS] = {"kube-api-qps", 0, PK_FLAG_UINT, "50", "1..100000",
+               "API requests per second (client-side rate limit)"},
+    [F_BURST] = {"kube-api-burst", 0, PK_FLAG_UINT, "100", "1..100000",
+                 "API requests allowed in a burst"},
+    [F_LEADER_ELECT] = {"leader-elect", 0, PK_FLAG_BOOL, "true", NULL,
+                        "only the Lease holder allocates; --leader-elect=false: this process "
+                        "allocates, alone"},
+    [F_LEASE_DURATION] = {"leader-elect-lease-duration", 0, PK_FLAG_DURATION, "15s", "1s..10m",
+                          "how long other candidates wait after the last renewal before "
+                          "taking the Lease"},
+    [F_RENEW_DEADLINE] = {"leader-elect-renew-deadline", 0, PK_FLAG_DURATION, "10s", "1s..10m",
+                          "how long the leader keeps trying to renew before it stops leading; "
+                          "below the lease duration"},
+    [F_RETRY_PERIOD] = {"leader-elect-retry-period", 0, PK_FLAG_DURATION, "2s", "100ms..1m",
+                        "how often candidates try to take, and the leader to renew, the Lease; "
+                        "1.2 times it below the renew deadline"},
+    [F_LEADER_NS] = {"leader-election-namespace", 0, PK_FLAG_STRING, "", "NS",
                      "namespace of the Lease; empty: the pod's namespace, else default"},
-    [F_BIND] = {"bind-address", 0, PK_FLAG_STRING, "", NULL,
-                "IPv4 or IPv6 address the health and metrics listeners bind; empty for all"},
-    [F_HEALTH_PORT] = {"health-port", 0, PK_FLAG_STRING, "8081", NULL,
-                       "HTTP port for /healthz and /readyz (0: any free port)"},
-    [F_METRICS_PORT] = {"metrics-port", 0, PK_FLAG_STRING, "8080", NULL,
-                        "HTTP port for /metrics (0: any free port)"},
+    [F_LEADER_ID] = {"leader-election-id", 0, PK_FLAG_STRING, "poolkeeper-controller", "NAME",
+                     "name of the Lease"},
+    [F_HEALTH_ADDR] = {"health-probe-bind-address", 0, PK_FLAG_STRING, ":8081", "HOST:PORT",
+                       "plain HTTP listener for /healthz and /readyz; empty HOST: every "
+                       "address, port 0: any free port"},
+    [F_METRICS_ADDR] = {"metrics-bind-address", 0, PK_FLAG_STRING, ":8080", "HOST:PORT",
+                        "plain HTTP listener for /metrics; 0 turns metrics off"},
     [F_LOG_FORMAT] = {"log-format", 0, PK_FLAG_CHOICE, "text", "text|json",
                       "log lines as key=value text or JSON"},
-    [F_VERBOSE] = {"verbose", 'v', PK_FLAG_COUNT, NULL, NULL, "log debug events too"},
-    [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "print this help"},
+    [F_V] = {"v", 'v', PK_FLAG_UINT, "0", "0..10",
+             "log verbosity: 1 or more also logs debug events"},
+    [F_VERSION] = {"version", 0, PK_FLAG_BOOL, NULL, NULL, "print the version and exit"},
+    [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "print this help and exit"},
 };
 
-#define USAGE   "poolkeeper-controller [flags]"
+#define PROGRAM "poolkeeper-controller"
+#define USAGE   PROGRAM " [flags]"
 #define SUMMARY "poolkeeper's IPAM controller: allocates addresses to IPAddressClaims."
 
 struct options {
 	const char *kubeconfig;
 	const char *namespace;
+	const char *watch_filter;
 	const char *leader_ns;
-	const char *bind;
-	unsigned long workers, qps, burst, health_port, metrics_port;
+	const char *leader_id;
+	struct pk_hostport health, metrics;
+	bool metrics_off;
+	unsigned long workers, qps, burst;
+	long lease_ms, renew_ms, retry_ms;
 	bool leader_elect;
 	enum pk_log_format log_format;
 	unsigned verbosity;
-	bool help;
+	bool help, version;
 };
 
-/* A decimal in [min, max]; the error names the flag and the value. */
-static int parse_uint(int idx, const char *s, unsigned long min, unsigned long max,
-                      unsigned long *out, struct pk_err *err)
+/* A name-like flag: empty is allowed (the default applies); otherwise its check, named. */
+static int check_name(const struct pk_flag_value *vals, int idx,
+                      int (*check)(const char *, struct pk_err *), struct pk_err *err)
 {
-	char *end = NULL;
-	errno = 0;
-	unsigned long v = (s != NULL && *s >= '0' && *s <= '9') ? strtoul(s, &end, 10) : 0;
-	if (s == NULL || end == NULL || *end != '\0' || errno != 0 || v < min || v > max) {
-		char q[300];
-		pk_text_quote(s ? s : "", s ? strlen(s) : 0, q, sizeof(q));
+	const char *v = pk_flags_get_string(flags, vals, idx);
+	struct pk_err e;
+	if (v == NULL || *v == '\0' || check(v, &e) == PK_OK)
+		return PK_OK;
+	return pk_err_set(err, PK_ERR_INVALID, "--%s %s", flags[idx].name, e.msg);
+}
+
+static int dns_label(const char *s, struct pk_err *err)
+{
+	return pk_parse_dns_name(s, false, err);
+}
+
+static int dns_subdomain(const char *s, struct pk_err *err)
+{
+	return pk_parse_dns_name(s, true, err);
+}
+
+/*
+ * client-go's leader election rules (leaderelection.NewLeaderElector):
+ * "leaseDuration must be greater than renewDeadline" and "renewDeadline must
+ * be greater than retryPeriod*JitterFactor" (JitterFactor 1.2).
+ */
+static int check_lease_timing(const struct pk_flag_value *vals, const struct options *o,
+                              struct pk_err *err)
+{
+	const char *lease = pk_flags_get_string(flags, vals, F_LEASE_DURATION),
+	           *renew = pk_flags_get_string(flags, vals, F_RENEW_DEADLINE),
+	           *retry = pk_flags_get_string(flags, vals, F_RETRY_PERIOD);
+	if (o->renew_ms >= o->lease_ms)
+		return pk_err_set(err, PK_ERR_INVALID, "--%s (%s) must be shorter than --%s (%s)",
+		                  flags[F_RENEW_DEADLINE].name, renew, flags[F_LEASE_DURATION].name,
+		                  lease);
+	if (o->renew_ms * 10 <= o->retry_ms * 12)
 		return pk_err_set(err, PK_ERR_INVALID,
-		                  "--%s must be an integer in %lu..%lu, got \"%s\"",
-		                  flags[idx].name, min, max, q);
-	}
-	*out = v;
+		                  "--%s (%s) must be longer than 1.2 times --%s (%s), as client-go "
+		                  "requires",
+		                  flags[F_RENEW_DEADLINE].name, renew, flags[F_RETRY_PERIOD].name,
+		                  retry);
 	return PK_OK;
 }
 
@@ -120,29 +181,37 @@ static int parse_options(int argc, char **argv, struct options *o, struct pk_err
 	if (rc != PK_OK)
 		return rc;
 	memset(o, 0, sizeof(*o));
-	o->help = vals[F_HELP].set;
-	if (o->help)
+	o->help = pk_flags_get_bool(vals, F_HELP);
+	o->version = pk_flags_get_bool(vals, F_VERSION);
+	if (o->help || o->version)
 		return PK_OK;
 	o->kubeconfig = pk_flags_get_string(flags, vals, F_KUBECONFIG);
 	o->namespace = pk_flags_get_string(flags, vals, F_NAMESPACE);
+	o->watch_filter = pk_flags_get_string(flags, vals, F_WATCH_FILTER);
 	o->leader_ns = pk_flags_get_string(flags, vals, F_LEADER_NS);
-	o->bind = pk_flags_get_string(flags, vals, F_BIND);
-	o->leader_elect = strcmp(pk_flags_get_string(flags, vals, F_LEADER_ELECT), "true") == 0;
-	o->verbosity = vals[F_VERBOSE].count;
-	struct {
-		int idx;
-		unsigned long min, max, *out;
-	} nums[] = {
-	    {F_WORKERS, 1, 64, &o->workers},
-	    {F_QPS, 1, 100000, &o->qps},
-	    {F_BURST, 1, 100000, &o->burst},
-	    {F_HEALTH_PORT, 0, 65535, &o->health_port},
-	    {F_METRICS_PORT, 0, 65535, &o->metrics_port},
-	};
-	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
-		if ((rc = parse_uint(nums[i].idx, pk_flags_get_string(flags, vals, nums[i].idx),
-		                     nums[i].min, nums[i].max, nums[i].out, err)) != PK_OK)
-			return rc;
+	o->leader_id = pk_flags_get_string(flags, vals, F_LEADER_ID);
+	o->leader_elect = pk_flags_get_bool(vals, F_LEADER_ELECT);
+	o->verbosity = (unsigned)pk_flags_get_num(vals, F_V);
+	o->workers = (unsigned long)pk_flags_get_num(vals, F_WORKERS);
+	o->qps = (unsigned long)pk_flags_get_num(vals, F_QPS);
+	o->burst = (unsigned long)pk_flags_get_num(vals, F_BURST);
+	o->lease_ms = (long)(pk_flags_get_num(vals, F_LEASE_DURATION) / PK_NS_PER_MS);
+	o->renew_ms = (long)(pk_flags_get_num(vals, F_RENEW_DEADLINE) / PK_NS_PER_MS);
+	o->retry_ms = (long)(pk_flags_get_num(vals, F_RETRY_PERIOD) / PK_NS_PER_MS);
+	if ((rc = check_name(vals, F_NAMESPACE, dns_label, err)) != PK_OK ||
+	    (rc = check_name(vals, F_LEADER_NS, dns_label, err)) != PK_OK ||
+	    (rc = check_name(vals, F_WATCH_FILTER, pk_parse_label_value, err)) != PK_OK ||
+	    (rc = check_name(vals, F_LEADER_ID, dns_subdomain, err)) != PK_OK)
+		return rc;
+	if (*o->leader_id == '\0')
+		return pk_err_set(err, PK_ERR_INVALID, "--leader-election-id must not be empty");
+	if ((rc = check_lease_timing(vals, o, err)) != PK_OK)
+		return rc;
+	if ((rc = pk_flags_get_hostport(flags, vals, F_HEALTH_ADDR, &o->health, NULL, err)) !=
+	        PK_OK ||
+	    (rc = pk_flags_get_hostport(flags, vals, F_METRICS_ADDR, &o->metrics, &o->metrics_off,
+	                                err)) != PK_OK)
+		return rc;
 	return pk_log_parse_format(pk_flags_get_string(flags, vals, F_LOG_FORMAT), &o->log_format,
 	                           err);
 }
@@ -157,44 +226,47 @@ struct listeners {
 	atomic_int live;
 };
 
-static int listen_on(const char *bind_address, unsigned long port, unsigned *bound,
-                     struct pk_err *err)
+/* A listening socket on `at`; *bound is the port it got. -1 with err on failure. */
+static int listen_on(const struct pk_hostport *at, unsigned *bound, struct pk_err *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
-	memset(&ss, 0, sizeof(ss));
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-	int family = AF_INET6;
-	if (bind_address == NULL || *bind_address == '\0') {
+	bool any;
+	pk_hostport_sockaddr(at, &ss, &sl, &any);
+	int fd = -1;
+	if (any) {
+		/* Every address: dual-stack [::], or 0.0.0.0 on a host without IPv6. */
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 		s6->sin6_family = AF_INET6;
 		s6->sin6_addr = in6addr_any;
-		s6->sin6_port = htons((uint16_t)port);
+		s6->sin6_port = htons(at->port);
 		sl = sizeof(*s6);
-	} else if (inet_pton(AF_INET, bind_address, &s4->sin_addr) == 1) {
-		family = AF_INET;
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((uint16_t)port);
-		sl = sizeof(*s4);
-	} else if (inet_pton(AF_INET6, bind_address, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((uint16_t)port);
-		sl = sizeof(*s6);
-	} else {
-		char q[300];
-		pk_text_quote(bind_address, strlen(bind_address), q, sizeof(q));
-		return pk_err_set(err, PK_ERR_INVALID,
-		                  "--bind-address must be an IPv4 or IPv6 address, got \"%s\"", q);
+		fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int off = 0;
+		if (fd >= 0)
+			(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+		else if (errno == EAFNOSUPPORT) {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+			memset(&ss, 0, sizeof(ss));
+			s4->sin_family = AF_INET;
+			s4->sin_addr.s_addr = htonl(INADDR_ANY);
+			s4->sin_port = htons(at->port);
+			sl = sizeof(*s4);
+		}
 	}
-	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return pk_err_set(err, PK_ERR_INVALID, "socket: %s", strerror(errno));
+		fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char where[INET6_ADDRSTRLEN + 16];
+	pk_hostport_format(at, where, sizeof(where));
+	if (fd < 0)
+		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s: %s", where,
+		                  strerror(errno));
 	int one = 1;
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 64) != 0) {
 		int en = errno;
 		close(fd);
-		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on port %lu: %s", port,
+		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s: %s", where,
 		                  strerror(en));
 	}
 	struct sockaddr_storage got;
@@ -296,6 +368,7 @@ static void *listeners_main(void *arg)
 
 struct leader {
 	struct pk_controller *ctl;
+	const char *lease; /* its name, for logs */
 	atomic_int lost;
 	int sigpipe;
 };
@@ -303,7 +376,7 @@ struct leader {
 static void on_started(void *ud)
 {
 	struct leader *ld = ud;
-	pk_log_info("leading", PK_LOG_STR("lease", LEASE_NAME));
+	pk_log_info("leading", PK_LOG_STR("lease", ld->lease));
 	pk_controller_set_leading(ld->ctl, true);
 }
 
@@ -312,13 +385,13 @@ static void on_stopped(void *ud)
 	struct leader *ld = ud;
 	pk_controller_set_leading(ld->ctl, false);
 	atomic_store(&ld->lost, 1);
-	pk_log_info("no longer leading", PK_LOG_STR("lease", LEASE_NAME));
+	pk_log_info("no longer leading", PK_LOG_STR("lease", ld->lease));
 }
 
 static void on_new_leader(void *ud, const char *identity)
 {
-	(void)ud;
-	pk_log_info("another process leads", PK_LOG_STR("lease", LEASE_NAME),
+	const struct leader *ld = ud;
+	pk_log_info("another process leads", PK_LOG_STR("lease", ld->lease),
 	            PK_LOG_STR("holder", identity));
 }
 
@@ -365,15 +438,19 @@ int main(int argc, char **argv)
 	struct pk_err err = {{0}};
 	if (parse_options(argc, argv, &o, &err) != PK_OK) {
 		pk_log_error("invalid command line", PK_LOG_STR("error", err.msg),
-		             PK_LOG_STR("hint", "see poolkeeper-controller --help"));
+		             PK_LOG_STR("hint", "see " PROGRAM " --help"));
 		return 2;
 	}
 	if (o.help) {
 		pk_flags_print_help(stdout, USAGE, SUMMARY, flags, F_COUNT);
 		return 0;
 	}
+	if (o.version) {
+		printf("%s %s\n", PROGRAM, PK_VERSION);
+		return 0;
+	}
 	pk_log_set_format(o.log_format);
-	pk_log_set_level((enum pk_log_level)(PK_LOG_INFO + o.verbosity));
+	pk_log_set_level(o.verbosity >= 1 ? PK_LOG_DEBUG : PK_LOG_INFO);
 
 	sigset_t sigs;
 	sigemptyset(&sigs);
@@ -420,8 +497,16 @@ int main(int argc, char **argv)
 	            PK_LOG_STR("cluster.x-k8s.io", cluster_version ? cluster_version : "none"),
 	            PK_LOG_UINT("workers", o.workers));
 
+	char selector[128] = "";
+	if (*o.watch_filter != '\0') {
+		snprintf(selector, sizeof(selector), WATCH_FILTER_LABEL "=%s", o.watch_filter);
+		pk_log_info("watch filter: claims, pools and Clusters with the label only; every "
+		            "IPAddress is read, so that no address is handed out twice",
+		            PK_LOG_STR("selector", selector));
+	}
 	struct pk_controller_opts opts = {.client = client,
 	                                  .namespace = o.namespace,
+	                                  .label_selector = selector,
 	                                  .claim_version = claim_version,
 	                                  .cluster_version = cluster_version,
 	                                  .workers = (unsigned)o.workers,
@@ -432,19 +517,19 @@ int main(int argc, char **argv)
 	}
 	ls.ctl = ctl;
 	unsigned hp = 0, mp = 0;
-	int fd = listen_on(o.bind, o.health_port, &hp, &err);
+	int fd = listen_on(&o.health, &hp, &err);
 	if (fd < 0) {
 		pk_log_error("cannot start", PK_LOG_STR("listener", "health"),
 		             PK_LOG_STR("error", err.msg));
 		goto out;
 	}
 	ls.health_fd = fd;
-	if ((fd = listen_on(o.bind, o.metrics_port, &mp, &err)) < 0) {
+	if (!o.metrics_off && (fd = listen_on(&o.metrics, &mp, &err)) < 0) {
 		pk_log_error("cannot start", PK_LOG_STR("listener", "metrics"),
 		             PK_LOG_STR("error", err.msg));
 		goto out;
 	}
-	ls.metrics_fd = fd;
+	ls.metrics_fd = o.metrics_off ? -1 : fd;
 	if (pipe(ls.wake) != 0) {
 		pk_log_errno(PK_LOG_ERROR, "cannot start");
 		goto out;
@@ -455,11 +540,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	ls_started = true;
-	const char *addr = *o.bind ? o.bind : "all";
 	pk_log_info("listening", PK_LOG_STR("listener", "health"), PK_LOG_UINT("port", hp),
-	            PK_LOG_STR("address", addr));
-	pk_log_info("listening", PK_LOG_STR("listener", "metrics"), PK_LOG_UINT("port", mp),
-	            PK_LOG_STR("address", addr));
+	            PK_LOG_STR("address", *o.health.host ? o.health.host : "all"));
+	if (o.metrics_off)
+		pk_log_info("metrics off", PK_LOG_STR("flag", "--metrics-bind-address=0"));
+	else
+		pk_log_info("listening", PK_LOG_STR("listener", "metrics"), PK_LOG_UINT("port", mp),
+		            PK_LOG_STR("address", *o.metrics.host ? o.metrics.host : "all"));
 
 	if (pk_controller_start(ctl, &err) != PK_OK) {
 		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
@@ -500,11 +587,15 @@ int main(int argc, char **argv)
 	}
 	pk_log_info("informers synced");
 	ld.ctl = ctl;
+	ld.lease = o.leader_id;
 	if (o.leader_elect) {
 		char lns[256];
 		lease_namespace(o.leader_ns, lns, sizeof(lns));
 		struct pk_kube_elector_opts eo = {.namespace = lns,
-		                                  .name = LEASE_NAME,
+		                                  .name = o.leader_id,
+		                                  .lease_duration_ms = o.lease_ms,
+		                                  .renew_deadline_ms = o.renew_ms,
+		                                  .retry_period_ms = o.retry_ms,
 		                                  .on_started = on_started,
 		                                  .on_stopped = on_stopped,
 		                                  .on_new_leader = on_new_leader,
@@ -514,7 +605,7 @@ int main(int argc, char **argv)
 			pk_log_error("cannot start leader election", PK_LOG_STR("error", err.msg));
 			goto out;
 		}
-		pk_log_info("leader election", PK_LOG_STR("lease", LEASE_NAME),
+		pk_log_info("leader election", PK_LOG_STR("lease", o.leader_id),
 		            PK_LOG_STR("namespace", lns),
 		            PK_LOG_STR("identity", pk_kube_elector_identity(el)));
 	} else {

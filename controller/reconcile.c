@@ -63,6 +63,7 @@ struct pk_controller {
 	struct pk_kube_client *client;
 	struct pk_ctl_events *events;
 	char *namespace;
+	char *selector; /* of the claims', pools' and Clusters' informers; NULL: none */
 	char *claim_version;
 	char *cluster_version;
 	char claim_api[64];
@@ -1813,6 +1814,7 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	              : opts->workers > MAX_WORKERS ? MAX_WORKERS
 	                                            : opts->workers;
 	c->namespace = dup_or_null(opts->namespace);
+	c->selector = dup_or_null(opts->label_selector);
 	c->claim_version = strdup(opts->claim_version ? opts->claim_version : "v1beta2");
 	c->cluster_version = dup_or_null(opts->cluster_version);
 	c->v1beta1 = c->claim_version != NULL && strcmp(c->claim_version, "v1beta1") == 0;
@@ -1822,8 +1824,10 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	c->seen = pk_strmap_new();
 	c->expect = pk_strmap_new();
 	c->pool_names = pk_strmap_new();
-	if (c->claim_version == NULL || c->queue == NULL || c->held == NULL || c->states == NULL ||
-	    c->seen == NULL || c->expect == NULL || c->pool_names == NULL) {
+	bool selector_lost =
+	    opts->label_selector != NULL && *opts->label_selector != '\0' && c->selector == NULL;
+	if (selector_lost || c->claim_version == NULL || c->queue == NULL || c->held == NULL ||
+	    c->states == NULL || c->seen == NULL || c->expect == NULL || c->pool_names == NULL) {
 		pk_controller_free(c);
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
@@ -1837,6 +1841,7 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 		struct pk_kube_informer **slot;
 		const char *group, *version, *resource;
 		bool namespaced;
+		bool filtered; /* by the label selector */
 		pk_kube_transform_fn *keep;
 		struct pk_kube_informer_handlers h;
 	} infs[] = {
@@ -1845,6 +1850,7 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	     c->claim_version,
 	     "ipaddressclaims",
 	     true,
+	     true,
 	     keep_claim,
 	     {on_claim, on_claim_update, on_claim_delete, NULL, c}},
 	    {&c->addresses,
@@ -1852,12 +1858,14 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	     c->claim_version,
 	     "ipaddresses",
 	     true,
+	     false,
 	     keep_address,
 	     {on_address, on_address_update, on_address_delete, NULL, c}},
 	    {&c->pools,
 	     PK_POOL_GROUP,
 	     POOL_VERSION,
 	     "ippools",
+	     true,
 	     true,
 	     keep_pool,
 	     {on_pool, on_pool_update, on_pool, NULL, c}},
@@ -1866,12 +1874,14 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	     POOL_VERSION,
 	     "globalippools",
 	     false,
+	     true,
 	     keep_pool,
 	     {on_gpool, on_gpool_update, on_gpool, NULL, c}},
 	    {&c->clusters,
 	     "cluster.x-k8s.io",
 	     c->cluster_version,
 	     "clusters",
+	     true,
 	     true,
 	     keep_cluster,
 	     {on_cluster, on_cluster_update, on_cluster, NULL, c}},
@@ -1891,6 +1901,7 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 		            .version = infs[i].version,
 		            .resource = infs[i].resource,
 		            .namespace = infs[i].namespaced ? c->namespace : NULL},
+		    .label_selector = infs[i].filtered ? c->selector : NULL,
 		    .transform = infs[i].keep,
 		    .release = NULL, /* free() */
 		    .handlers = infs[i].h,
@@ -2006,6 +2017,7 @@ void pk_controller_free(struct pk_controller *c)
 	pthread_mutex_destroy(&c->load_mu);
 	pthread_mutex_destroy(&c->seen_mu);
 	free(c->namespace);
+	free(c->selector);
 	free(c->claim_version);
 	free(c->cluster_version);
 	free(c);

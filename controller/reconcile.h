@@ -41,9 +41,13 @@ struct pk_controller;
 struct pk_controller_opts {
 	struct pk_kube_client *client; /* borrowed; outlives the controller */
 	const char *namespace;         /* NULL or "": every namespace */
-	const char *claim_version;     /* ipam.cluster.x-k8s.io version: "v1beta2" or "v1beta1" */
-	const char *cluster_version;   /* cluster.x-k8s.io version; NULL: Clusters not watched */
-	unsigned workers;              /* 0: 1 */
+	/* NULL or "": every object; else the label selector of the claims', pools' and
+	 * Clusters' informers. IPAddresses are never filtered: every address of a pool served
+	 * must be seen to be held, whoever created it. */
+	const char *label_selector;
+	const char *claim_version;   /* ipam.cluster.x-k8s.io version: "v1beta2" or "v1beta1" */
+	const char *cluster_version; /* cluster.x-k8s.io version; NULL: Clusters not watched */
+	unsigned workers;            /* 0: 1 */
 	struct pk_kube_config *events_config; /* Events written with it; NULL: no Events */
 };
 

@@ -2,7 +2,6 @@
  * main.c - poolkeeper-webhook: flags, start-up, signals. The listeners are
  * server.c's, the certificate watch certs.c's, the decisions admission.c's.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,80 +16,68 @@
 #include "metrics.h"
 #include "server.h"
 
+#ifndef PK_VERSION
+#error "PK_VERSION (the CMake project version) must be defined"
+#endif
+
 enum {
 	F_CERT,
 	F_KEY,
-	F_BIND,
-	F_PORT,
-	F_HEALTH_PORT,
-	F_METRICS_PORT,
+	F_WEBHOOK_ADDR,
+	F_HEALTH_ADDR,
+	F_METRICS_ADDR,
 	F_KUBECONFIG,
 	F_CLAIMS,
 	F_FOREIGN,
-	F_LOG_FORMAT,
-	F_VERBOSE,
 	F_POLL,
 	F_THREADS,
 	F_MAX_CONN,
 	F_GRACE,
+	F_LOG_FORMAT,
+	F_V,
+	F_VERSION,
 	F_HELP,
 	F_COUNT,
 };
 
 static const struct pk_flag flags[F_COUNT] = {
-    [F_CERT] = {"tls-cert-file", 0, PK_FLAG_STRING, NULL, NULL,
+    [F_CERT] = {"tls-cert-file", 0, PK_FLAG_STRING, NULL, "FILE",
                 "serving certificate, PEM (leaf first, then intermediates); watched"},
-    [F_KEY] = {"tls-private-key-file", 0, PK_FLAG_STRING, NULL, NULL,
+    [F_KEY] = {"tls-private-key-file", 0, PK_FLAG_STRING, NULL, "FILE",
                "private key of the serving certificate, PEM; watched"},
-    [F_BIND] = {"bind-address", 0, PK_FLAG_STRING, "", NULL,
-                "IPv4 or IPv6 address every listener binds; empty for all"},
-    [F_PORT] = {"port", 0, PK_FLAG_STRING, "9443", NULL,
-                "HTTPS port for /validate and /mutate (0: any free port)"},
-    [F_HEALTH_PORT] = {"health-port", 0, PK_FLAG_STRING, "8081", NULL,
-                       "HTTP port for /healthz and /readyz (0: any free port)"},
-    [F_METRICS_PORT] = {"metrics-port", 0, PK_FLAG_STRING, "8080", NULL,
-                        "HTTP port for /metrics (0: any free port)"},
-    [F_KUBECONFIG] = {"kubeconfig", 0, PK_FLAG_STRING, NULL, NULL,
-                      "kubeconfig for API access; in-cluster config inside a pod"},
+    [F_WEBHOOK_ADDR] = {"webhook-bind-address", 0, PK_FLAG_STRING, ":9443", "HOST:PORT",
+                        "HTTPS listener for /validate and /mutate; empty HOST: every "
+                        "address, port 0: any free port"},
+    [F_HEALTH_ADDR] = {"health-probe-bind-address", 0, PK_FLAG_STRING, ":8081", "HOST:PORT",
+                       "plain HTTP listener for /healthz and /readyz"},
+    [F_METRICS_ADDR] = {"metrics-bind-address", 0, PK_FLAG_STRING, ":8080", "HOST:PORT",
+                        "plain HTTP listener for /metrics; 0 turns metrics off"},
+    [F_KUBECONFIG] = {"kubeconfig", 0, PK_FLAG_STRING, NULL, "FILE",
+                      "kubeconfig for API access; else $KUBECONFIG, else the pod's service "
+                      "account"},
     [F_CLAIMS] = {"claim-enforcement", 0, PK_FLAG_CHOICE, "deny", "deny|warn",
                   "contract violations of claims on poolkeeper pools"},
     [F_FOREIGN] = {"foreign-claims", 0, PK_FLAG_CHOICE, "warn", "ignore|warn|deny",
                    "contract violations of claims on other providers' pools"},
+    [F_POLL] = {"cert-poll-seconds", 0, PK_FLAG_UINT, "10", "1..86400",
+                "how often the certificate files are checked for a new pair"},
+    [F_THREADS] = {"thread-pool-size", 0, PK_FLAG_UINT, "0", "0..1024",
+                   "webhook worker threads; 0: one per core"},
+    [F_MAX_CONN] = {"max-connections", 0, PK_FLAG_UINT, "1000", "1..100000",
+                    "webhook connections open at once"},
+    [F_GRACE] = {"shutdown-grace-seconds", 0, PK_FLAG_UINT, "25", "0..3600",
+                 "on SIGTERM, how long requests in flight may take to finish"},
     [F_LOG_FORMAT] = {"log-format", 0, PK_FLAG_CHOICE, "text", "text|json",
                       "log lines as key=value text or JSON"},
-    [F_VERBOSE] = {"verbose", 'v', PK_FLAG_COUNT, NULL, NULL, "log debug events too"},
-    [F_POLL] = {"cert-poll-seconds", 0, PK_FLAG_STRING, "10", NULL,
-                "how often the certificate files are checked for a new pair (1..86400)"},
-    [F_THREADS] = {"thread-pool-size", 0, PK_FLAG_STRING, "0", NULL,
-                   "webhook worker threads (0: one per core)"},
-    [F_MAX_CONN] = {"max-connections", 0, PK_FLAG_STRING, "1000", NULL,
-                    "webhook connections open at once"},
-    [F_GRACE] = {"shutdown-grace-seconds", 0, PK_FLAG_STRING, "25", NULL,
-                 "on SIGTERM, how long requests in flight may take to finish"},
-    [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "print this help"},
+    [F_V] = {"v", 'v', PK_FLAG_UINT, "0", "0..10",
+             "log verbosity: 1 or more also logs debug events"},
+    [F_VERSION] = {"version", 0, PK_FLAG_BOOL, NULL, NULL, "print the version and exit"},
+    [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "print this help and exit"},
 };
 
-#define USAGE   "poolkeeper-webhook --tls-cert-file FILE --tls-private-key-file FILE [flags]"
+#define PROGRAM "poolkeeper-webhook"
+#define USAGE   PROGRAM " --tls-cert-file FILE --tls-private-key-file FILE [flags]"
 #define SUMMARY "poolkeeper's validating and mutating admission webhook (HTTPS)."
-
-/* A decimal in [min, max]; the error names the flag and the value. */
-static int parse_uint(int idx, const char *s, unsigned long min, unsigned long max,
-                      unsigned long *out, struct pk_err *err)
-{
-	const char *name = flags[idx].name;
-	char *end = NULL;
-	errno = 0;
-	unsigned long v = (s != NULL && *s >= '0' && *s <= '9') ? strtoul(s, &end, 10) : 0;
-	if (s == NULL || end == NULL || *end != '\0' || errno != 0 || v < min || v > max) {
-		char q[300];
-		pk_text_quote(s ? s : "", s ? strlen(s) : 0, q, sizeof(q));
-		return pk_err_set(err, PK_ERR_INVALID,
-		                  "--%s must be an integer in %lu..%lu, got \"%s\"", name, min, max,
-		                  q);
-	}
-	*out = v;
-	return PK_OK;
-}
 
 struct options {
 	const char *cert;
@@ -102,7 +89,7 @@ struct options {
 	unsigned verbosity;
 	unsigned poll_seconds;
 	unsigned grace_seconds;
-	bool help;
+	bool help, version;
 };
 
 static int parse_options(int argc, char **argv, struct options *o, struct pk_err *err)
@@ -124,44 +111,25 @@ static int parse_options(int argc, char **argv, struct options *o, struct pk_err
 
 	memset(o, 0, sizeof(*o));
 	pk_server_default_config(&o->server);
-	o->help = vals[F_HELP].set;
-	if (o->help)
+	o->help = pk_flags_get_bool(vals, F_HELP);
+	o->version = pk_flags_get_bool(vals, F_VERSION);
+	if (o->help || o->version)
 		return PK_OK;
 	o->cert = pk_flags_get_string(flags, vals, F_CERT);
 	o->key = pk_flags_get_string(flags, vals, F_KEY);
 	o->kubeconfig = pk_flags_get_string(flags, vals, F_KUBECONFIG);
-	o->server.bind_address = pk_flags_get_string(flags, vals, F_BIND);
-	o->verbosity = vals[F_VERBOSE].count;
-
-	unsigned long v;
-	if ((rc = parse_uint(F_PORT, pk_flags_get_string(flags, vals, F_PORT), 0, 65535, &v,
-	                     err)) != PK_OK)
+	o->verbosity = (unsigned)pk_flags_get_num(vals, F_V);
+	o->poll_seconds = (unsigned)pk_flags_get_num(vals, F_POLL);
+	o->server.threads = (unsigned)pk_flags_get_num(vals, F_THREADS);
+	o->server.max_connections = (unsigned)pk_flags_get_num(vals, F_MAX_CONN);
+	o->grace_seconds = (unsigned)pk_flags_get_num(vals, F_GRACE);
+	if ((rc = pk_flags_get_hostport(flags, vals, F_WEBHOOK_ADDR, &o->server.webhook_address,
+	                                NULL, err)) != PK_OK ||
+	    (rc = pk_flags_get_hostport(flags, vals, F_HEALTH_ADDR, &o->server.health_address, NULL,
+	                                err)) != PK_OK ||
+	    (rc = pk_flags_get_hostport(flags, vals, F_METRICS_ADDR, &o->server.metrics_address,
+	                                &o->server.metrics_off, err)) != PK_OK)
 		return rc;
-	o->server.port = (uint16_t)v;
-	if ((rc = parse_uint(F_HEALTH_PORT, pk_flags_get_string(flags, vals, F_HEALTH_PORT), 0,
-	                     65535, &v, err)) != PK_OK)
-		return rc;
-	o->server.health_port = (uint16_t)v;
-	if ((rc = parse_uint(F_METRICS_PORT, pk_flags_get_string(flags, vals, F_METRICS_PORT), 0,
-	                     65535, &v, err)) != PK_OK)
-		return rc;
-	o->server.metrics_port = (uint16_t)v;
-	if ((rc = parse_uint(F_POLL, pk_flags_get_string(flags, vals, F_POLL), 1, 86400, &v,
-	                     err)) != PK_OK)
-		return rc;
-	o->poll_seconds = (unsigned)v;
-	if ((rc = parse_uint(F_THREADS, pk_flags_get_string(flags, vals, F_THREADS), 0, 1024, &v,
-	                     err)) != PK_OK)
-		return rc;
-	o->server.threads = (unsigned)v;
-	if ((rc = parse_uint(F_MAX_CONN, pk_flags_get_string(flags, vals, F_MAX_CONN), 1, 100000,
-	                     &v, err)) != PK_OK)
-		return rc;
-	o->server.max_connections = (unsigned)v;
-	if ((rc = parse_uint(F_GRACE, pk_flags_get_string(flags, vals, F_GRACE), 0, 3600, &v,
-	                     err)) != PK_OK)
-		return rc;
-	o->grace_seconds = (unsigned)v;
 
 	if ((rc = pk_admission_parse_enforcement(pk_flags_get_string(flags, vals, F_CLAIMS),
 	                                         &o->admission.claims)) != PK_OK)
@@ -173,12 +141,6 @@ static int parse_options(int argc, char **argv, struct options *o, struct pk_err
 	                              &o->log_format, err)) != PK_OK)
 		return rc;
 
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	bool any;
-	if ((rc = pk_server_parse_bind_address(o->server.bind_address, &ss, &sl, &any, err)) !=
-	    PK_OK)
-		return rc;
 	if (o->cert == NULL || *o->cert == '\0')
 		return pk_err_set(err, PK_ERR_INVALID, "--tls-cert-file is required");
 	if (o->key == NULL || *o->key == '\0')
@@ -194,15 +156,19 @@ int main(int argc, char **argv)
 	struct pk_err err = {{0}};
 	if (parse_options(argc, argv, &o, &err) != PK_OK) {
 		pk_log_error("invalid command line", PK_LOG_STR("error", err.msg),
-		             PK_LOG_STR("hint", "see poolkeeper-webhook --help"));
+		             PK_LOG_STR("hint", "see " PROGRAM " --help"));
 		return 2;
 	}
 	if (o.help) {
 		pk_flags_print_help(stdout, USAGE, SUMMARY, flags, F_COUNT);
 		return 0;
 	}
+	if (o.version) {
+		printf("%s %s\n", PROGRAM, PK_VERSION);
+		return 0;
+	}
 	pk_log_set_format(o.log_format);
-	pk_log_set_level((enum pk_log_level)(PK_LOG_INFO + o.verbosity));
+	pk_log_set_level(o.verbosity >= 1 ? PK_LOG_DEBUG : PK_LOG_INFO);
 
 	/* Every thread started from here on inherits this mask; main waits for the signals. */
 	sigset_t sigs;
@@ -245,11 +211,17 @@ int main(int argc, char **argv)
 		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
 		goto out;
 	}
-	for (int l = PK_SERVER_WEBHOOK; l <= PK_SERVER_METRICS; l++)
-		pk_log_info(
-		    "listening", PK_LOG_STR("listener", listener_names[l]),
-		    PK_LOG_UINT("port", pk_server_port(server, (enum pk_server_listener)l)),
-		    PK_LOG_STR("address", *o.server.bind_address ? o.server.bind_address : "all"));
+	const struct pk_hostport *at[] = {&o.server.webhook_address, &o.server.health_address,
+	                                  &o.server.metrics_address};
+	for (int l = PK_SERVER_WEBHOOK; l <= PK_SERVER_METRICS; l++) {
+		if (l == PK_SERVER_METRICS && o.server.metrics_off) {
+			pk_log_info("metrics off", PK_LOG_STR("flag", "--metrics-bind-address=0"));
+			continue;
+		}
+		pk_log_info("listening", PK_LOG_STR("listener", listener_names[l]),
+		            PK_LOG_UINT("port", pk_server_port(server, (enum pk_server_listener)l)),
+		            PK_LOG_STR("address", *at[l]->host ? at[l]->host : "all"));
+	}
 	if (pk_certs_start_watch(certs, o.poll_seconds, &err) != PK_OK) {
 		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
 		goto out;

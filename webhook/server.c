@@ -54,54 +54,13 @@ static double seconds_since(const struct timespec *t)
 void pk_server_default_config(struct pk_server_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->port = 9443;
-	cfg->health_port = 8081;
-	cfg->metrics_port = 8080;
+	cfg->webhook_address.port = 9443;
+	cfg->health_address.port = 8081;
+	cfg->metrics_address.port = 8080;
 	cfg->max_connections = 1000;
 	cfg->connection_memory = 128 * 1024;
 	cfg->request_timeout = 10;
 	cfg->idle_timeout = 120;
-}
-
-int pk_server_parse_bind_address(const char *s, struct sockaddr_storage *ss, socklen_t *len,
-                                 bool *any, struct pk_err *err)
-{
-	memset(ss, 0, sizeof(*ss));
-	*any = false;
-	if (s == NULL || *s == '\0') {
-		*any = true;
-		*len = 0;
-		return PK_OK;
-	}
-	char buf[INET6_ADDRSTRLEN + 2];
-	size_t n = strlen(s);
-	if (n >= sizeof(buf))
-		goto bad;
-	memcpy(buf, s, n + 1);
-	struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
-	if (inet_pton(AF_INET, buf, &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		*len = sizeof(*v4);
-		return PK_OK;
-	}
-	char *host = buf;
-	if (buf[0] == '[') {
-		if (n < 3 || buf[n - 1] != ']')
-			goto bad;
-		buf[n - 1] = '\0';
-		host = buf + 1;
-	}
-	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
-	if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
-		v6->sin6_family = AF_INET6;
-		*len = sizeof(*v6);
-		return PK_OK;
-	}
-bad:;
-	char q[300];
-	pk_text_quote(s, strlen(s), q, sizeof(q));
-	return pk_err_set(err, PK_ERR_INVALID,
-	                  "--bind-address must be an IPv4 or IPv6 address, got \"%s\"", q);
 }
 
 /* ---- responses ---- */
@@ -431,38 +390,27 @@ static unsigned default_threads(void)
 	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
-/* Fills `ss` with the bind address for `port`; NULL when binding every address. */
-static const struct sockaddr *bind_addr(const struct sockaddr_storage *base, bool any,
-                                        uint16_t port, struct sockaddr_storage *ss)
-{
-	if (any)
-		return NULL;
-	*ss = *base;
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-	return (const struct sockaddr *)ss;
-}
-
-static unsigned family_flags(const struct sockaddr_storage *base, bool any, bool dual)
+static unsigned family_flags(const struct sockaddr_storage *ss, bool any, bool dual)
 {
 	if (any)
 		return dual ? MHD_USE_DUAL_STACK : 0;
-	return base->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
+	return ss->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
 }
 
-static struct MHD_Daemon *start_plain(struct pk_server *s, const struct sockaddr_storage *base,
-                                      bool any, uint16_t port, MHD_AccessHandlerCallback handler)
+static struct MHD_Daemon *start_plain(struct pk_server *s, const struct pk_hostport *at,
+                                      MHD_AccessHandlerCallback handler)
 {
 	struct sockaddr_storage ss;
+	socklen_t sl;
+	bool any;
+	pk_hostport_sockaddr(at, &ss, &sl, &any);
+	const struct sockaddr *sa = any ? NULL : (const struct sockaddr *)&ss;
 	struct MHD_Daemon *d = NULL;
 	for (int dual = 1; dual >= 0 && d == NULL; dual--) {
-		const struct sockaddr *sa = bind_addr(base, any, port, &ss);
 		unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-		                 MHD_USE_ERROR_LOG | family_flags(base, any, dual);
+		                 MHD_USE_ERROR_LOG | family_flags(&ss, any, dual);
 		d = MHD_start_daemon(
-		    flags, port, NULL, NULL, handler, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+		    flags, at->port, NULL, NULL, handler, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
 		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT,
 		    (unsigned)30, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
 		    sa ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, sa, MHD_OPTION_END);
@@ -472,23 +420,25 @@ static struct MHD_Daemon *start_plain(struct pk_server *s, const struct sockaddr
 	return d;
 }
 
-static struct MHD_Daemon *start_webhook(struct pk_server *s, const struct sockaddr_storage *base,
-                                        bool any)
+static struct MHD_Daemon *start_webhook(struct pk_server *s)
 {
 	const struct pk_server_config *c = &s->cfg;
 	struct sockaddr_storage ss;
+	socklen_t sl;
+	bool any;
+	pk_hostport_sockaddr(&c->webhook_address, &ss, &sl, &any);
+	const struct sockaddr *sa = any ? NULL : (const struct sockaddr *)&ss;
 	struct MHD_Daemon *d = NULL;
 	unsigned threads = c->threads ? c->threads : default_threads();
 	for (int dual = 1; dual >= 0 && d == NULL; dual--) {
-		const struct sockaddr *sa = bind_addr(base, any, c->port, &ss);
 		unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-		                 MHD_USE_ITC | MHD_USE_ERROR_LOG | family_flags(base, any, dual);
+		                 MHD_USE_ITC | MHD_USE_ERROR_LOG | family_flags(&ss, any, dual);
 		d = MHD_start_daemon(
-		    flags, c->port, NULL, NULL, webhook_access, s, MHD_OPTION_EXTERNAL_LOGGER,
-		    mhd_log, s, MHD_OPTION_HTTPS_CERT_CALLBACK, pk_certs_retrieve,
-		    MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_THREAD_POOL_SIZE,
-		    threads, MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
-		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory,
+		    flags, c->webhook_address.port, NULL, NULL, webhook_access, s,
+		    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_HTTPS_CERT_CALLBACK,
+		    pk_certs_retrieve, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+		    MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
+		    c->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory,
 		    MHD_OPTION_CONNECTION_TIMEOUT, c->request_timeout, MHD_OPTION_NOTIFY_COMPLETED,
 		    webhook_completed, s, MHD_OPTION_NOTIFY_CONNECTION, webhook_notify, s,
 		    sa ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, sa, MHD_OPTION_END);
@@ -526,12 +476,6 @@ int pk_server_start(const struct pk_server_config *cfg, struct pk_server **out, 
 		return pk_err_set(err, PK_ERR_INVALID,
 		                  "server: timeouts and the connection "
 		                  "limit must be positive");
-	struct sockaddr_storage base;
-	socklen_t blen;
-	bool any;
-	int rc = pk_server_parse_bind_address(cfg->bind_address, &base, &blen, &any, err);
-	if (rc != PK_OK)
-		return rc;
 	struct pk_server *s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
@@ -543,27 +487,30 @@ int pk_server_start(const struct pk_server_config *cfg, struct pk_server **out, 
 	atomic_init(&s->in_flight, 0);
 	pk_certs_set_active(cfg->certs);
 
-	s->webhook = start_webhook(s, &base, any);
+	char at[INET6_ADDRSTRLEN + 16];
+	s->webhook = start_webhook(s);
 	if (s->webhook == NULL) {
 		stop_all(s);
-		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on port %u (webhook, TLS)",
-		                  cfg->port);
+		pk_hostport_format(&cfg->webhook_address, at, sizeof(at));
+		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s (webhook, TLS)", at);
 	}
-	s->health = start_plain(s, &base, any, cfg->health_port, health_access);
+	s->health = start_plain(s, &cfg->health_address, health_access);
 	if (s->health == NULL) {
 		stop_all(s);
-		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on port %u (health)",
-		                  cfg->health_port);
+		pk_hostport_format(&cfg->health_address, at, sizeof(at));
+		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s (health)", at);
 	}
-	s->metrics = start_plain(s, &base, any, cfg->metrics_port, metrics_access);
-	if (s->metrics == NULL) {
-		stop_all(s);
-		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on port %u (metrics)",
-		                  cfg->metrics_port);
+	if (!cfg->metrics_off) {
+		s->metrics = start_plain(s, &cfg->metrics_address, metrics_access);
+		if (s->metrics == NULL) {
+			stop_all(s);
+			pk_hostport_format(&cfg->metrics_address, at, sizeof(at));
+			return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s (metrics)", at);
+		}
+		s->ports[PK_SERVER_METRICS] = bound_port(s->metrics);
 	}
 	s->ports[PK_SERVER_WEBHOOK] = bound_port(s->webhook);
 	s->ports[PK_SERVER_HEALTH] = bound_port(s->health);
-	s->ports[PK_SERVER_METRICS] = bound_port(s->metrics);
 	/* Ready: the TLS listener is up and pk_certs_open guaranteed a pair. */
 	atomic_store(&s->ready, true);
 	*out = s;

@@ -35,16 +35,17 @@
 #include "admission.h"
 #include "certs.h"
 #include "metrics.h"
+#include "parse.h"
 #include "pk.h"
 
 /* Bodies between PK_ADMISSION_MAX_BODY and this are read and discarded before the 413. */
 #define PK_SERVER_DISCARD_MAX (16u * 1024u * 1024u)
 
 struct pk_server_config {
-	const char *bind_address; /* IPv4 or IPv6 literal; NULL or "" for every address */
-	uint16_t port;            /* 0: any free port (see pk_server_port) */
-	uint16_t health_port;
-	uint16_t metrics_port;
+	struct pk_hostport webhook_address; /* port 0: any free port (see pk_server_port) */
+	struct pk_hostport health_address;
+	struct pk_hostport metrics_address;
+	bool metrics_off;         /* no metrics listener */
 	unsigned threads;         /* webhook thread pool; 0: one per core */
 	unsigned max_connections; /* webhook connections at once */
 	size_t connection_memory; /* per-connection buffer (headers and read chunks) */
@@ -55,7 +56,7 @@ struct pk_server_config {
 	struct pk_metrics *metrics;                  /* borrowed; may be NULL */
 };
 
-/* The defaults poolkeeper-webhook starts with (ports 9443, 8081, 8080). */
+/* The defaults poolkeeper-webhook starts with (:9443, :8081, :8080). */
 void pk_server_default_config(struct pk_server_config *cfg);
 
 enum pk_server_listener {
@@ -67,13 +68,6 @@ enum pk_server_listener {
 struct pk_server;
 
 /*
- * Parses a --bind-address value: "" (every address), an IPv4 literal, or an
- * IPv6 literal with or without brackets. `port` is filled in later.
- */
-PK_MUST_CHECK int pk_server_parse_bind_address(const char *s, struct sockaddr_storage *ss,
-                                               socklen_t *len, bool *any, struct pk_err *err);
-
-/*
  * Starts the three listeners and makes `cfg->certs` the pair source for
  * TLS handshakes. On failure nothing is left running and err says which
  * listener failed. Stop and free with pk_server_stop.
@@ -81,7 +75,7 @@ PK_MUST_CHECK int pk_server_parse_bind_address(const char *s, struct sockaddr_st
 PK_MUST_CHECK int pk_server_start(const struct pk_server_config *cfg, struct pk_server **out,
                                   struct pk_err *err);
 
-/* The port a listener is bound to (the chosen one when started with port 0). */
+/* The port a listener is bound to (the chosen one when started with port 0); 0 when off. */
 uint16_t pk_server_port(const struct pk_server *s, enum pk_server_listener which);
 
 /* True once the TLS listener is up with a certificate loaded (what /readyz answers). */

@@ -30,8 +30,8 @@ cat >review.json <<'JSON'
 {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"load-1","operation":"CREATE","resource":{"group":"ipam.poolkeeper.io","version":"v1alpha1","resource":"ippools"},"namespace":"a","name":"x","object":{"apiVersion":"ipam.poolkeeper.io/v1alpha1","kind":"IPPool","metadata":{"name":"x","namespace":"a"},"spec":{"addresses":["10.0.0.10-10.0.0.20"],"prefix":24}}}}
 JSON
 
-"$bin" --tls-cert-file tls.crt --tls-private-key-file tls.key --bind-address 127.0.0.1 \
-	--port 0 --health-port 0 --metrics-port 0 --cert-poll-seconds 1 2>log &
+"$bin" --tls-cert-file tls.crt --tls-private-key-file tls.key --webhook-bind-address 127.0.0.1:0 \
+	--health-probe-bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 --cert-poll-seconds 1 2>log &
 pid=$!
 for _ in $(seq 100); do grep -q 'listener=metrics' log && break; sleep 0.1; done
 port=$(sed -n 's/.*listener=webhook port=\([0-9]*\).*/\1/p' log)

@@ -121,21 +121,50 @@ static void test_help(void **state)
 	char err[4096], out[8192];
 	const char *args[] = {"--help", NULL};
 	assert_int_equal(run(args, err, sizeof(err), out, sizeof(out)), 0);
-	const char *want[] = {"--tls-cert-file",
-	                      "--tls-private-key-file",
-	                      "--bind-address",
-	                      "--port",
-	                      "--health-port",
-	                      "--metrics-port",
-	                      "--kubeconfig",
+	const char *want[] = {"--tls-cert-file FILE",
+	                      "--tls-private-key-file FILE",
+	                      "--webhook-bind-address HOST:PORT",
+	                      "(default :9443)",
+	                      "--health-probe-bind-address HOST:PORT",
+	                      "(default :8081)",
+	                      "--metrics-bind-address HOST:PORT",
+	                      "0 turns metrics off (default :8080)",
+	                      "--kubeconfig FILE",
 	                      "--claim-enforcement deny|warn",
 	                      "--foreign-claims ignore|warn|deny",
 	                      "--log-format text|json",
-	                      "-v, --verbose",
-	                      "--cert-poll-seconds"};
+	                      "-v, --v N",
+	                      "(0..10, default 0)",
+	                      "--cert-poll-seconds N",
+	                      "(1..86400, default 10)",
+	                      "--thread-pool-size N",
+	                      "--max-connections N",
+	                      "--shutdown-grace-seconds N",
+	                      "--version",
+	                      "-h, --help"};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		if (strstr(out, want[i]) == NULL)
 			fail_msg("--help lacks %s:\n%s", want[i], out);
+	/* The old spellings are gone. */
+	const char *gone[] = {"--port ", "--health-port", "--metrics-port", "--bind-address ",
+	                      "--verbose"};
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+		if (strstr(out, gone[i]) != NULL)
+			fail_msg("--help still has %s:\n%s", gone[i], out);
+}
+
+/* "<program> <CMake project version>" on stdout, exit 0, before anything else is checked. */
+static void test_version(void **state)
+{
+	(void)state;
+	char err[4096], out[256];
+	const char *args[] = {"--version", NULL};
+	assert_int_equal(run(args, err, sizeof(err), out, sizeof(out)), 0);
+	assert_string_equal(out, "poolkeeper-webhook " PK_VERSION "\n");
+	assert_string_equal(err, "");
+	const char *bad[] = {"--version=nope", NULL};
+	assert_int_equal(run(bad, err, sizeof(err), out, sizeof(out)), 2);
+	assert_non_null(strstr(err, "--version must be true or false, got \\\"nope\\\""));
 }
 
 static void test_bad_flags(void **state)
@@ -143,21 +172,48 @@ static void test_bad_flags(void **state)
 	(void)state;
 	const char *base[] = {"--tls-cert-file", pki.cert, "--tls-private-key-file", pki.key};
 #define WITH(...) (const char *const[]){base[0], base[1], base[2], base[3], __VA_ARGS__, NULL}
-	expect_usage_error(WITH("--port=abc"), "--port", "abc");
-	expect_usage_error(WITH("--port", "70000"), "--port", "70000");
-	expect_usage_error(WITH("--port", "-1"), "--port", "-1");
-	expect_usage_error(WITH("--port="), "--port", NULL);
-	expect_usage_error(WITH("--port", "12a"), "--port", "12a");
-	expect_usage_error(WITH("--health-port=99999"), "--health-port", "99999");
-	expect_usage_error(WITH("--metrics-port", "x"), "--metrics-port", NULL);
-	expect_usage_error(WITH("--cert-poll-seconds=0"), "--cert-poll-seconds", NULL);
+	expect_usage_error(WITH("--webhook-bind-address=:abc"), "--webhook-bind-address", ":abc");
+	expect_usage_error(WITH("--webhook-bind-address", ":70000"), "--webhook-bind-address",
+	                   "PORT must be an integer in 0..65535");
+	expect_usage_error(WITH("--webhook-bind-address", ":65536"), "--webhook-bind-address",
+	                   ":65536");
+	expect_usage_error(WITH("--webhook-bind-address", ":-1"), "--webhook-bind-address", ":-1");
+	expect_usage_error(WITH("--webhook-bind-address="), "--webhook-bind-address", "empty");
+	expect_usage_error(WITH("--webhook-bind-address", "9443"), "--webhook-bind-address",
+	                   "the port is missing");
+	expect_usage_error(WITH("--webhook-bind-address", "127.0.0.1"), "--webhook-bind-address",
+	                   "the port is missing");
+	expect_usage_error(WITH("--webhook-bind-address=0"), "--webhook-bind-address",
+	                   "the port is missing");
+	expect_usage_error(WITH("--health-probe-bind-address=[::1:8081"),
+	                   "--health-probe-bind-address", "is not closed");
+	expect_usage_error(WITH("--health-probe-bind-address=::1:8081"),
+	                   "--health-probe-bind-address", "brackets");
+	expect_usage_error(WITH("--health-probe-bind-address=example.org:8081"),
+	                   "--health-probe-bind-address", "example.org:8081");
+	expect_usage_error(WITH("--metrics-bind-address", "x"), "--metrics-bind-address",
+	                   "0 turns it off");
+	expect_usage_error(WITH("--cert-poll-seconds=0"), "--cert-poll-seconds",
+	                   "must be an integer in 1..86400, got");
+	expect_usage_error(WITH("--thread-pool-size=1025"), "--thread-pool-size", "1025");
+	expect_usage_error(WITH("--max-connections=0"), "--max-connections", "1..100000");
+	expect_usage_error(WITH("--shutdown-grace-seconds", "1h"), "--shutdown-grace-seconds",
+	                   "1h");
+	expect_usage_error(WITH("--v=11"), "--v must be an integer in 0..10", "11");
+	expect_usage_error(WITH("-v", "x"), "--v must be an integer in 0..10", "x");
+	expect_usage_error(WITH("-v"), "-v needs a value", NULL);
+	expect_usage_error(WITH("-vv"), "--v must be an integer in 0..10", "v");
+	expect_usage_error(WITH("--help=yes"), "--help must be true or false", "yes");
 	expect_usage_error(WITH("--claim-enforcement=maybe"), "--claim-enforcement", "maybe");
 	expect_usage_error(WITH("--claim-enforcement=ignore"), "--claim-enforcement", "ignore");
 	expect_usage_error(WITH("--foreign-claims", "block"), "--foreign-claims", "block");
 	expect_usage_error(WITH("--log-format=xml"), "--log-format", "xml");
-	expect_usage_error(WITH("--bind-address=example.org"), "--bind-address", "example.org");
 	expect_usage_error(WITH("--bogus"), "--bogus", NULL);
-	expect_usage_error(WITH("--port"), "--port", "needs a value");
+	expect_usage_error(WITH("--port=0"), "unknown flag --port", NULL);
+	expect_usage_error(WITH("--bind-address=127.0.0.1"), "unknown flag --bind-address", NULL);
+	expect_usage_error(WITH("--verbose"), "unknown flag --verbose", NULL);
+	expect_usage_error(WITH("--webhook-bind-address"), "--webhook-bind-address",
+	                   "needs a value");
 	expect_usage_error(WITH("stray"), "stray", NULL);
 	expect_usage_error((const char *const[]){"--tls-private-key-file", pki.key, NULL},
 	                   "--tls-cert-file", NULL);
@@ -174,13 +230,24 @@ static void test_bad_files(void **state)
 	snprintf(other_crt, sizeof(other_crt), "%s/main-other.crt", pki.dir);
 	snprintf(other_key, sizeof(other_key), "%s/main-other.key", pki.dir);
 	assert_true(testpki_issue(&pki, "other", other_crt, other_key));
-	const char *a1[] = {"--tls-cert-file", missing,           "--tls-private-key-file", pki.key,
-	                    "--port=0",        "--health-port=0", "--metrics-port=0",       NULL};
+	const char *a1[] = {"--tls-cert-file",
+	                    missing,
+	                    "--tls-private-key-file",
+	                    pki.key,
+	                    "--webhook-bind-address=127.0.0.1:0",
+	                    "--health-probe-bind-address=127.0.0.1:0",
+	                    "--metrics-bind-address=0",
+	                    NULL};
 	assert_int_equal(run(a1, err, sizeof(err), NULL, 0), 1);
 	assert_non_null(strstr(err, missing));
-	const char *a2[] = {"--tls-cert-file",  pki.cert,   "--tls-private-key-file",
-	                    other_key,          "--port=0", "--health-port=0",
-	                    "--metrics-port=0", NULL};
+	const char *a2[] = {"--tls-cert-file",
+	                    pki.cert,
+	                    "--tls-private-key-file",
+	                    other_key,
+	                    "--webhook-bind-address=127.0.0.1:0",
+	                    "--health-probe-bind-address=127.0.0.1:0",
+	                    "--metrics-bind-address=0",
+	                    NULL};
 	assert_int_equal(run(a2, err, sizeof(err), NULL, 0), 1);
 	assert_non_null(strstr(err, other_key));
 	assert_non_null(strstr(err, "does not match"));
@@ -218,19 +285,19 @@ static bool wait_for(const struct proc *p, const char *want, char *buf, size_t c
 static void test_start_and_stop(void **state)
 {
 	(void)state;
-	char buf[16384], port[16], want[128];
+	char buf[16384], port[64], want[128];
 	uint16_t n = free_port();
-	snprintf(port, sizeof(port), "--port=%u", n);
+	snprintf(port, sizeof(port), "--webhook-bind-address=127.0.0.1:%u", n);
 	const char *a1[] = {"--tls-cert-file",
 	                    pki.cert,
 	                    "--tls-private-key-file",
 	                    pki.key,
 	                    port,
-	                    "--health-port=0",
-	                    "--metrics-port",
-	                    "0",
-	                    "--bind-address=127.0.0.1",
+	                    "--health-probe-bind-address=127.0.0.1:0",
+	                    "--metrics-bind-address",
+	                    "127.0.0.1:0",
 	                    "-v",
+	                    "1",
 	                    NULL};
 	struct proc p;
 	start(&p, a1);
@@ -242,7 +309,9 @@ static void test_start_and_stop(void **state)
 	}
 	assert_non_null(strstr(buf, "msg=\"listening\" listener=health port="));
 	assert_non_null(strstr(buf, "msg=\"listening\" listener=metrics port="));
+	assert_non_null(strstr(buf, "address=127.0.0.1"));
 	assert_null(strstr(buf, "listener=health port=0 "));
+	assert_null(strstr(buf, "listener=metrics port=0 "));
 	kill(p.pid, SIGTERM);
 	assert_int_equal(finish(&p), 0);
 	slurp(p.err, buf, sizeof(buf));
@@ -251,17 +320,18 @@ static void test_start_and_stop(void **state)
 
 	/* The other spelling, JSON logs, SIGINT. */
 	n = free_port();
-	snprintf(port, sizeof(port), "%u", n);
+	snprintf(port, sizeof(port), "127.0.0.1:%u", n);
 	char certflag[400];
 	snprintf(certflag, sizeof(certflag), "--tls-cert-file=%s", pki.cert);
 	const char *a3[] = {certflag,
 	                    "--tls-private-key-file",
 	                    pki.key,
-	                    "--port",
+	                    "--webhook-bind-address",
 	                    port,
-	                    "--health-port",
-	                    "0",
-	                    "--metrics-port=0",
+	                    "--health-probe-bind-address",
+	                    "127.0.0.1:0",
+	                    "--metrics-bind-address=127.0.0.1:0",
+	                    "--v=0",
 	                    "--log-format",
 	                    "json",
 	                    "--claim-enforcement=warn",
@@ -288,16 +358,51 @@ static void test_start_and_stop(void **state)
 	}
 }
 
+/* --metrics-bind-address=0: no metrics listener, said once; the others listen. */
+static void test_metrics_off(void **state)
+{
+	(void)state;
+	char buf[16384];
+	const char *args[] = {"--tls-cert-file",
+	                      pki.cert,
+	                      "--tls-private-key-file",
+	                      pki.key,
+	                      "--webhook-bind-address=127.0.0.1:0",
+	                      "--health-probe-bind-address=127.0.0.1:0",
+	                      "--metrics-bind-address=0",
+	                      NULL};
+	struct proc p;
+	start(&p, args);
+	if (!wait_for(&p, "listener=health port=", buf, sizeof(buf))) {
+		kill(p.pid, SIGKILL);
+		finish(&p);
+		fail_msg("no health listener in: %s", buf);
+	}
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	slurp(p.err, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "listener=webhook port="));
+	assert_null(strstr(buf, "listener=metrics"));
+	const char *off = strstr(buf, "msg=\"metrics off\"");
+	assert_non_null(off);
+	assert_null(strstr(off + 1, "msg=\"metrics off\""));
+}
+
 /* A request in flight when SIGTERM arrives is answered; new connections are refused. */
 static void test_graceful_stop(void **state)
 {
 	(void)state;
-	char buf[16384], port[16], want[128];
+	char buf[16384], port[64], want[128];
 	uint16_t n = free_port();
-	snprintf(port, sizeof(port), "--port=%u", n);
-	const char *args[] = {
-	    "--tls-cert-file", pki.cert,           "--tls-private-key-file",   pki.key, port,
-	    "--health-port=0", "--metrics-port=0", "--bind-address=127.0.0.1", NULL};
+	snprintf(port, sizeof(port), "--webhook-bind-address=127.0.0.1:%u", n);
+	const char *args[] = {"--tls-cert-file",
+	                      pki.cert,
+	                      "--tls-private-key-file",
+	                      pki.key,
+	                      port,
+	                      "--health-probe-bind-address=127.0.0.1:0",
+	                      "--metrics-bind-address=0",
+	                      NULL};
 	struct proc p;
 	start(&p, args);
 	snprintf(want, sizeof(want), "listener=webhook port=%u ", n);
@@ -361,7 +466,8 @@ static void test_graceful_stop(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_help),          cmocka_unit_test(test_bad_flags),
+	    cmocka_unit_test(test_help),          cmocka_unit_test(test_version),
+	    cmocka_unit_test(test_bad_flags),     cmocka_unit_test(test_metrics_off),
 	    cmocka_unit_test(test_bad_files),     cmocka_unit_test(test_start_and_stop),
 	    cmocka_unit_test(test_graceful_stop),
 	};
