@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,10 +48,49 @@ struct pk_kube_client {
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
+static bool keylog_cleared; /* SSLKEYLOGFILE was set, and removed */
+static atomic_flag keylog_warned = ATOMIC_FLAG_INIT;
 
 static void curl_init_once(void)
 {
+	/* libcurl's OpenSSL backend opens $SSLKEYLOGFILE in curl_global_init and
+	 * appends every TLS session key to it: anyone who can read that file and
+	 * the traffic reads the bearer tokens. Issue 12: clear it at start. */
+	if (getenv("SSLKEYLOGFILE") != NULL) {
+		keylog_cleared = true;
+		unsetenv("SSLKEYLOGFILE");
+	}
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/*
+ * Whom the handle trusts. kubeconfig, as client-go reads it: a named CA
+ * (certificate-authority(-data), the in-cluster ca.crt) is the whole trust
+ * store (Go's tls.Config.RootCAs); the system roots are used only when no CA
+ * is named. After curl_easy_reset, CAINFO and CAPATH are libcurl's built-in
+ * system paths again, and CAINFO_BLOB overrides CAINFO only: OpenSSL would
+ * still look issuers up in CAPATH (/etc/ssl/certs). So both are cleared, and
+ * the OS store (CURLSSLOPT_NATIVE_CA) is kept off.
+ */
+static CURLcode set_trust(const struct pk_kube_client *c, CURL *h)
+{
+	size_t n;
+	const char *pem = pk_kube_config_ca(c->cfg, &n);
+	CURLcode cc;
+	if (pk_kube_config_insecure(c->cfg)) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+		return CURLE_OK;
+	}
+	if (pem == NULL)
+		return CURLE_OK; /* libcurl's defaults: the system roots */
+	struct curl_blob b = {.data = (void *)(uintptr_t)pem, .len = n, .flags = CURL_BLOB_NOCOPY};
+	if ((cc = curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b)) != CURLE_OK ||
+	    (cc = curl_easy_setopt(h, CURLOPT_CAINFO, NULL)) != CURLE_OK ||
+	    (cc = curl_easy_setopt(h, CURLOPT_CAPATH, NULL)) != CURLE_OK ||
+	    (cc = curl_easy_setopt(h, CURLOPT_SSL_OPTIONS, 0L)) != CURLE_OK)
+		return cc;
+	return CURLE_OK;
 }
 
 static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *ud)
@@ -114,6 +154,20 @@ int pk_kube_client_new(struct pk_kube_config *cfg, const struct pk_kube_client_o
 	curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
 	curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
 	curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	if (keylog_cleared && !atomic_flag_test_and_set(&keylog_warned))
+		pk_kube_logf(&c->log, PK_KUBE_LOG_WARN,
+		             "kube client: SSLKEYLOGFILE was set; it was removed from the "
+		             "environment and no TLS keys are written");
+	/* Fail now, not at every request, if libcurl cannot limit trust to the CA. */
+	CURL *probe = curl_easy_init();
+	CURLcode pc = probe ? set_trust(c, probe) : CURLE_OUT_OF_MEMORY;
+	curl_easy_cleanup(probe);
+	if (pc != CURLE_OK) {
+		pk_kube_client_free(c);
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "kube client for %s: cannot trust only the configured CA: %s",
+		                  pk_kube_config_server(cfg), curl_easy_strerror(pc));
+	}
 	if (pk_kube_config_insecure(cfg))
 		pk_kube_logf(&c->log, PK_KUBE_LOG_WARN,
 		             "kube client for %s: insecure-skip-tls-verify is set, the server's "
@@ -422,8 +476,9 @@ struct call {
 	const atomic_int *stop;
 };
 
-static void setup_handle(struct pk_kube_client *c, CURL *h, const struct call *k, const char *url,
-                         struct curl_slist *hdrs, struct resp *r)
+/* Fails only when the trust settings cannot be applied (then nothing may be sent). */
+static CURLcode setup_handle(struct pk_kube_client *c, CURL *h, const struct call *k,
+                             const char *url, struct curl_slist *hdrs, struct resp *r)
 {
 	size_t n;
 	const char *pem;
@@ -453,11 +508,6 @@ static void setup_handle(struct pk_kube_client *c, CURL *h, const struct call *k
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
 	}
-	if ((pem = pk_kube_config_ca(c->cfg, &n)) != NULL) {
-		struct curl_blob b = {
-		    .data = (void *)(uintptr_t)pem, .len = n, .flags = CURL_BLOB_NOCOPY};
-		curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
-	}
 	if ((pem = pk_kube_config_client_cert(c->cfg, &n)) != NULL) {
 		struct curl_blob b = {
 		    .data = (void *)(uintptr_t)pem, .len = n, .flags = CURL_BLOB_NOCOPY};
@@ -470,10 +520,9 @@ static void setup_handle(struct pk_kube_client *c, CURL *h, const struct call *k
 		curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
 		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
 	}
-	if (pk_kube_config_insecure(c->cfg)) {
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
+	CURLcode cc = set_trust(c, h);
+	if (cc != CURLE_OK)
+		return cc;
 	if (strcmp(k->method, "GET") == 0) {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	} else {
@@ -483,6 +532,7 @@ static void setup_handle(struct pk_kube_client *c, CURL *h, const struct call *k
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, k->body);
 		}
 	}
+	return CURLE_OK;
 }
 
 static enum pk_kube_reason transport_error(CURLcode cc, struct resp *r, const struct call *k,
@@ -607,9 +657,16 @@ static enum pk_kube_reason perform(struct pk_kube_client *c, const struct call *
 		                 .stop = k->stop,
 		                 .last_tick_ns = pk_kube_now_ns()};
 		char errbuf[CURL_ERROR_SIZE] = "";
-		setup_handle(c, h, k, url, hdrs, &r);
+		CURLcode cc = setup_handle(c, h, k, url, hdrs, &r);
+		if (cc != CURLE_OK) {
+			curl_slist_free_all(hdrs);
+			handle_put(c, h, false);
+			return pk_kube_error_set(e, PK_KUBE_CONFIG, 0,
+			                         "%s %s: cannot trust only the configured CA: %s",
+			                         k->method, k->path, curl_easy_strerror(cc));
+		}
 		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-		CURLcode cc = curl_easy_perform(h);
+		cc = curl_easy_perform(h);
 		long code = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 		stats_count(c, k->method, code);
@@ -630,8 +687,11 @@ static enum pk_kube_reason perform(struct pk_kube_client *c, const struct call *
 		    !(r.fn != NULL && code == 200 && cc == CURLE_PARTIAL_FILE)) {
 			rc = transport_error(cc, &r, k, errbuf, e);
 			/* Refused: nothing was sent, any verb may try again. Other
-			 * transport failures may have reached the server: GET only. */
-			if (rc == PK_KUBE_CONNECTION || rc == PK_KUBE_TIMEOUT)
+			 * transport failures may have reached the server: GET only.
+			 * A certificate that does not verify will not verify on the
+			 * next try either (client-go does not retry it). */
+			if ((rc == PK_KUBE_CONNECTION || rc == PK_KUBE_TIMEOUT) &&
+			    cc != CURLE_PEER_FAILED_VERIFICATION && cc != CURLE_SSL_CACERT_BADFILE)
 				retry = k->fn == NULL && (is_get || cc == CURLE_COULDNT_CONNECT);
 		} else if (code >= 200 && code < 300) {
 			if (body != NULL) {

@@ -21,6 +21,16 @@
  *     the server offers it in ALPN (the API server does).
  *   - Failures come back as enum pk_kube_reason with the server's Status
  *     decoded into struct pk_kube_error (see kube.h).
+ *   - Trust, as client-go: a CA the config names (certificate-authority,
+ *     certificate-authority-data, the in-cluster ca.crt) is the only root
+ *     trusted; libcurl's system paths (CAINFO, CAPATH) and the OS store are
+ *     then off. The system roots are used only when no CA is named. A
+ *     certificate that does not verify is PK_KUBE_CONNECTION, not retried.
+ *     insecure-skip-tls-verify turns verification off (and is logged).
+ *   - The first pk_kube_client_new of the process removes SSLKEYLOGFILE
+ *     from the environment before curl_global_init, which would otherwise
+ *     write every TLS session key to that file (logged once as a warning).
+ *     Like curl_global_init, it must run before other threads start.
  *
  * Ownership: the client borrows the config, which must outlive it. JSON
  * values passed in are borrowed; every json_t ** result is a new reference

@@ -60,6 +60,14 @@ struct pk_kube_config {
 
 	/* token cache, under mu */
 	pthread_mutex_t mu;
+	/* One exec plugin run at a time, and mu is not held while it runs (up to
+	 * exec_timeout_ms): other threads keep their cached token, invalidate,
+	 * or wait on exec_done for that run's result. */
+	pthread_cond_t exec_done;
+	bool exec_running;
+	unsigned long exec_runs; /* finished runs */
+	int exec_rc;             /* the last run's result, and its message */
+	struct pk_err exec_err;
 	char *token;
 	long long checked_ns;  /* when the token file was last stat'ed */
 	struct timespec mtime; /* token file identity at the last read */
@@ -106,7 +114,10 @@ void pk_kube_config_free(struct pk_kube_config *cfg)
 	free(cfg->exec_api);
 	free(cfg->exec_hint);
 	free(cfg->exec_info);
+	if (cfg->token != NULL)
+		OPENSSL_cleanse(cfg->token, strlen(cfg->token));
 	free(cfg->token);
+	pthread_cond_destroy(&cfg->exec_done);
 	pthread_mutex_destroy(&cfg->mu);
 	free(cfg);
 }
@@ -117,6 +128,7 @@ static struct pk_kube_config *config_new(const struct pk_kube_config_opts *o)
 	if (c == NULL)
 		return NULL;
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->exec_done, NULL);
 	if (o != NULL && o->log != NULL)
 		c->log = *o->log;
 	c->exec_timeout_ms = o && o->exec_timeout_ms ? o->exec_timeout_ms : PK_KUBE_EXEC_TIMEOUT_MS;
@@ -994,8 +1006,9 @@ static int parse_rfc3339(const char *s, time_t *out)
 	return 0;
 }
 
-/* Runs the plugin; stdout (capped) into *out_buf. Under cfg->mu. */
-static int exec_run(struct pk_kube_config *c, char **out_buf, size_t *out_len, struct pk_err *err)
+/* Runs the plugin; stdout (capped) into *out_buf. Called without cfg->mu. */
+static int exec_run(const struct pk_kube_config *c, char **out_buf, size_t *out_len,
+                    struct pk_err *err)
 {
 	char where[400];
 	snprintf(where, sizeof(where), "kubeconfig %s: user \"%s\": exec plugin \"%s\"", c->source,
@@ -1072,17 +1085,47 @@ static int exec_run(struct pk_kube_config *c, char **out_buf, size_t *out_len, s
 		rc = pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	/*
+	 * Until the plugin has exited and both pipes are closed, all within one
+	 * deadline: a plugin may close its pipes and run on, or leave them to a
+	 * child that outlives it, so neither EOF nor the exit is waited for
+	 * without it. Output is capped on both pipes.
+	 */
 	long long deadline = pk_kube_now_ns() + (long long)c->exec_timeout_ms * 1000000LL;
-	bool oopen = true, eopen = true, timed_out = false, too_big = false;
-	while (oopen || eopen) {
+	bool oopen = true, eopen = true, reaped = false, timed_out = false;
+	const char *too_big = NULL; /* the pipe that overflowed */
+	size_t etotal = 0;
+	int status = 0;
+	while (oopen || eopen || !reaped) {
+		if (!reaped) {
+			pid_t w = waitpid(pid, &status, WNOHANG);
+			if (w == pid || (w < 0 && errno == ECHILD)) {
+				reaped = true; /* ECHILD: SIGCHLD is ignored, nothing to reap */
+				if (w < 0)
+					status = 0;
+				if (!oopen && !eopen)
+					break;
+			} else if (w < 0 && errno != EINTR) {
+				rc = pk_err_set(err, PK_ERR_INVALID, "%s: waitpid: %s", where,
+				                strerror(errno));
+				break;
+			}
+		}
 		long long left = (deadline - pk_kube_now_ns()) / 1000000LL;
 		if (left <= 0) {
 			timed_out = true;
 			break;
 		}
+		/* look for the exit often while the plugin runs */
+		long cap = !reaped ? (oopen || eopen ? 50 : 5) : 1000;
+		int wait_ms = (int)(left > cap ? cap : left);
+		if (!oopen && !eopen) {
+			poll(NULL, 0, wait_ms);
+			continue;
+		}
 		struct pollfd pf[2] = {{oopen ? outp[0] : -1, POLLIN, 0},
 		                       {eopen ? errp[0] : -1, POLLIN, 0}};
-		int pr = poll(pf, 2, (int)(left > 1000 ? 1000 : left));
+		int pr = poll(pf, 2, wait_ms);
 		if (pr < 0 && errno != EINTR) {
 			rc =
 			    pk_err_set(err, PK_ERR_INVALID, "%s: poll: %s", where, strerror(errno));
@@ -1097,7 +1140,7 @@ static int exec_run(struct pk_kube_config *c, char **out_buf, size_t *out_len, s
 				oopen = false;
 			} else if (r > 0) {
 				if (olen + (size_t)r > PK_KUBE_CREDENTIAL_MAX) {
-					too_big = true;
+					too_big = "stdout";
 					break;
 				}
 				memcpy(obuf + olen, tmp, (size_t)r);
@@ -1110,6 +1153,7 @@ static int exec_run(struct pk_kube_config *c, char **out_buf, size_t *out_len, s
 			if (r <= 0 && !(r < 0 && errno == EINTR)) {
 				eopen = false;
 			} else if (r > 0) {
+				etotal += (size_t)r;
 				/* keep the last bytes of stderr for the message */
 				size_t n = (size_t)r > sizeof(ebuf) ? sizeof(ebuf) : (size_t)r;
 				if (elen + n > sizeof(ebuf)) {
@@ -1119,25 +1163,40 @@ static int exec_run(struct pk_kube_config *c, char **out_buf, size_t *out_len, s
 				}
 				memcpy(ebuf + elen, tmp + ((size_t)r - n), n);
 				elen += n;
+				if (etotal > PK_KUBE_CREDENTIAL_MAX) {
+					too_big = "stderr";
+					break;
+				}
 			}
 		}
 	}
-	if (timed_out || too_big || rc != PK_OK)
-		kill(-pid, SIGKILL), kill(pid, SIGKILL);
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	if (!reaped) {
+		/* The plugin and what it started in its process group. After
+		 * SIGKILL the wait is short (unless the kernel holds the process
+		 * in an uninterruptible sleep). */
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	} else if (timed_out || too_big != NULL) {
+		/* It exited, but left a child holding a pipe: that child's group
+		 * still exists, so its id is not reused yet. */
+		kill(-pid, SIGKILL);
+	}
 	pid = -1;
 	if (rc != PK_OK)
 		goto out;
 	if (timed_out) {
-		rc = pk_err_set(err, PK_ERR_INVALID, "%s: no answer within %u ms", where,
-		                c->exec_timeout_ms);
+		rc = pk_err_set(err, PK_ERR_INVALID,
+		                "%s: no answer within %u ms (the exec plugin timeout); it was "
+		                "killed",
+		                where, c->exec_timeout_ms);
 		goto out;
 	}
-	if (too_big) {
-		rc = pk_err_set(err, PK_ERR_NOMEM, "%s: printed more than %u bytes", where,
-		                PK_KUBE_CREDENTIAL_MAX);
+	if (too_big != NULL) {
+		rc = pk_err_set(err, PK_ERR_NOMEM,
+		                "%s: printed more than %u bytes on %s; it was killed", where,
+		                PK_KUBE_CREDENTIAL_MAX, too_big);
 		goto out;
 	}
 	while (elen > 0 && (ebuf[elen - 1] == '\n' || ebuf[elen - 1] == '\r'))
@@ -1159,8 +1218,10 @@ static int exec_run(struct pk_kube_config *c, char **out_buf, size_t *out_len, s
 	obuf = NULL;
 out:
 	if (pid > 0) {
+		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
 	}
 	for (int i = 0; i < 2; i++) {
 		if (outp[i] >= 0)
@@ -1174,22 +1235,15 @@ out:
 	return rc;
 }
 
-/* Under cfg->mu. */
-static int token_from_exec(struct pk_kube_config *c, struct pk_err *err)
+int pk_kube_exec_credential_parse(const char *buf, size_t len, const char *api_version,
+                                  const char *where, char **token, time_t *expiry_out,
+                                  struct pk_err *err)
 {
-	time_t now = time(NULL);
-	if (c->valid && (c->expiry == 0 || now + 10 < c->expiry))
-		return PK_OK;
-	char *buf;
-	size_t len;
-	int rc = exec_run(c, &buf, &len, err);
-	if (rc != PK_OK)
-		return rc;
-	char where[400];
-	snprintf(where, sizeof(where), "kubeconfig %s: user \"%s\": exec plugin \"%s\"", c->source,
-	         c->user, c->exec_argv[0]);
+	*token = NULL;
+	*expiry_out = 0;
 	json_t *cred = NULL;
 	struct pk_err jerr;
+	int rc = PK_OK;
 	if (pk_kube_json_parse(buf, len, 16, &cred, &jerr) != PK_OK || !json_is_object(cred)) {
 		rc = pk_err_set(err, PK_ERR_INVALID, "%s: output is not an ExecCredential: %s",
 		                where, cred ? "not an object" : jerr.msg);
@@ -1198,14 +1252,15 @@ static int token_from_exec(struct pk_kube_config *c, struct pk_err *err)
 	const char *kind = pk_kube_json_str(cred, "kind");
 	const char *api = pk_kube_json_str(cred, "apiVersion");
 	if (kind == NULL || strcmp(kind, "ExecCredential") != 0 || api == NULL ||
-	    strcmp(api, c->exec_api) != 0) {
+	    strcmp(api, api_version) != 0) {
 		rc = pk_err_set(err, PK_ERR_INVALID,
 		                "%s: output must be kind ExecCredential, apiVersion %s", where,
-		                c->exec_api);
+		                api_version);
 		goto out;
 	}
 	json_t *st = json_object_get(cred, "status");
-	const char *tok = pk_kube_json_str(st, "token");
+	json_t *tokv = json_object_get(st, "token");
+	const char *tok = json_string_value(tokv);
 	if (tok == NULL || tok[0] == '\0') {
 		rc = pk_err_set(err, PK_ERR_INVALID,
 		                json_object_get(st, "clientCertificateData")
@@ -1214,11 +1269,18 @@ static int token_from_exec(struct pk_kube_config *c, struct pk_err *err)
 		                where);
 		goto out;
 	}
+	/* "\u0000" would cut the token short as a C string */
+	if (json_string_length(tokv) != strlen(tok)) {
+		rc = pk_err_set(err, PK_ERR_INVALID, "%s: status.token holds a NUL byte", where);
+		goto out;
+	}
 	time_t expiry = 0;
 	const char *exp = pk_kube_json_str(st, "expirationTimestamp");
 	if (exp != NULL && parse_rfc3339(exp, &expiry) != 0) {
-		rc = pk_err_set(err, PK_ERR_INVALID, "%s: bad expirationTimestamp \"%.40s\"", where,
-		                exp);
+		char q[300];
+		pk_text_quote(exp, strlen(exp), q, sizeof(q));
+		rc =
+		    pk_err_set(err, PK_ERR_INVALID, "%s: bad expirationTimestamp \"%s\"", where, q);
 		goto out;
 	}
 	char *t = strdup(tok);
@@ -1227,18 +1289,86 @@ static int token_from_exec(struct pk_kube_config *c, struct pk_err *err)
 		goto out;
 	}
 	if ((rc = clean_token(t, where, err)) != PK_OK) {
+		OPENSSL_cleanse(t, strlen(t));
 		free(t);
 		goto out;
 	}
-	free(c->token);
-	c->token = t;
-	c->expiry = expiry;
-	c->valid = true;
+	*token = t;
+	*expiry_out = expiry;
 out:
 	json_decref(cred);
-	if (buf != NULL)
-		OPENSSL_cleanse(buf, len);
+	return rc;
+}
+
+/* Runs the plugin and reads its ExecCredential: a new token (caller frees)
+ * and its expiry. Touches only what is fixed at load: called without mu. */
+static int exec_fetch(const struct pk_kube_config *c, char **token, time_t *expiry,
+                      struct pk_err *err)
+{
+	*token = NULL;
+	*expiry = 0;
+	char *buf;
+	size_t len;
+	int rc = exec_run(c, &buf, &len, err);
+	if (rc != PK_OK)
+		return rc;
+	char where[400];
+	snprintf(where, sizeof(where), "kubeconfig %s: user \"%s\": exec plugin \"%s\"", c->source,
+	         c->user, c->exec_argv[0]);
+	rc = pk_kube_exec_credential_parse(buf, len, c->exec_api, where, token, expiry, err);
+	OPENSSL_cleanse(buf, len);
 	free(buf);
+	return rc;
+}
+
+/*
+ * Under cfg->mu, which it gives up while the plugin runs and holds again on
+ * return. One run at a time: a thread that finds a run going uses the cached
+ * token if it has not expired yet, else waits for that run and shares its
+ * result (the run ends within exec_timeout_ms: the plugin is then killed).
+ */
+static int token_from_exec(struct pk_kube_config *c, struct pk_err *err)
+{
+	for (;;) {
+		time_t now = time(NULL);
+		if (c->valid && (c->expiry == 0 || now + 10 < c->expiry))
+			return PK_OK;
+		if (!c->exec_running)
+			break;
+		if (c->valid && now < c->expiry)
+			return PK_OK;
+		unsigned long runs = c->exec_runs;
+		while (c->exec_running && c->exec_runs == runs)
+			pthread_cond_wait(&c->exec_done, &c->mu);
+		if (c->exec_runs != runs && c->exec_rc != PK_OK) {
+			if (err != NULL)
+				*err = c->exec_err;
+			return c->exec_rc;
+		}
+	}
+	c->exec_running = true;
+	pthread_mutex_unlock(&c->mu);
+	char *t = NULL;
+	time_t expiry = 0;
+	struct pk_err e;
+	memset(&e, 0, sizeof(e));
+	int rc = exec_fetch(c, &t, &expiry, &e);
+	pthread_mutex_lock(&c->mu);
+	if (rc == PK_OK) {
+		if (c->token != NULL)
+			OPENSSL_cleanse(c->token, strlen(c->token));
+		free(c->token);
+		c->token = t;
+		c->expiry = expiry;
+		c->valid = true;
+	}
+	c->exec_rc = rc;
+	c->exec_err = e;
+	c->exec_runs++;
+	c->exec_running = false;
+	pthread_cond_broadcast(&c->exec_done);
+	if (rc != PK_OK && err != NULL)
+		*err = e;
 	return rc;
 }
 

@@ -22,8 +22,18 @@
  * that names the user entry: client-certificate(-data) with client-key(-data)
  * (both or neither; the key must match the certificate), token, tokenFile,
  * exec (client.authentication.k8s.io/v1 or v1beta1; run only when
- * opts->allow_exec, with a timeout; the plugin must print an ExecCredential
- * with status.token); auth-provider and username/password are refused.
+ * opts->allow_exec; the plugin must print an ExecCredential with
+ * status.token); auth-provider and username/password are refused.
+ *
+ * An exec plugin runs in a process group of its own, with stdin from
+ * /dev/null, and must have exited and closed its output within
+ * opts->exec_timeout_ms (default 30 s; client-go has none, but a daemon has
+ * no one to notice a hung plugin); otherwise it and its process group are
+ * killed and the error names the user, the plugin command and the timeout.
+ * More than PK_KUBE_CREDENTIAL_MAX bytes on stdout or on stderr also kills
+ * it. Only one run at a time, and the config's lock is not held while it
+ * runs: other threads keep using a token that has not expired yet, or wait
+ * for that run and share its result (token or error).
  * Cluster entries: server (required), certificate-authority(-data),
  * insecure-skip-tls-verify (accepted, reported as a warning through the log
  * callback on every load; refused together with a CA, as kubectl does).
@@ -51,13 +61,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "kube.h"
 #include "pk.h"
 
 #define PK_KUBE_INCLUSTER_DIR    "/var/run/secrets/kubernetes.io/serviceaccount"
 #define PK_KUBE_CONFIG_MAX_BYTES (4u << 20) /* kubeconfig file */
-#define PK_KUBE_CREDENTIAL_MAX   (1u << 20) /* token file, PEM file, plugin output */
+#define PK_KUBE_CREDENTIAL_MAX   (1u << 20) /* token file, PEM file, plugin stdout, stderr */
 #define PK_KUBE_EXEC_TIMEOUT_MS  30000
 #define PK_KUBE_TOKEN_RECHECK_MS 10000
 
@@ -125,7 +136,8 @@ enum pk_kube_auth pk_kube_config_auth(const struct pk_kube_config *cfg);
 /*
  * The bearer token to send now, as a new string the caller frees; *token is
  * NULL when the config has no token auth. May read the token file or run
- * the exec plugin (blocking up to the exec timeout). Thread-safe.
+ * the exec plugin, or wait for another thread's run (blocking up to about
+ * the exec timeout). Thread-safe.
  */
 PK_MUST_CHECK int pk_kube_config_token(struct pk_kube_config *cfg, char **token,
                                        struct pk_err *err);
@@ -136,5 +148,18 @@ void pk_kube_config_token_invalidate(struct pk_kube_config *cfg);
 
 /* The log callback the config was loaded with (for the client). */
 const struct pk_kube_log *pk_kube_config_log(const struct pk_kube_config *cfg);
+
+/* ---- pure; exposed for tests and fuzzing ---- */
+
+/*
+ * An exec plugin's stdout (len bytes, need not be NUL-terminated): an
+ * ExecCredential of api_version with a non-empty status.token (no NUL, no
+ * control characters; surrounding whitespace trimmed) and an optional
+ * RFC 3339 status.expirationTimestamp. *token is a new string the caller
+ * frees; *expiry is 0 when none was given. `where` starts error messages.
+ */
+PK_MUST_CHECK int pk_kube_exec_credential_parse(const char *buf, size_t len,
+                                                const char *api_version, const char *where,
+                                                char **token, time_t *expiry, struct pk_err *err);
 
 #endif

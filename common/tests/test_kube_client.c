@@ -2,19 +2,26 @@
  * test_kube_client.c - Status decoding, URL building, backoff, and the
  * client's error handling against a scripted server on 127.0.0.1: retries,
  * Retry-After, caps, timeouts, paging, request bodies, discovery and the
- * preferred version of a group, thread safety.
+ * preferred version of a group, thread safety; and whom it trusts over TLS.
  */
-#define _GNU_SOURCE /* strcasestr */
+#define _GNU_SOURCE /* strcasestr, unshare */
+#include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 
 #include "kube_client.h"
 #include "test_kube_fakeserver.h"
@@ -1095,6 +1102,353 @@ static void test_request_stats(void **state)
 	pk_kube_client_free(k);
 }
 
+/* ---- TLS: a named CA is the only root trusted ---- */
+
+/*
+ * kubeconfig (client-go): a cluster's certificate-authority(-data), or the
+ * in-cluster ca.crt, is the whole trust store; system roots are used only
+ * when no CA is named. libcurl's defaults (CURLINFO_CAPATH, CURLINFO_CAINFO:
+ * /etc/ssl/certs and its bundle on Debian) would add every system root. To
+ * test that, a child process makes a CA "X" the only system root, in a
+ * private mount namespace of its own (bind mounts over libcurl's default
+ * paths; the host's files are not touched), and checks that a client told
+ * to trust only CA "Y" refuses a server whose certificate comes from X and
+ * never sends it the token. SSL_CERT_FILE, SSL_CERT_DIR and CURL_CA_BUNDLE
+ * point at X as well, for a libcurl built to fall back on OpenSSL's
+ * defaults (which read them). The child reports through its exit status:
+ * 0 passed, 77 no namespace could be made (the test is skipped), anything
+ * else failed, with the reason on stderr.
+ */
+
+#define TLS_SKIP  77
+#define TLS_TOKEN "secret-token-never-leaks"
+
+static char keylog_path[64] = "/tmp/pk-kube-keylog-XXXXXX";
+
+#define CK(cond)                                                                              \
+	do {                                                                                  \
+		if (!(cond)) {                                                                \
+			fprintf(stderr, "tls child: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+			return 1;                                                             \
+		}                                                                             \
+	} while (0)
+
+static int write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (f == NULL)
+		return -1;
+	int rc = fputs(text, f) < 0 ? -1 : 0;
+	return fclose(f) != 0 ? -1 : rc;
+}
+
+static int write_id_map(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/*
+ * Makes ca_pem (the certificate ca, PEM) the only root in libcurl's default
+ * trust paths, for this process only. dir is the test's own folder.
+ */
+static int private_system_roots(X509 *ca, const char *ca_pem, const char *dir)
+{
+	char capath[512] = "", cainfo[512] = "";
+	CURL *h = curl_easy_init();
+	char *v = NULL;
+	if (h == NULL)
+		return 2;
+	if (curl_easy_getinfo(h, CURLINFO_CAPATH, &v) == CURLE_OK && v != NULL)
+		snprintf(capath, sizeof(capath), "%s", v);
+	v = NULL;
+	if (curl_easy_getinfo(h, CURLINFO_CAINFO, &v) == CURLE_OK && v != NULL)
+		snprintf(cainfo, sizeof(cainfo), "%s", v);
+	curl_easy_cleanup(h);
+
+	/* Root can make a mount namespace; anyone else needs a user namespace too. */
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	if (unshare(CLONE_NEWNS) != 0) {
+		char map[64];
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+			fprintf(stderr, "tls child: no mount namespace: %s\n", strerror(errno));
+			return TLS_SKIP;
+		}
+		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
+		if (write_id_map("/proc/self/setgroups", "deny") != 0 ||
+		    write_id_map("/proc/self/uid_map", map) != 0)
+			return TLS_SKIP;
+		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
+		if (write_id_map("/proc/self/gid_map", map) != 0)
+			return TLS_SKIP;
+	}
+	/* Nothing mounted below may reach the host's namespace. ("none": the
+	 * type is ignored for propagation changes and bind mounts.) */
+	if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0) {
+		fprintf(stderr, "tls child: cannot make / private: %s\n", strerror(errno));
+		return TLS_SKIP;
+	}
+
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/roots/ca-x.pem", dir);
+	CK(write_text(path, ca_pem) == 0);
+	setenv("SSL_CERT_FILE", path, 1);
+	setenv("CURL_CA_BUNDLE", path, 1);
+	/* c_rehash's name, so that a CAPATH lookup finds it */
+	snprintf(path, sizeof(path), "%s/roots/%08lx.0", dir, X509_subject_name_hash(ca));
+	CK(write_text(path, ca_pem) == 0);
+	snprintf(path, sizeof(path), "%s/roots", dir);
+	setenv("SSL_CERT_DIR", path, 1);
+
+	size_t pl = strlen(capath);
+	bool bundle_inside = pl > 0 && strncmp(cainfo, capath, pl) == 0 && cainfo[pl] == '/' &&
+	                     strchr(cainfo + pl + 1, '/') == NULL;
+	if (bundle_inside) {
+		snprintf(path, sizeof(path), "%s/roots/%s", dir, cainfo + pl + 1);
+		CK(write_text(path, ca_pem) == 0);
+	}
+	if (capath[0] != '\0') {
+		snprintf(path, sizeof(path), "%s/roots", dir);
+		if (mount(path, capath, "none", MS_BIND, NULL) != 0) {
+			fprintf(stderr, "tls child: bind mount over %s: %s\n", capath,
+			        strerror(errno));
+			return TLS_SKIP;
+		}
+	}
+	struct stat st;
+	if (cainfo[0] != '\0' && !bundle_inside && stat(cainfo, &st) == 0) {
+		snprintf(path, sizeof(path), "%s/bundle.pem", dir);
+		CK(write_text(path, ca_pem) == 0);
+		if (mount(path, cainfo, "none", MS_BIND, NULL) != 0) {
+			fprintf(stderr, "tls child: bind mount over %s: %s\n", cainfo,
+			        strerror(errno));
+			return TLS_SKIP;
+		}
+	}
+	return 0;
+}
+
+static char *b64(const char *s)
+{
+	size_t n = strlen(s);
+	char *out = malloc(n / 3 * 4 + 8);
+	if (out != NULL)
+		EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+	return out;
+}
+
+/* A kubeconfig for https://127.0.0.1:port with `cluster_extra` in the cluster entry. */
+static struct pk_kube_config *tls_config(int port, const char *cluster_extra)
+{
+	char text[8192];
+	snprintf(text, sizeof(text),
+	         "clusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:%d\"%s%s}\n"
+	         "users:\n- name: u\n  user: {token: %s}\n"
+	         "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
+	         port, cluster_extra ? ", " : "", cluster_extra ? cluster_extra : "", TLS_TOKEN);
+	struct pk_kube_config *c = NULL;
+	struct pk_err err;
+	if (pk_kube_config_parse(text, strlen(text), "tls-test", "/tmp", NULL, &c, &err) != PK_OK)
+		fprintf(stderr, "tls child: kubeconfig: %s\n", err.msg);
+	return c;
+}
+
+/*
+ * One GET to s with config c (freed here): it must succeed, with the token
+ * received, when want_ok; otherwise it must fail for the server's
+ * certificate, with no request (and so no token) received, after one
+ * handshake (a certificate that does not verify is not retried).
+ */
+static int tls_expect(struct fake_server *s, struct pk_kube_config *c, bool want_ok,
+                      const char *what)
+{
+	if (c == NULL)
+		return 1;
+	struct pk_kube_client_opts o = {.qps = -1, .max_retries = 2, .timeout_ms = 10000};
+	struct pk_kube_client *k = NULL;
+	struct pk_err err;
+	if (pk_kube_client_new(c, &o, &k, &err) != PK_OK) {
+		fprintf(stderr, "tls child: %s: client: %s\n", what, err.msg);
+		pk_kube_config_free(c);
+		return 1;
+	}
+	fs_reset(s);
+	json_t *obj = NULL;
+	struct pk_kube_error e;
+	memset(&e, 0, sizeof(e));
+	enum pk_kube_reason r = pk_kube_client_get(k, &cm, &obj, &e);
+	json_decref(obj);
+	pk_kube_client_free(k);
+	pk_kube_config_free(c);
+	/* the server counts a failed handshake after the client has gone */
+	for (int i = 0; i < 200 && !want_ok; i++) {
+		pthread_mutex_lock(&s->mu);
+		int f = s->tls_failures;
+		pthread_mutex_unlock(&s->mu);
+		if (f > 0)
+			break;
+		fs_sleep_ms(10);
+	}
+	if (!want_ok)
+		fs_sleep_ms(100); /* time for a retry to arrive, if there were one */
+	pthread_mutex_lock(&s->mu);
+	int nreq = s->nreq, failures = s->tls_failures;
+	bool token = false;
+	for (int i = 0; i < nreq && i < 64; i++)
+		token = token || strstr(s->reqs[i].headers, TLS_TOKEN) != NULL;
+	pthread_mutex_unlock(&s->mu);
+	if (want_ok && (r != PK_KUBE_OK || nreq != 1 || !token)) {
+		fprintf(stderr, "tls child: %s: want success, got %s (%s), %d requests\n", what,
+		        pk_kube_reason_name(r), e.message, nreq);
+		return 1;
+	}
+	if (!want_ok && (r != PK_KUBE_CONNECTION || strstr(e.message, "certificate") == NULL ||
+	                 nreq != 0 || token || failures != 1)) {
+		fprintf(stderr,
+		        "tls child: %s: want a refused certificate, got %s (%s), %d requests "
+		        "received%s, %d failed handshakes\n",
+		        what, pk_kube_reason_name(r), e.message, nreq,
+		        token ? " WITH THE TOKEN" : "", failures);
+		return 1;
+	}
+	return 0;
+}
+
+static void r_tls(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	(void)q;
+	o->body = "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}";
+}
+
+static int tls_cases(struct fake_server *sx, struct fake_server *sy, const struct fs_pki *y,
+                     const char *dir)
+{
+	int bad = 0;
+	char *yb64 = b64(y->ca_pem);
+	char extra[8192], path[1024];
+	CK(yb64 != NULL);
+
+	/* No CA named: the system roots, which hold X now. This also proves that
+	 * X really is where libcurl looks by default, so the refusals below mean
+	 * something. */
+	bad |= tls_expect(sx, tls_config(sx->port, NULL), true, "no CA, server from system CA X");
+
+	/* CA Y named three ways, server from X: refused, token never sent. */
+	snprintf(extra, sizeof(extra), "certificate-authority-data: %s", yb64);
+	bad |= tls_expect(sx, tls_config(sx->port, extra), false, "certificate-authority-data Y");
+	snprintf(path, sizeof(path), "%s/ca-y.pem", dir);
+	CK(write_text(path, y->ca_pem) == 0);
+	snprintf(extra, sizeof(extra), "certificate-authority: \"%s\"", path);
+	bad |= tls_expect(sx, tls_config(sx->port, extra), false, "certificate-authority Y");
+
+	snprintf(path, sizeof(path), "%s/sa", dir);
+	CK(mkdir(path, 0700) == 0);
+	snprintf(path, sizeof(path), "%s/sa/ca.crt", dir);
+	CK(write_text(path, y->ca_pem) == 0);
+	snprintf(path, sizeof(path), "%s/sa/token", dir);
+	CK(write_text(path, TLS_TOKEN "\n") == 0);
+	char port[16];
+	snprintf(port, sizeof(port), "%d", sx->port);
+	setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+	setenv("KUBERNETES_SERVICE_PORT", port, 1);
+	snprintf(path, sizeof(path), "%s/sa", dir);
+	struct pk_kube_config *c = NULL;
+	struct pk_err err;
+	if (pk_kube_config_load_incluster(path, NULL, &c, &err) != PK_OK)
+		fprintf(stderr, "tls child: in-cluster: %s\n", err.msg);
+	bad |= tls_expect(sx, c, false, "in-cluster ca.crt Y");
+
+	/* CA Y named, server from Y: trusted. */
+	snprintf(extra, sizeof(extra), "certificate-authority-data: %s", yb64);
+	bad |= tls_expect(sy, tls_config(sy->port, extra), true,
+	                  "certificate-authority-data Y, "
+	                  "server from Y");
+	snprintf(port, sizeof(port), "%d", sy->port);
+	setenv("KUBERNETES_SERVICE_PORT", port, 1);
+	c = NULL;
+	if (pk_kube_config_load_incluster(path, NULL, &c, &err) != PK_OK)
+		fprintf(stderr, "tls child: in-cluster: %s\n", err.msg);
+	bad |= tls_expect(sy, c, true, "in-cluster ca.crt Y, server from Y");
+	free(yb64);
+
+	/* Handshakes happened above: no session key may have been written. */
+	struct stat st;
+	if (stat(keylog_path, &st) == 0 && st.st_size > 0) {
+		fprintf(stderr, "tls child: TLS keys were written to SSLKEYLOGFILE %s\n",
+		        keylog_path);
+		bad = 1;
+	}
+	return bad;
+}
+
+static int tls_child(const char *dir)
+{
+	alarm(120);
+	struct fs_pki x, y;
+	struct fake_server sx, sy;
+	if (fs_pki_new(&x, "pk-test CA X") != 0 || fs_pki_new(&y, "pk-test CA Y") != 0)
+		return 2;
+	int rc = private_system_roots(x.ca, x.ca_pem, dir);
+	if (rc != 0) {
+		fs_pki_free(&x);
+		fs_pki_free(&y);
+		return rc;
+	}
+	SSL_CTX *cx = fs_pki_server_ctx(&x), *cy = fs_pki_server_ctx(&y);
+	CK(cx != NULL && cy != NULL);
+	CK(fs_start_tls(&sx, r_tls, NULL, cx) == 0);
+	CK(fs_start_tls(&sy, r_tls, NULL, cy) == 0);
+	SSL_CTX_free(cx);
+	SSL_CTX_free(cy);
+	rc = tls_cases(&sx, &sy, &y, dir);
+	fs_stop(&sx);
+	fs_stop(&sy);
+	fs_pki_free(&x);
+	fs_pki_free(&y);
+	return rc;
+}
+
+static void test_tls_trusts_only_the_named_ca(void **state)
+{
+	(void)state;
+	char dir[64] = "/tmp/pk-kube-roots-XXXXXX", cmd[128];
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "%s/roots", dir);
+	assert_int_equal(mkdir(cmd, 0755), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(tls_child(dir));
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == TLS_SKIP)
+		skip();
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		print_error("tls child: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
+		            WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* The first client of the process takes SSLKEYLOGFILE out of the environment,
+ * so libcurl never writes session keys (main() set it). */
+static void test_sslkeylogfile_cleared(void **state)
+{
+	(void)state;
+	assert_null(getenv("SSLKEYLOGFILE"));
+}
+
 #define T(f) cmocka_unit_test_setup(f, reset)
 
 int main(void)
@@ -1128,8 +1482,17 @@ int main(void)
 	    T(test_threads),
 	    T(test_rate_limit_applies),
 	    T(test_request_stats),
+	    T(test_sslkeylogfile_cleared),
+	    T(test_tls_trusts_only_the_named_ca),
 	};
+	/* libcurl would write every TLS session key here; the client must stop it. */
+	int kfd = mkstemp(keylog_path);
+	if (kfd < 0)
+		return 1;
+	close(kfd);
+	setenv("SSLKEYLOGFILE", keylog_path, 1);
 	int fails = cmocka_run_group_tests_name("pure", pure, NULL, NULL);
 	fails += cmocka_run_group_tests_name("client", net, setup, teardown);
+	unlink(keylog_path);
 	return fails;
 }

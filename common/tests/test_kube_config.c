@@ -1,4 +1,7 @@
 /* test_kube_config.c - kubeconfig, $KUBECONFIG merging, in-cluster config, tokens, exec plugins. */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -449,7 +452,7 @@ static void test_exec_failures(void **state)
 {
 	(void)state;
 	long long t0 = pk_kube_now_ns();
-	expect_exec_error("sleep", 300, "no answer within 300 ms");
+	expect_exec_error("sleep", 300, "no answer within 300 ms (the exec plugin timeout)");
 	assert_true(pk_kube_now_ns() - t0 < 3000000000LL); /* killed, not waited for */
 	expect_exec_error("fail", 0, "exited with status 3: plugin: you are not logged in");
 	expect_exec_error("garbage", 0, "not an ExecCredential");
@@ -478,6 +481,286 @@ static void test_exec_failures(void **state)
 	expect_error(
 	    kubeconfig("", "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"), &o,
 	    "exec has no command");
+}
+
+/* ---- exec plugins that hang, flood, or run long: written by the test ---- */
+
+/* A user whose exec plugin is the shell script `body`, saved as tmpdir/name. */
+static char *script_user(const char *name, const char *body)
+{
+	static char buf[2048];
+	write_file(name, body);
+	assert_int_equal(chmod(tpath(name), 0755), 0);
+	snprintf(buf, sizeof(buf),
+	         "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+	         "      command: \"%s\"\n      interactiveMode: Never\n",
+	         tpath(name));
+	return buf;
+}
+
+struct token_call {
+	struct pk_kube_config *c;
+	int rc;
+	char *tok;
+	struct pk_err err;
+	long long ms; /* how long the call took */
+};
+
+static void *token_thread(void *arg)
+{
+	struct token_call *t = arg;
+	long long t0 = pk_kube_now_ns();
+	t->rc = pk_kube_config_token(t->c, &t->tok, &t->err);
+	t->ms = (pk_kube_now_ns() - t0) / 1000000LL;
+	return NULL;
+}
+
+/* pk_kube_config_token on another thread, which must end within limit_s. */
+static void token_within(struct token_call *t, int limit_s)
+{
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, token_thread, t), 0);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += limit_s;
+	int jr = pthread_timedjoin_np(th, NULL, &until);
+	if (jr != 0) {
+		/* the thread is stuck in the library: leave it, the process ends soon */
+		print_error("pk_kube_config_token still running after %d s\n", limit_s);
+		fail();
+	}
+}
+
+/* Whether pid is gone (or a zombie nobody reaped yet). */
+static bool process_gone(long pid)
+{
+	char path[64], st[256];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return true;
+	size_t n = fread(st, 1, sizeof(st) - 1, f);
+	fclose(f);
+	st[n] = '\0';
+	const char *paren = strrchr(st, ')');
+	return paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+static long read_pid(const char *name)
+{
+	for (int i = 0; i < 200; i++) {
+		FILE *f = fopen(tpath(name), "r");
+		if (f != NULL) {
+			long pid = 0;
+			char line[32] = "";
+			if (fgets(line, sizeof(line), f) != NULL)
+				pid = strtol(line, NULL, 10);
+			fclose(f);
+			if (pid > 0)
+				return pid;
+		}
+		struct timespec ts = {0, 10000000L};
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+static void expect_killed(const char *pidfile)
+{
+	long pid = read_pid(pidfile);
+	assert_true(pid > 0);
+	bool gone = false;
+	for (int i = 0; i < 200 && !(gone = process_gone(pid)); i++) {
+		struct timespec ts = {0, 10000000L};
+		nanosleep(&ts, NULL);
+	}
+	if (!gone)
+		print_error("the plugin's child %ld still runs\n", pid);
+	assert_true(gone);
+}
+
+/* A plugin that sleeps for ever; one that closes its pipes first (the
+ * exit is then waited for, not EOF); one that floods stdout; one that
+ * floods stderr. Each is stopped by the timeout or the output cap, with its
+ * process group, and named in the error. */
+static void test_exec_hang_and_flood(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *body;
+		unsigned timeout_ms;
+		const char *want;
+		const char *pidfile; /* a child the plugin started, which must die too */
+	} v[] = {
+	    {"hang.sh", "#!/bin/sh\nsleep 100000 &\necho $! >\"$0.pid\"\nexec sleep 100000\n", 400,
+	     "no answer within 400 ms (the exec plugin timeout); it was killed", "hang.sh.pid"},
+	    {"closed.sh",
+	     "#!/bin/sh\nexec >/dev/null 2>&1\nsleep 100000 &\necho $! >\"$0.pid\"\n"
+	     "exec sleep 100000\n",
+	     400, "no answer within 400 ms", "closed.sh.pid"},
+	    {"flood.sh", "#!/bin/sh\nexec yes pk-flood\n", 20000,
+	     "printed more than 1048576 bytes on stdout; it was killed", NULL},
+	    {"flood-err.sh", "#!/bin/sh\nexec yes pk-flood >&2\n", 20000,
+	     "printed more than 1048576 bytes on stderr; it was killed", NULL},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct pk_kube_config_opts o = {.allow_exec = true,
+		                                .exec_timeout_ms = v[i].timeout_ms};
+		struct pk_kube_config *c;
+		struct pk_err err;
+		assert_int_equal(
+		    parse(kubeconfig("", script_user(v[i].name, v[i].body)), &o, &c, &err), PK_OK);
+		struct token_call t = {.c = c};
+		token_within(&t, 10);
+		if (t.rc == PK_OK || strstr(t.err.msg, v[i].want) == NULL)
+			print_error("%s: \"%s\"\n", v[i].name, t.err.msg);
+		assert_int_not_equal(t.rc, PK_OK);
+		assert_null(t.tok);
+		assert_non_null(strstr(t.err.msg, v[i].want));
+		assert_non_null(strstr(t.err.msg, tpath(v[i].name))); /* names the command */
+		if (v[i].timeout_ms > 10000)
+			assert_true(t.ms < 8000); /* the cap stopped it, not the timeout */
+		if (v[i].pidfile != NULL)
+			expect_killed(v[i].pidfile);
+		pk_kube_config_free(c);
+	}
+}
+
+static int count_lines(const char *name)
+{
+	FILE *f = fopen(tpath(name), "r");
+	int n = 0, ch;
+	if (f == NULL)
+		return 0;
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+/* While the plugin runs, the config's lock is free: invalidation does not
+ * wait for it, and a second caller waits for that run instead of starting
+ * another, and shares its result (a token, or the failure). */
+static void test_exec_runs_without_the_lock(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *body, *want_tok, *want_err;
+	} v[] = {
+	    {"slow.sh",
+	     "#!/bin/sh\necho run >>\"$0.runs\"\nsleep 1\n"
+	     "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":"
+	     "\"ExecCredential\",\"status\":{\"token\":\"slow-token\"}}\\n'\n",
+	     "slow-token", NULL},
+	    {"slowfail.sh", "#!/bin/sh\necho run >>\"$0.runs\"\nsleep 1\necho nope >&2\nexit 3\n",
+	     NULL, "exited with status 3: nope"},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char runs[64];
+		snprintf(runs, sizeof(runs), "%s.runs", v[i].name);
+		unlink(tpath(runs));
+		struct pk_kube_config_opts o = {.allow_exec = true, .exec_timeout_ms = 10000};
+		struct pk_kube_config *c;
+		struct pk_err err;
+		assert_int_equal(
+		    parse(kubeconfig("", script_user(v[i].name, v[i].body)), &o, &c, &err), PK_OK);
+		struct token_call a = {.c = c}, b = {.c = c};
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, token_thread, &a), 0);
+		for (int k = 0; k < 500 && count_lines(runs) == 0; k++) {
+			struct timespec ts = {0, 10000000L};
+			nanosleep(&ts, NULL);
+		}
+		assert_int_equal(count_lines(runs), 1); /* the plugin is running now */
+		long long t0 = pk_kube_now_ns();
+		pk_kube_config_token_invalidate(c);
+		long long inval_ms = (pk_kube_now_ns() - t0) / 1000000LL;
+		if (inval_ms >= 300)
+			print_error("invalidate waited %lld ms for the plugin\n", inval_ms);
+		assert_true(inval_ms < 300);
+		token_thread(&b); /* waits for a's run */
+		assert_int_equal(pthread_join(th, NULL), 0);
+		assert_int_equal(count_lines(runs), 1); /* one run served both */
+		for (int k = 0; k < 2; k++) {
+			struct token_call *t = k ? &b : &a;
+			if (v[i].want_tok != NULL) {
+				assert_int_equal(t->rc, PK_OK);
+				assert_string_equal(t->tok, v[i].want_tok);
+			} else {
+				assert_int_not_equal(t->rc, PK_OK);
+				assert_non_null(strstr(t->err.msg, v[i].want_err));
+			}
+			free(t->tok);
+		}
+		pk_kube_config_free(c);
+	}
+}
+
+/* The ExecCredential parser on its own (table-driven). */
+static void test_exec_credential_parse(void **state)
+{
+	(void)state;
+	static const char v1[] = "client.authentication.k8s.io/v1";
+	static const struct {
+		const char *in;
+		const char *tok;  /* NULL: refused */
+		long long expiry; /* when tok */
+		const char *want; /* part of the error when refused */
+	} v[] = {
+	    {"{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+	     "\"status\":{\"token\":\" abc \\n\"}}",
+	     "abc", 0, NULL},
+	    {"{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+	     "\"status\":{\"token\":\"t\",\"expirationTimestamp\":\"2026-01-02T03:04:05.5+01:00\"}"
+	     "}",
+	     "t", 1767319445LL, NULL},
+	    {"{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\","
+	     "\"status\":{\"token\":\"t\"}}",
+	     NULL, 0, "apiVersion client.authentication.k8s.io/v1"},
+	    {"{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+	     "\"status\":{\"token\":\"a\\u0000b\"}}",
+	     NULL, 0, "NUL"},
+	    {"{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+	     "\"status\":{\"token\":\"a\\u0001b\"}}",
+	     NULL, 0, "control character"},
+	    {"{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+	     "\"status\":{\"token\":\"t\",\"expirationTimestamp\":\"2026-13-01T00:00:00Z\"}}",
+	     NULL, 0, "bad expirationTimestamp"},
+	    {"{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+	     "\"status\":{\"token\":\"t\",\"expirationTimestamp\":\"\\u0007\"}}",
+	     NULL, 0, "bad expirationTimestamp \"\\x07\""},
+	    {"{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+	     "\"status\":{\"token\":7}}",
+	     NULL, 0, "no status.token"},
+	    {"{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\"}",
+	     NULL, 0, "no status.token"},
+	    {"[]", NULL, 0, "not an ExecCredential"},
+	    {"", NULL, 0, "not an ExecCredential"},
+	    {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", NULL, 0, "not an ExecCredential"},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char *tok = (char *)"unset";
+		time_t exp = 1;
+		struct pk_err err;
+		memset(&err, 0, sizeof(err));
+		int rc = pk_kube_exec_credential_parse(v[i].in, strlen(v[i].in), v1, "plugin p",
+		                                       &tok, &exp, &err);
+		if (v[i].tok != NULL) {
+			if (rc != PK_OK)
+				print_error("vector %zu: %s\n", i, err.msg);
+			assert_int_equal(rc, PK_OK);
+			assert_string_equal(tok, v[i].tok);
+			assert_int_equal((long long)exp, v[i].expiry);
+			free(tok);
+			continue;
+		}
+		if (rc == PK_OK || strstr(err.msg, v[i].want) == NULL)
+			print_error("vector %zu: \"%s\"\n", i, err.msg);
+		assert_int_not_equal(rc, PK_OK);
+		assert_null(tok);
+		assert_non_null(strstr(err.msg, "plugin p: "));
+		assert_non_null(strstr(err.msg, v[i].want));
+	}
 }
 
 /* ---- $KUBECONFIG merging ---- */
@@ -617,6 +900,9 @@ int main(void)
 	    cmocka_unit_test(test_exec_cache_and_invalidate),
 	    cmocka_unit_test(test_exec_expired_reruns),
 	    cmocka_unit_test(test_exec_failures),
+	    cmocka_unit_test(test_exec_hang_and_flood),
+	    cmocka_unit_test(test_exec_runs_without_the_lock),
+	    cmocka_unit_test(test_exec_credential_parse),
 	    cmocka_unit_test(test_kubeconfig_env_merge),
 	    cmocka_unit_test(test_incluster),
 	    cmocka_unit_test(test_base64),
