@@ -1,0 +1,581 @@
+#!/usr/bin/env bats
+# The Helm chart charts/poolkeeper on the real control plane: helm lint;
+# helm template in each certificate mode, in webhook.url mode, with one
+# watched namespace, with a watch filter and with ServiceMonitors, each
+# applied with a server-side dry run; wrong values refused by the schema with
+# a message naming them; the registrations the chart renders; an install
+# (hooks off: the plane runs no pods) whose objects all carry the provider
+# and app.kubernetes.io labels; the RBAC proven minimal with
+# `kubectl auth can-i` for the webhook, the controller and the certificate
+# Job; an upgrade with changed values and an uninstall that keep every pool,
+# claim and address, and the CRDs.
+#
+# The tests run in order and share one release: later ones use what earlier
+# ones installed. No poolkeeper process runs: the objects are made by hand,
+# shaped as the controller makes them.
+
+load helpers
+
+POOLS=ippools.ipam.poolkeeper.io
+CLAIMS=ipaddressclaims.ipam.cluster.x-k8s.io
+ADDRS=ipaddresses.ipam.cluster.x-k8s.io
+STUB_LABEL=poolkeeper.io/e2e-stub-crd
+
+setup_file() {
+  pk_setup_file
+  CHART=$REPO_ROOT/charts/poolkeeper
+  local r
+  r=$(tr -dc 'a-z0-9' </dev/urandom | head -c 6)
+  # The release name contains "poolkeeper", so the chart's names are
+  # <release>-webhook and so on.
+  export REL=poolkeeper-chart-$r CHART_NS=pk-chart-$r WATCH_NS=pk-chart-$r-watch CHART
+  export FILTER=chart-e2e-$r
+  kubectl create namespace "$CHART_NS" >/dev/null
+  kubectl create namespace "$WATCH_NS" >/dev/null
+  # A CA for certs.provided.caBundle (nothing serves with it: no webhook runs).
+  export CA_DIR=$BATS_FILE_TMPDIR/ca
+  mkdir -p "$CA_DIR"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=pk-chart-e2e-ca -keyout "$CA_DIR/ca.key" -out "$CA_DIR/ca.crt" 2>/dev/null
+  CA_B64=$(base64 -w0 <"$CA_DIR/ca.crt")
+  export CA_B64
+}
+
+teardown_file() {
+  pk_env
+  helm uninstall "$REL" -n "$CHART_NS" --ignore-not-found >/dev/null 2>&1 || true
+  _delete_certs_rbac
+  # Nothing releases the finalizers of the objects made here: remove them
+  # the way docs/install.md says, then delete the objects.
+  _unfinalize "$CLAIMS" ipam.poolkeeper.io/release-address "$CHART_NS"
+  _unfinalize "$ADDRS" ipam.poolkeeper.io/protect-address "$CHART_NS"
+  _unfinalize "$POOLS" ipam.poolkeeper.io/protect-pool "$CHART_NS"
+  kubectl delete namespace "$CHART_NS" "$WATCH_NS" --ignore-not-found --wait=false >/dev/null 2>&1
+  # Stub CRDs this file created (and only those).
+  kubectl delete crd -l "$STUB_LABEL=$REL" --ignore-not-found >/dev/null 2>&1
+  return 0
+}
+
+setup() {
+  pk_env
+  PK_TMP=$(mktemp -d "${BATS_TEST_TMPDIR:-/tmp}/pk.XXXXXX")
+}
+
+teardown() {
+  if [[ -z ${BATS_TEST_COMPLETED:-} ]]; then
+    pk_log_tails 20
+  fi
+  return 0
+}
+
+# _unfinalize <resource> <finalizer> <namespace>: removes that finalizer,
+# and nothing else, from every object of the resource in the namespace (the
+# JSON patch tests the entry first, so a list changed meanwhile is left alone).
+_unfinalize() {
+  local res=$1 fin=$2 ns=$3 name i
+  kubectl -n "$ns" get "$res" -o json 2>/dev/null |
+    jq -r --arg f "$fin" '.items[] | (.metadata.finalizers // [] | index($f)) as $i
+      | select($i != null) | "\(.metadata.name) \($i)"' |
+    while read -r name i; do
+      kubectl -n "$ns" patch "$res" "$name" --type json -p \
+        "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/$i\",\"value\":\"$fin\"},{\"op\":\"remove\",\"path\":\"/metadata/finalizers/$i\"}]" >/dev/null
+    done
+}
+
+# _template [helm flags...]: the chart rendered as release $REL in $CHART_NS.
+_template() { helm template "$REL" "$CHART" -n "$CHART_NS" "$@"; }
+
+# _dry_run [helm flags...]: the rendering applied with a server-side dry run.
+_dry_run() {
+  local out
+  out=$(_template "$@") || { echo "$out"; return 1; }
+  kubectl apply --dry-run=server -f - <<<"$out"
+}
+
+# _stub_crd <plural> <group> <Kind>: a CRD with an open schema, so that a
+# server dry run accepts cert-manager's and the Prometheus operator's kinds
+# on a plane without them. Made only when the CRD is missing; removed in
+# teardown_file by its label.
+_stub_crd() {
+  local plural=$1 group=$2 kind=$3
+  kubectl get crd "$plural.$group" >/dev/null 2>&1 && return 0
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: $plural.$group
+  labels: {$STUB_LABEL: $REL}
+spec:
+  group: $group
+  scope: Namespaced
+  names: {kind: $kind, listKind: ${kind}List, plural: $plural, singular: ${plural%s}}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+EOF
+  kubectl wait --for condition=Established --timeout=30s "crd/$plural.$group" >/dev/null
+}
+
+# The certificate Job's ServiceAccount and RBAC are hooks, so an install
+# without hooks leaves them out: they are applied from the rendering.
+_certs_rbac() { _template --show-only templates/certs-rbac.yaml; }
+_delete_certs_rbac() {
+  _certs_rbac 2>/dev/null | kubectl delete --ignore-not-found -n "$CHART_NS" -f - >/dev/null 2>&1 || true
+}
+
+# _can <yes|no> <account> <kubectl auth can-i arguments...>
+_can() {
+  local want=$1 sa=$2 got
+  shift 2
+  got=$(kubectl auth can-i --as="system:serviceaccount:$CHART_NS:$sa" "$@" 2>/dev/null) || true
+  if [[ $got != "$want" ]]; then
+    echo "can-i $* as $sa: $got, expected $want" >&2
+    return 1
+  fi
+}
+
+# _apply: kubectl apply of the document on stdin in $CHART_NS, retried for
+# up to 30 s: the plane is shared, and another suite's webhook registration
+# (failurePolicy Fail) may briefly have no webhook behind it.
+_apply() {
+  local doc
+  doc=$(cat)
+  pk_wait_for -t 30 "kubectl apply in $CHART_NS" _apply_once "$doc"
+}
+_apply_once() { kubectl -n "$CHART_NS" apply -f - <<<"$1"; }
+
+# _objects: pool, claim and address in $CHART_NS as the controller leaves
+# them: finalizers on all three, the IPAddress owned by claim and pool.
+_objects() {
+  kubectl -n "$CHART_NS" get configmap machine >/dev/null 2>&1 || kubectl -n "$CHART_NS" create configmap machine >/dev/null
+  _apply <<EOF
+apiVersion: ipam.poolkeeper.io/v1alpha1
+kind: IPPool
+metadata:
+  name: nodes
+  finalizers: [ipam.poolkeeper.io/protect-pool]
+spec: {addresses: ["10.250.0.0/24"], prefix: 24, gateway: 10.250.0.1}
+EOF
+  local mu pu cu
+  mu=$(pk_jsonpath -n "$CHART_NS" configmap machine '{.metadata.uid}')
+  pu=$(pk_jsonpath -n "$CHART_NS" "$POOLS" nodes '{.metadata.uid}')
+  _apply <<EOF
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata:
+  name: m-0-eth0
+  finalizers: [ipam.poolkeeper.io/release-address]
+  labels: {cluster.x-k8s.io/cluster-name: prod}
+  ownerReferences:
+    - {apiVersion: v1, kind: ConfigMap, name: machine, uid: $mu, controller: true, blockOwnerDeletion: true}
+spec:
+  clusterName: prod
+  poolRef: {apiGroup: ipam.poolkeeper.io, kind: IPPool, name: nodes}
+EOF
+  cu=$(pk_jsonpath -n "$CHART_NS" "$CLAIMS" m-0-eth0 '{.metadata.uid}')
+  _apply <<EOF
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata:
+  name: m-0-eth0
+  finalizers: [ipam.poolkeeper.io/protect-address]
+  labels: {cluster.x-k8s.io/cluster-name: prod}
+  ownerReferences:
+    - {apiVersion: ipam.cluster.x-k8s.io/v1beta2, kind: IPAddressClaim, name: m-0-eth0, uid: $cu, controller: true, blockOwnerDeletion: true}
+    - {apiVersion: ipam.poolkeeper.io/v1alpha1, kind: IPPool, name: nodes, uid: $pu, controller: false, blockOwnerDeletion: true}
+spec:
+  claimRef: {name: m-0-eth0}
+  poolRef: {apiGroup: ipam.poolkeeper.io, kind: IPPool, name: nodes}
+  address: 10.250.0.2
+  prefix: 24
+  gateway: 10.250.0.1
+EOF
+}
+
+# _uids: "kind/name uid" of the pool, the claim and the address, sorted.
+_uids() {
+  kubectl -n "$CHART_NS" get "$POOLS,$CLAIMS,$ADDRS" -o json |
+    jq -r '.items[] | "\(.kind)/\(.metadata.name) \(.metadata.uid) \(.metadata.finalizers | join(","))"' | sort
+}
+
+# The common helm flags of the installed release: webhook.url mode (nothing
+# listens there), a caBundle, and a watch filter that no object of the plane
+# carries, so the registrations (failurePolicy Fail) intercept nothing while
+# this file runs beside other suites.
+_install_flags() {
+  echo --set-string webhook.url=https://127.0.0.1:1 --set certs.mode=provided \
+    --set-string "certs.provided.caBundle=$CA_B64" --set-string "watchFilter=$FILTER"
+}
+
+@test "helm lint --strict passes, with the defaults and in every mode" {
+  run helm lint --strict "$CHART"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run helm lint --strict "$CHART" --set certs.mode=certManager --set webhook.url=https://203.0.113.7:9443 \
+    --set controller.watchNamespace=capi --set watchFilter=a --set metrics.serviceMonitor.enabled=true
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
+
+@test "helm template in certs mode selfSigned (the default) applies with a server dry run" {
+  run _dry_run
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # The certificate hooks: ServiceAccount, Role, ClusterRole, bindings, two Jobs.
+  [[ $output == *"job.batch/$REL-certs-issue created (server dry run)"* ]]
+  [[ $output == *"job.batch/$REL-certs-patch created (server dry run)"* ]]
+  [[ $output == *"role.rbac.authorization.k8s.io/$REL-certs created (server dry run)"* ]]
+  [[ $output == *"validatingwebhookconfiguration.admissionregistration.k8s.io/$REL-validating created (server dry run)"* ]]
+}
+
+@test "the certificate Jobs call poolkeeper-certs with the release's Secret, Service and configurations" {
+  run _template --show-only templates/certs-jobs.yaml --set "certs.ipAddresses[0]=192.0.2.4" \
+    --set certs.selfSigned.renewBeforeDays=45
+  echo "$output"
+  [ "$status" -eq 0 ]
+  local args
+  args=$(kubectl create --dry-run=client -o json -f - <<<"$output" |
+    jq -r '(.items // [.])[] | "\(.metadata.name) \(.metadata.annotations["helm.sh/hook"]) \(.spec.template.spec.containers[0].command + .spec.template.spec.containers[0].args | join(" "))"')
+  echo "$args"
+  local common="poolkeeper-certs --namespace=$CHART_NS --service=$REL-webhook --cluster-domain=cluster.local --secret=$REL-webhook-tls --validity-days=365 --ca-validity-days=3650 --renew-before-days=45 --ca-renew-before-days=90 --ip=192.0.2.4"
+  [[ $args == *"$REL-certs-issue pre-install,pre-upgrade $common"$'\n'* ]]
+  [[ $args == *"$REL-certs-patch post-install,post-upgrade $common --webhook-configuration=validating/$REL-validating --webhook-configuration=mutating/$REL-mutating" ]]
+}
+
+@test "helm template in certs mode certManager (own CA chain, and a given issuer) applies with a server dry run" {
+  _stub_crd issuers cert-manager.io Issuer
+  _stub_crd certificates cert-manager.io Certificate
+  run _dry_run --set certs.mode=certManager
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"issuer.cert-manager.io/$REL-ca created (server dry run)"* ]]
+  [[ $output == *"certificate.cert-manager.io/$REL-webhook created (server dry run)"* ]]
+  [[ $output != *certs-issue* ]]
+  run _template --set certs.mode=certManager --show-only templates/webhook-configurations.yaml
+  [[ $output == *"cert-manager.io/inject-ca-from: $CHART_NS/$REL-webhook"* ]]
+  run _dry_run --set certs.mode=certManager --set certs.certManager.issuerRef.name=corp-ca \
+    --set certs.certManager.issuerRef.kind=ClusterIssuer --set certs.certManager.issuerRef.group=cert-manager.io
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output != *"issuer.cert-manager.io"* ]]
+}
+
+@test "helm template in certs mode provided applies with a server dry run" {
+  run _dry_run --set certs.mode=provided --set certs.provided.secretName=my-tls --set-string "certs.provided.caBundle=$CA_B64"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run _template --set certs.mode=provided --set certs.provided.secretName=my-tls --set-string "certs.provided.caBundle=$CA_B64"
+  [[ $output == *"secretName: my-tls"* ]]
+  [[ $output == *"caBundle: $CA_B64"* ]]
+  [[ $output != *poolkeeper-certs* ]]
+}
+
+@test "helm template in webhook.url mode, with one watched namespace, a watch filter and ServiceMonitors applies with a server dry run" {
+  _stub_crd servicemonitors monitoring.coreos.com ServiceMonitor
+  run _dry_run $(_install_flags)
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run _dry_run --set controller.watchNamespace="$WATCH_NS" --set controller.replicas=2
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"role.rbac.authorization.k8s.io/$REL-controller created (server dry run)"* ]]
+  [[ $output != *"clusterrole.rbac.authorization.k8s.io/$REL-controller "* ]]
+  run _dry_run --set metrics.serviceMonitor.enabled=true --set webhook.foreignClaims=ignore
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"servicemonitor.monitoring.coreos.com/$REL-controller created (server dry run)"* ]]
+  [[ $output == *"servicemonitor.monitoring.coreos.com/$REL-webhook created (server dry run)"* ]]
+}
+
+@test "the registrations are poolkeeper's six webhooks with their rules, conditions and policies" {
+  local got
+  got=$(_template $(_install_flags) --set webhook.timeoutSeconds=7 --show-only templates/webhook-configurations.yaml |
+    kubectl apply --dry-run=server -o json -f - |
+    jq -r '(.items // [.])[] | .kind as $k | .webhooks[] | [$k[0:1], .name, .clientConfig.url,
+      (.rules[0] | "\(.apiGroups|join(","))/\(.apiVersions|join(","))/\(.resources|join(","))/\(.operations|join(","))"),
+      .failurePolicy, .sideEffects, .matchPolicy, (.admissionReviewVersions|join(",")), .timeoutSeconds,
+      ([.matchConditions[]?.name]|join(",")), (.objectSelector.matchExpressions[0].values[0] // "-"),
+      (.clientConfig.caBundle | length > 0)] | @tsv')
+  echo "$got"
+  local u=https://127.0.0.1:1 p=ipam.poolkeeper.io/v1alpha1/ippools,globalippools c=ipam.cluster.x-k8s.io/*
+  local want
+  want=$(printf '%s\n' \
+    "V	pools.validate.ipam.poolkeeper.io	$u/validate	$p/CREATE,UPDATE,DELETE	Fail	None	Equivalent	v1	7		$FILTER	true" \
+    "V	claims.validate.ipam.poolkeeper.io	$u/validate	$c/ipaddressclaims/CREATE,UPDATE	Fail	None	Equivalent	v1	7	poolkeeper-pool	$FILTER	true" \
+    "V	addresses.validate.ipam.poolkeeper.io	$u/validate	$c/ipaddresses/CREATE,UPDATE	Fail	None	Equivalent	v1	7	poolkeeper-pool	$FILTER	true" \
+    "V	foreign-claims.validate.ipam.poolkeeper.io	$u/validate	$c/ipaddressclaims/CREATE,UPDATE	Ignore	None	Equivalent	v1	7	other-pool	$FILTER	true" \
+    "M	pools.mutate.ipam.poolkeeper.io	$u/mutate	$p/CREATE,UPDATE	Fail	None	Equivalent	v1	7		$FILTER	true" \
+    "M	claims.mutate.ipam.poolkeeper.io	$u/mutate	$c/ipaddressclaims/CREATE,UPDATE	Fail	None	Equivalent	v1	7	poolkeeper-pool	$FILTER	true")
+  diff <(sort <<<"$want") <(sort <<<"$got")
+  # The conditions select claims and addresses by their pool's API group.
+  run _template --show-only templates/webhook-configurations.yaml
+  [[ $output == *"expression: \"has(object.spec.poolRef) && has(object.spec.poolRef.apiGroup) && object.spec.poolRef.apiGroup == 'ipam.poolkeeper.io'\""* ]]
+  [[ $output == *"expression: \"!(has(object.spec.poolRef) && has(object.spec.poolRef.apiGroup) && object.spec.poolRef.apiGroup == 'ipam.poolkeeper.io')\""* ]]
+  # The Service otherwise; foreign claims left out when ignored.
+  [[ $output == *"name: $REL-webhook"* && $output == *"path: /mutate"* && $output == *"port: 443"* ]]
+  run _template --set webhook.foreignClaims=ignore --show-only templates/webhook-configurations.yaml
+  [[ $output != *foreign-claims* ]]
+}
+
+@test "wrong values are refused with a message that names them" {
+  run _template --set certs.mode=bogus
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/certs/mode"* ]]
+  run _template --set webhook.replicas=-1
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/webhook/replicas"* ]]
+  run _template --set webhook.bogusKey=1
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"bogusKey"* ]]
+  run _template --set webhook.claimEnforcement=maybe
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/webhook/claimEnforcement"* ]]
+  run _template --set certs.mode=provided
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"caBundle"* ]]
+  run _template --set controller.leaderElection.enabled=false --set controller.replicas=2
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/controller/replicas"* ]]
+  run _template --set-string webhook.url=http://example.com
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/webhook/url"* ]]
+  # helm install checks the same schema before it touches the cluster.
+  run helm install "$REL-bad" "$CHART" -n "$CHART_NS" --set logging.format=xml
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/logging/format"* ]]
+}
+
+@test "helm install --no-hooks in webhook.url mode creates the release's objects, each labelled" {
+  run helm install "$REL" "$CHART" -n "$CHART_NS" --no-hooks $(_install_flags)
+  echo "$output"
+  [ "$status" -eq 0 ]
+  local labels
+  labels=$(helm get manifest "$REL" -n "$CHART_NS" | kubectl get -n "$CHART_NS" -f - -o json |
+    jq -r '.items[] | "\(.kind)/\(.metadata.name) \(.metadata.labels["cluster.x-k8s.io/provider"]) \(.metadata.labels["app.kubernetes.io/name"]) \(.metadata.labels["app.kubernetes.io/instance"]) \(.metadata.labels["app.kubernetes.io/version"]) \(.metadata.labels["app.kubernetes.io/component"] != null) \(.metadata.labels["app.kubernetes.io/part-of"]) \(.metadata.labels["app.kubernetes.io/managed-by"]) \(.metadata.labels["helm.sh/chart"])"')
+  echo "$labels"
+  [ "$(wc -l <<<"$labels")" -ge 15 ]
+  run grep -v " ipam-poolkeeper poolkeeper $REL 0.1.0 true poolkeeper Helm poolkeeper-0.1.0\$" <<<"$labels"
+  [ "$status" -ne 0 ] # every object has every label
+  kubectl -n "$CHART_NS" get serviceaccount "$REL-webhook" "$REL-controller" >/dev/null
+  kubectl -n "$CHART_NS" get deployment "$REL-webhook" "$REL-controller" >/dev/null
+  kubectl -n "$CHART_NS" get service "$REL-webhook" "$REL-webhook-metrics" "$REL-controller-metrics" >/dev/null
+  kubectl -n "$CHART_NS" get poddisruptionbudget "$REL-webhook" >/dev/null
+  [ "$(pk_jsonpath validatingwebhookconfiguration "$REL-validating" '{.webhooks[0].clientConfig.url}')" = https://127.0.0.1:1/validate ]
+  [ "$(pk_jsonpath mutatingwebhookconfiguration "$REL-mutating" '{.webhooks[0].clientConfig.caBundle}')" = "$CA_B64" ]
+  # The Deployments as a cluster would run them.
+  local dep
+  dep=$(kubectl -n "$CHART_NS" get deployment "$REL-controller" -o json)
+  # Leader election on; the Lease's namespace is the pod's own (where the
+  # chart's Role is), so no --leader-election-namespace that clusterctl's
+  # --target-namespace could not move.
+  jq -e '.spec.template.spec.containers[0].args | (index("--leader-elect") != null) and all(startswith("--leader-election-namespace") | not)' <<<"$dep"
+  dep=$(kubectl -n "$CHART_NS" get deployment "$REL-webhook" -o json)
+  jq -e '.spec.replicas == 2 and (.spec.template.spec.containers[0] | .securityContext.readOnlyRootFilesystem
+    and .securityContext.runAsNonRoot and .securityContext.runAsUser == 65532
+    and .securityContext.allowPrivilegeEscalation == false and .securityContext.capabilities.drop == ["ALL"]
+    and .securityContext.seccompProfile.type == "RuntimeDefault"
+    and .livenessProbe.httpGet.path == "/healthz" and .readinessProbe.httpGet.path == "/readyz"
+    and (.args | index("--claim-enforcement=deny") and index("--foreign-claims=warn")))' <<<"$dep"
+  # The pool, claim and address the next tests keep an eye on.
+  _objects
+  _uids >"$BATS_FILE_TMPDIR/uids"
+  cat "$BATS_FILE_TMPDIR/uids"
+  [ "$(wc -l <"$BATS_FILE_TMPDIR/uids")" -eq 3 ]
+}
+
+@test "RBAC: the webhook's account reads pools and addresses and can write nothing" {
+  local w=$REL-webhook v r
+  for r in "$POOLS" globalippools.ipam.poolkeeper.io; do
+    _can yes "$w" get "$r" -n "$CHART_NS"
+    _can yes "$w" list "$r" -A
+    for v in create update patch delete deletecollection; do _can no "$w" "$v" "$r" -A; done
+    _can no "$w" patch "$r" --subresource=status -A
+  done
+  _can yes "$w" list "$ADDRS" -A
+  _can no "$w" get "$ADDRS" -A
+  for r in "$ADDRS" "$CLAIMS"; do
+    for v in create update patch delete; do _can no "$w" "$v" "$r" -A; done
+  done
+  _can no "$w" list "$CLAIMS" -A
+  _can no "$w" update "$CLAIMS" --subresource=finalizers -A
+  for r in secrets configmaps events events.events.k8s.io leases.coordination.k8s.io; do
+    _can no "$w" create "$r" -n "$CHART_NS"
+  done
+  _can no "$w" get secrets -n "$CHART_NS"
+  _can no "$w" list secrets -A
+  _can no "$w" delete clusters.cluster.x-k8s.io -A
+  _can no "$w" patch "validatingwebhookconfigurations/$REL-validating"
+}
+
+@test "RBAC: the controller's account can do what it needs and no more" {
+  local c=$REL-controller v
+  # Claims: informer, finalizer patch, status, the owner-reference finalizers check.
+  for v in list watch patch; do _can yes "$c" "$v" "$CLAIMS" -A; done
+  _can yes "$c" patch "$CLAIMS" --subresource=status -n "$CHART_NS"
+  _can yes "$c" update "$CLAIMS" --subresource=finalizers -n "$CHART_NS"
+  for v in get create update delete; do _can no "$c" "$v" "$CLAIMS" -A; done
+  _can no "$c" update "$CLAIMS" --subresource=status -A
+  # Addresses: everything the claim steps do.
+  for v in get list watch create patch delete; do _can yes "$c" "$v" "$ADDRS" -n "$CHART_NS"; done
+  _can no "$c" update "$ADDRS" -A
+  _can no "$c" deletecollection "$ADDRS" -A
+  # Pools: watched, the protect-pool finalizer patched on the pool, status.
+  # Never created, deleted, read one by one or replaced with an update.
+  local r
+  for r in "$POOLS" globalippools.ipam.poolkeeper.io; do
+    for v in list watch patch; do _can yes "$c" "$v" "$r" -A; done
+    _can yes "$c" patch "$r" --subresource=status -A
+    _can yes "$c" update "$r" --subresource=finalizers -A
+    for v in get create update delete deletecollection; do _can no "$c" "$v" "$r" -A; done
+    _can no "$c" update "$r" --subresource=status -A
+  done
+  # Clusters: read only.
+  _can yes "$c" list clusters.cluster.x-k8s.io -A
+  _can yes "$c" watch clusters.cluster.x-k8s.io -A
+  for v in get create update patch delete; do _can no "$c" "$v" clusters.cluster.x-k8s.io -A; done
+  # Events of events.k8s.io only.
+  _can yes "$c" create events.events.k8s.io -n "$CHART_NS"
+  _can yes "$c" patch events.events.k8s.io -n "$CHART_NS"
+  _can no "$c" create events -n "$CHART_NS"
+  _can no "$c" delete events.events.k8s.io -n "$CHART_NS"
+  # The one Lease, in the release namespace.
+  _can yes "$c" get leases.coordination.k8s.io/poolkeeper-controller -n "$CHART_NS"
+  _can yes "$c" update leases.coordination.k8s.io/poolkeeper-controller -n "$CHART_NS"
+  _can yes "$c" create leases.coordination.k8s.io -n "$CHART_NS"
+  _can no "$c" get leases.coordination.k8s.io/kube-controller-manager -n kube-system
+  _can no "$c" update leases.coordination.k8s.io/other -n "$CHART_NS"
+  _can no "$c" update leases.coordination.k8s.io/poolkeeper-controller -n default
+  _can no "$c" delete leases.coordination.k8s.io/poolkeeper-controller -n "$CHART_NS"
+  # No Secrets, nothing else.
+  for v in get list watch; do _can no "$c" "$v" secrets -n "$CHART_NS"; done
+  _can no "$c" list secrets -A
+  _can no "$c" get configmaps -n "$CHART_NS"
+}
+
+@test "RBAC: the certificate Job's account touches only its two Secrets and the release's two configurations" {
+  run _certs_rbac
+  [ "$status" -eq 0 ]
+  kubectl apply -n "$CHART_NS" -f - <<<"$output" >/dev/null
+  local j=$REL-certs s v
+  for s in "$REL-webhook-tls" "$REL-webhook-tls-ca"; do
+    for v in get update; do _can yes "$j" "$v" "secrets/$s" -n "$CHART_NS"; done
+    _can no "$j" patch "secrets/$s" -n "$CHART_NS"
+    _can no "$j" delete "secrets/$s" -n "$CHART_NS"
+    _can no "$j" get "secrets/$s" -n kube-system
+  done
+  # create cannot be limited by name: any Secret of the release namespace.
+  _can yes "$j" create secrets -n "$CHART_NS"
+  _can no "$j" create secrets -n kube-system
+  for v in get update patch delete; do _can no "$j" "$v" secrets/other -n "$CHART_NS"; done
+  _can no "$j" list secrets -n "$CHART_NS"
+  _can no "$j" watch secrets -n "$CHART_NS"
+  _can yes "$j" get "validatingwebhookconfigurations/$REL-validating"
+  _can yes "$j" patch "validatingwebhookconfigurations/$REL-validating"
+  _can yes "$j" get "mutatingwebhookconfigurations/$REL-mutating"
+  _can yes "$j" patch "mutatingwebhookconfigurations/$REL-mutating"
+  _can no "$j" patch validatingwebhookconfigurations/other
+  _can no "$j" patch "mutatingwebhookconfigurations/$REL-validating"
+  _can no "$j" update "validatingwebhookconfigurations/$REL-validating"
+  _can no "$j" delete "validatingwebhookconfigurations/$REL-validating"
+  _can no "$j" list validatingwebhookconfigurations
+  _can no "$j" create validatingwebhookconfigurations
+  _can no "$j" list "$POOLS" -A
+  _can no "$j" delete clusters.cluster.x-k8s.io -A
+  _delete_certs_rbac
+}
+
+@test "the certificate Jobs' commands, run as the Jobs' ServiceAccount, write the Secrets, patch caBundle and keep a valid pair" {
+  local bin kc step ca rv
+  bin=$(pk_bin poolkeeper-certs) || skip "poolkeeper-certs is not built"
+  _certs_rbac | kubectl apply -n "$CHART_NS" -f - >/dev/null
+  kc=$PK_TMP/certs.kubeconfig
+  "$CLUSTER" sa-kubeconfig "$CHART_NS" "$REL-certs" "$kc" 10m
+  # Each Job's arguments as the chart renders them; in a pod the
+  # ServiceAccount's token stands in for --kubeconfig.
+  for step in issue patch; do
+    mapfile -t args < <(_template --show-only templates/certs-jobs.yaml |
+      kubectl create --dry-run=client -o json -f - |
+      jq -r --arg n "$REL-certs-$step" '(.items // [.])[] | select(.metadata.name == $n) | .spec.template.spec.containers[0].args[]')
+    [ "${#args[@]}" -ge 7 ]
+    run "$bin" --kubeconfig "$kc" "${args[@]}"
+    echo "$output"
+    [ "$status" -eq 0 ]
+  done
+  [ "$(pk_jsonpath -n "$CHART_NS" secret "$REL-webhook-tls" '{.type}')" = kubernetes.io/tls ]
+  kubectl -n "$CHART_NS" get secret "$REL-webhook-tls-ca" >/dev/null
+  ca=$(pk_jsonpath -n "$CHART_NS" secret "$REL-webhook-tls" '{.data.ca\.crt}')
+  [ -n "$ca" ]
+  run kubectl get "validatingwebhookconfiguration/$REL-validating" "mutatingwebhookconfiguration/$REL-mutating" \
+    -o jsonpath='{range .items[*].webhooks[*]}{.clientConfig.caBundle}{"\n"}{end}'
+  echo "$output"
+  [ "$(sort -u <<<"$output")" = "$ca" ]
+  [ "$(wc -l <<<"$output")" -eq 6 ]
+  # Again: a valid pair is kept, nothing is written.
+  rv=$(pk_jsonpath -n "$CHART_NS" secret "$REL-webhook-tls" '{.metadata.resourceVersion}')
+  run "$bin" --kubeconfig "$kc" "${args[@]}"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(pk_jsonpath -n "$CHART_NS" secret "$REL-webhook-tls" '{.metadata.resourceVersion}')" = "$rv" ]
+  _delete_certs_rbac
+}
+
+@test "helm upgrade with changed values keeps every pool, claim and address; one watched namespace turns the controller's rules into Roles" {
+  [ -s "$BATS_FILE_TMPDIR/uids" ]
+  run helm upgrade "$REL" "$CHART" -n "$CHART_NS" --no-hooks $(_install_flags) \
+    --set webhook.claimEnforcement=warn --set webhook.replicas=3 --set logging.format=json \
+    --set controller.watchNamespace="$WATCH_NS" --set controller.replicas=2
+  echo "$output"
+  [ "$status" -eq 0 ]
+  diff "$BATS_FILE_TMPDIR/uids" <(_uids)
+  [ "$(pk_jsonpath -n "$CHART_NS" deployment "$REL-webhook" '{.spec.replicas}')" = 3 ]
+  kubectl -n "$CHART_NS" get deployment "$REL-webhook" -o json |
+    jq -e '.spec.template.spec.containers[0].args | index("--claim-enforcement=warn") and index("--log-format=json")'
+  kubectl -n "$CHART_NS" get deployment "$REL-controller" -o json |
+    jq -e --arg w "$WATCH_NS" '.spec.template.spec.containers[0].args | index("--namespace=\($w)")'
+  run kubectl get clusterrole "$REL-controller"
+  [ "$status" -ne 0 ]
+  local c=$REL-controller
+  _can yes "$c" list "$CLAIMS" -n "$WATCH_NS"
+  _can yes "$c" update "$POOLS" --subresource=finalizers -n "$WATCH_NS"
+  _can no "$c" list "$CLAIMS" -n "$CHART_NS"
+  _can no "$c" list "$CLAIMS" -A
+  _can no "$c" list globalippools.ipam.poolkeeper.io
+  _can yes "$c" update leases.coordination.k8s.io/poolkeeper-controller -n "$CHART_NS"
+  # Back to every namespace: the objects are still there.
+  run helm upgrade "$REL" "$CHART" -n "$CHART_NS" --no-hooks $(_install_flags)
+  [ "$status" -eq 0 ]
+  diff "$BATS_FILE_TMPDIR/uids" <(_uids)
+  _can yes "$c" list "$CLAIMS" -A
+}
+
+@test "helm uninstall removes the release's objects and leaves the CRDs, pools, claims and addresses" {
+  [ -s "$BATS_FILE_TMPDIR/uids" ]
+  run helm uninstall "$REL" -n "$CHART_NS" --wait
+  echo "$output"
+  [ "$status" -eq 0 ]
+  kubectl get crd ippools.ipam.poolkeeper.io globalippools.ipam.poolkeeper.io >/dev/null
+  diff "$BATS_FILE_TMPDIR/uids" <(_uids)
+  run kubectl get validatingwebhookconfiguration "$REL-validating"
+  [ "$status" -ne 0 ]
+  run kubectl get clusterrole "$REL-webhook"
+  [ "$status" -ne 0 ]
+  run kubectl -n "$CHART_NS" get serviceaccount "$REL-controller"
+  [ "$status" -ne 0 ]
+  # With no controller left, the finalizers come off by hand (docs/install.md).
+  _unfinalize "$CLAIMS" ipam.poolkeeper.io/release-address "$CHART_NS"
+  _unfinalize "$ADDRS" ipam.poolkeeper.io/protect-address "$CHART_NS"
+  _unfinalize "$POOLS" ipam.poolkeeper.io/protect-pool "$CHART_NS"
+  kubectl -n "$CHART_NS" delete "$CLAIMS,$ADDRS,$POOLS" --all --timeout=30s >/dev/null
+  run kubectl -n "$CHART_NS" get "$CLAIMS,$ADDRS,$POOLS" -o name
+  [ -z "$output" ]
+}
