@@ -1,5 +1,5 @@
 # A thin wrapper: the work is in scripts/ and CMake.
-.PHONY: all deps build test demo bench e2e cluster-up cluster-down check clean
+.PHONY: all deps build test demo bench e2e cluster-up cluster-down check release clean
 
 all: build
 
@@ -31,6 +31,10 @@ cluster-up:
 
 cluster-down:
 	e2e/cluster down
+
+# clusterctl's release assets (metadata.yaml, ipam-components.yaml) in build/release/.
+release:
+	scripts/release
 
 clean:
 	rm -rf build build-asan build-fuzz build-bench

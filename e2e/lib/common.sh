@@ -4,7 +4,7 @@
 #
 # Everything built or downloaded lives outside the checkout, under
 # ${PK_CACHE:-$HOME/.cache/poolkeeper}: one folder per component and version
-# (kubernetes-vX/bin, etcd-vX/bin, helm-vX/bin) plus the Go caches in go/.
+# (kubernetes-vX/bin, etcd-vX/bin, helm-vX/bin, clusterctl-vX/bin) plus the Go caches in go/.
 # The checkout only holds versions.env, the wrapper modules and scripts, so a
 # fresh clone on the same machine reuses every cached binary.
 
@@ -26,9 +26,11 @@ PK_E2E_LOG_DIR=$PK_E2E_STATE/logs
 KUBE_HOME=$PK_CACHE/kubernetes-$KUBE_VERSION
 ETCD_HOME=$PK_CACHE/etcd-$ETCD_VERSION
 HELM_HOME=$PK_CACHE/helm-$HELM_VERSION
+CLUSTERCTL_HOME=$PK_CACHE/clusterctl-$CAPI_VERSION
 KUBE_BIN=$KUBE_HOME/bin
 ETCD_BIN=$ETCD_HOME/bin
 HELM_BIN=$HELM_HOME/bin
+CLUSTERCTL_BIN=$CLUSTERCTL_HOME/bin
 
 # Go: the toolchain installed on the machine, caches under PK_CACHE, modules
 # resolved from the committed go.mod/go.sum (never upgraded).
