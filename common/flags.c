@@ -1,6 +1,7 @@
 /* flags.c - parsing argv against a flag table, and --help from the same table. */
 #include "flags.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "parse.h"
@@ -303,4 +304,23 @@ void pk_flags_print_help(FILE *f, const char *usage, const char *summary,
 			fprintf(f, " (repeatable)");
 		fputc('\n', f);
 	}
+}
+
+int pk_flags_parse_only(const struct pk_flag *table, size_t n, int argc, char *const argv[],
+                        struct pk_flag_value *vals, struct pk_err *err)
+{
+	if (argc < 1)
+		return pk_err_set(err, PK_ERR_INVALID, "no program name in argv");
+	const char **pos = calloc((size_t)argc, sizeof(*pos));
+	size_t npos = 0;
+	if (pos == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	int rc = pk_flags_parse(table, n, argc - 1, argv + 1, vals, pos, &npos, err);
+	if (rc == PK_OK && npos > 0) {
+		char q[300];
+		pk_text_quote(pos[0], strlen(pos[0]), q, sizeof(q));
+		rc = pk_err_set(err, PK_ERR_INVALID, "unexpected argument \"%s\"", q);
+	}
+	free(pos);
+	return rc;
 }

@@ -59,6 +59,15 @@ PK_MUST_CHECK int pk_flags_parse(const struct pk_flag *table, size_t n, int argc
                                  char *const argv[], struct pk_flag_value *vals, const char **pos,
                                  size_t *npos, struct pk_err *err);
 
+/*
+ * A daemon's command line: argv[0] is the program, every other argument a
+ * flag. Like pk_flags_parse on argv + 1, but a positional argument is an
+ * error naming it. Returns PK_OK, PK_ERR_INVALID or PK_ERR_NOMEM.
+ */
+PK_MUST_CHECK int pk_flags_parse_only(const struct pk_flag *table, size_t n, int argc,
+                                      char *const argv[], struct pk_flag_value *vals,
+                                      struct pk_err *err);
+
 /* The text of a flag: what was given, else its default. */
 const char *pk_flags_get_string(const struct pk_flag *table, const struct pk_flag_value *vals,
                                 size_t i);

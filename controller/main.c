@@ -167,17 +167,7 @@ static int check_lease_timing(const struct pk_flag_value *vals, const struct opt
 static int parse_options(int argc, char **argv, struct options *o, struct pk_err *err)
 {
 	struct pk_flag_value vals[F_COUNT];
-	const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
-	size_t npos = 0;
-	if (pos == NULL)
-		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	int rc = pk_flags_parse(flags, F_COUNT, argc - 1, argv + 1, vals, pos, &npos, err);
-	if (rc == PK_OK && npos > 0) {
-		char q[300];
-		pk_text_quote(pos[0], strlen(pos[0]), q, sizeof(q));
-		rc = pk_err_set(err, PK_ERR_INVALID, "unexpected argument \"%s\"", q);
-	}
-	free(pos);
+	int rc = pk_flags_parse_only(flags, F_COUNT, argc, argv, vals, err);
 	if (rc != PK_OK)
 		return rc;
 	memset(o, 0, sizeof(*o));

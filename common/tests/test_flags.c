@@ -285,13 +285,38 @@ static void test_help_from_table(void **state)
 	free(text);
 }
 
+/* A daemon's command line: flags only; a positional is named in the error. */
+static void test_parse_only(void **state)
+{
+	(void)state;
+	struct pk_flag_value vals[F_N];
+	struct pk_err err = {{0}};
+	const char *ok[] = {"prog", "--workers=3", "-v", "2"};
+	assert_int_equal(
+	    pk_flags_parse_only(table, F_N, 4, (char *const *)(uintptr_t)ok, vals, &err), PK_OK);
+	assert_int_equal(pk_flags_get_num(vals, F_WORKERS), 3);
+	assert_int_equal(pk_flags_get_num(vals, F_V), 2);
+	const char *stray[] = {"prog", "--workers", "3", "stray"};
+	assert_int_equal(
+	    pk_flags_parse_only(table, F_N, 4, (char *const *)(uintptr_t)stray, vals, &err),
+	    PK_ERR_INVALID);
+	assert_string_equal(err.msg, "unexpected argument \"stray\"");
+	const char *bad[] = {"prog", "--workers=0"};
+	assert_int_equal(
+	    pk_flags_parse_only(table, F_N, 2, (char *const *)(uintptr_t)bad, vals, &err),
+	    PK_ERR_INVALID);
+	assert_non_null(strstr(err.msg, "--workers"));
+	assert_int_equal(pk_flags_parse_only(table, F_N, 0, NULL, vals, &err), PK_ERR_INVALID);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_defaults),  cmocka_unit_test(test_spellings),
-	    cmocka_unit_test(test_bools),     cmocka_unit_test(test_numbers),
-	    cmocka_unit_test(test_hostports), cmocka_unit_test(test_bad_tables),
-	    cmocka_unit_test(test_errors),    cmocka_unit_test(test_help_from_table),
+	    cmocka_unit_test(test_defaults),   cmocka_unit_test(test_spellings),
+	    cmocka_unit_test(test_bools),      cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_hostports),  cmocka_unit_test(test_bad_tables),
+	    cmocka_unit_test(test_errors),     cmocka_unit_test(test_help_from_table),
+	    cmocka_unit_test(test_parse_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
