@@ -22,8 +22,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/key.pem" \
-  -out "$tmp/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -days 1 2>/dev/null
+# The serving pair the chart's certificate Job would make, for 127.0.0.1.
+"$build/bin/poolkeeper-certs" --out-dir "$tmp/certs" --ip 127.0.0.1 >"$tmp/certs.log" 2>&1 ||
+  { cat "$tmp/certs.log" >&2; exit 1; }
 
 review() { # operation, group, version, resource, object json
   jq -cn --arg op "$1" --arg g "$2" --arg v "$3" --arg r "$4" --argjson o "$5" \
@@ -59,13 +60,14 @@ port_of() { # log file, listener
 }
 
 env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST "$build/bin/poolkeeper-webhook" \
-  --tls-cert-file "$tmp/cert.pem" --tls-private-key-file "$tmp/key.pem" --bind-address 127.0.0.1 \
-  --port 0 --health-port 0 --metrics-port 0 --thread-pool-size "$threads" 2>"$tmp/webhook.log" &
+  --tls-cert-file "$tmp/certs/tls.crt" --tls-private-key-file "$tmp/certs/tls.key" \
+  --webhook-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 \
+  --thread-pool-size "$threads" 2>"$tmp/webhook.log" &
 pids+=($!)
 wpid=$!
 wport=$(port_of "$tmp/webhook.log" webhook)
 
-"$build/bench/pk_mhd_ceiling" "$tmp/cert.pem" "$tmp/key.pem" 0 "$threads" >"$tmp/ceiling.log" 2>&1 &
+"$build/bench/pk_mhd_ceiling" "$tmp/certs/tls.crt" "$tmp/certs/tls.key" 0 "$threads" >"$tmp/ceiling.log" 2>&1 &
 pids+=($!)
 cpid=$!
 for ((i = 0; i < 100; i++)); do grep -q port= "$tmp/ceiling.log" && break; sleep 0.1; done

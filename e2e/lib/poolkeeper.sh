@@ -1,33 +1,27 @@
 # shellcheck shell=bash
-# Starting poolkeeper's own binaries against the loopback plane: a serving
-# certificate, poolkeeper-webhook and its registrations as the Helm chart
-# makes them, poolkeeper-controller. Shared by the end-to-end suites (through
-# e2e/tests/poolkeeper.bash) and by scripts/demo.
+# Installing and starting poolkeeper against the loopback plane the way a
+# cluster runs it: the serving certificate from poolkeeper-certs, the Helm
+# chart (ServiceAccounts, RBAC, webhook registrations), and
+# poolkeeper-webhook and poolkeeper-controller running as the chart's
+# ServiceAccounts, never as the plane's admin. Shared by the end-to-end suites
+# (through e2e/tests/poolkeeper.bash) and by scripts/demo.
 #
 # Needs the helpers of e2e/tests/helpers.bash (pk_bin, pk_start, pk_wait_for,
-# pk_wait_http), the plane's environment (KUBECONFIG, kubectl on PATH,
-# PK_E2E_STATE, PK_E2E_LOG_DIR: `e2e/cluster env`), jq and openssl.
+# pk_wait_http, pk_free_port), the plane's environment (KUBECONFIG, kubectl
+# and helm on PATH, PK_E2E_STATE, PK_E2E_LOG_DIR: `e2e/cluster env`).
 
-# pk_serving_cert <dir> [name]: a CA (ca.crt) and a serving certificate for
-# 127.0.0.1 (<name>.crt, <name>.key, default "serving") signed by it. An
-# existing CA in <dir> is reused, so a second call rotates the serving pair
-# under the same CA (what a cert-manager renewal looks like).
-pk_serving_cert() {
-  local d=$1 n=${2:-serving}
-  mkdir -p "$d"
-  if [[ ! -f $d/ca.crt ]]; then
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-      -keyout "$d/ca.key" -out "$d/ca.crt" -subj "/CN=poolkeeper-e2e-ca" -days 2 2>/dev/null || return 1
-  fi
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$d/$n.key.new" \
-    -out "$d/$n.csr" -subj "/CN=poolkeeper-webhook-$RANDOM" 2>/dev/null || return 1
-  openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -set_serial "0x$(openssl rand -hex 8)" \
-    -out "$d/$n.crt.new" -days 2 -extfile <(printf 'subjectAltName=IP:127.0.0.1\n') 2>/dev/null || return 1
-  # Replace key and certificate one after the other, as a careless operator
-  # (or a non-atomic volume update) would: the webhook must not use a
-  # mismatched pair in between.
-  mv "$d/$n.key.new" "$d/$n.key"
-  mv "$d/$n.crt.new" "$d/$n.crt"
+# pk_certs <dir> [poolkeeper-certs flags...]: a CA and a serving certificate
+# for 127.0.0.1 in <dir> (ca.crt, tls.crt, tls.key), made by poolkeeper-certs
+# as the chart's certificate Job makes them. A second call keeps a pair that
+# is still valid; with --renew it issues a new serving pair under the same CA
+# (what a renewal looks like to the webhook, which watches the files).
+pk_certs() {
+  local d=$1 bin
+  shift
+  bin=$(pk_bin poolkeeper-certs) || return 1
+  mkdir -p "$PK_E2E_LOG_DIR"
+  "$bin" --out-dir "$d" --ip 127.0.0.1 --dns localhost "$@" >>"$PK_E2E_LOG_DIR/certs.log" 2>&1 ||
+    { tail -n 5 "$PK_E2E_LOG_DIR/certs.log" >&2; return 1; }
 }
 
 # pk_log_port <log name> <listener>: the port a poolkeeper daemon reported
@@ -36,85 +30,94 @@ pk_log_port() {
   grep -o "listener=$2 port=[0-9]*" "$PK_E2E_LOG_DIR/$1.log" | tail -n 1 | cut -d= -f3
 }
 
-# pk_start_webhook <name> <cert dir> [flags...]: starts poolkeeper-webhook on
-# free loopback ports with the pair in <cert dir>; sets WEBHOOK_PORT and
-# WEBHOOK_HEALTH_PORT once it is ready.
+# pk_start_webhook <name> <cert dir> [flags...]: starts poolkeeper-webhook as
+# the chart's ServiceAccount ($WEBHOOK_KUBECONFIG, from pk_install_poolkeeper)
+# on 127.0.0.1:$WEBHOOK_PORT, the address the chart registered, with the pair
+# in <cert dir>, and its health and metrics listeners on free ports; sets
+# WEBHOOK_HEALTH_PORT and WEBHOOK_METRICS_PORT once it is ready.
 pk_start_webhook() {
   local name=$1 dir=$2 bin
   shift 2
+  if [[ -z ${WEBHOOK_KUBECONFIG:-} || -z ${WEBHOOK_PORT:-} ]]; then
+    echo "pk_start_webhook: install the chart first (pk_install_poolkeeper)" >&2
+    return 1
+  fi
   bin=$(pk_bin poolkeeper-webhook) || return 1
   : >"$PK_E2E_LOG_DIR/$name.log"
-  pk_start "$name" "$bin" --tls-cert-file "$dir/serving.crt" --tls-private-key-file "$dir/serving.key" \
-    --bind-address 127.0.0.1 --port 0 --health-port 0 --metrics-port 0 --cert-poll-seconds 1 "$@" || return 1
+  PK_START_AS=$WEBHOOK_KUBECONFIG pk_start "$name" "$bin" \
+    --tls-cert-file "$dir/tls.crt" --tls-private-key-file "$dir/tls.key" \
+    --webhook-bind-address "127.0.0.1:$WEBHOOK_PORT" --health-probe-bind-address 127.0.0.1:0 \
+    --metrics-bind-address 127.0.0.1:0 --cert-poll-seconds 1 "$@" || return 1
   pk_wait_for -t 20 "$name to listen" _pk_has_port "$name" health || return 1
-  WEBHOOK_PORT=$(pk_log_port "$name" webhook)
   WEBHOOK_HEALTH_PORT=$(pk_log_port "$name" health)
   WEBHOOK_METRICS_PORT=$(pk_log_port "$name" metrics)
-  export WEBHOOK_PORT WEBHOOK_HEALTH_PORT WEBHOOK_METRICS_PORT
+  export WEBHOOK_HEALTH_PORT WEBHOOK_METRICS_PORT
   pk_wait_http -t 20 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/readyz"
 }
 _pk_has_port() { [[ -n $(pk_log_port "$1" "$2") ]]; }
 
-# pk_start_controller <name> [flags...]: starts poolkeeper-controller with its
-# health and metrics listeners on free loopback ports; returns once it
-# listens, with CONTROLLER_HEALTH_PORT and CONTROLLER_METRICS_PORT set.
-# (/readyz answers 200 only after every informer has listed once.)
+# pk_start_controller <name> [flags...]: starts poolkeeper-controller as the
+# chart's ServiceAccount ($CONTROLLER_KUBECONFIG, from pk_install_poolkeeper),
+# leading on its Lease in the release namespace, with its health and metrics
+# listeners on free loopback ports; returns once it listens, with
+# CONTROLLER_HEALTH_PORT and CONTROLLER_METRICS_PORT set. (/readyz answers
+# 200 only after every informer has listed once.)
 pk_start_controller() {
   local name=$1 bin
   shift
+  if [[ -z ${CONTROLLER_KUBECONFIG:-} || -z ${PK_RELEASE_NS:-} ]]; then
+    echo "pk_start_controller: install the chart first (pk_install_poolkeeper)" >&2
+    return 1
+  fi
   bin=$(pk_bin poolkeeper-controller) || return 1
-  pk_start "$name" "$bin" --bind-address 127.0.0.1 --health-port 0 --metrics-port 0 "$@" || return 1
+  PK_START_AS=$CONTROLLER_KUBECONFIG pk_start "$name" "$bin" --leader-election-namespace "$PK_RELEASE_NS" \
+    --health-probe-bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 "$@" || return 1
   pk_wait_for -t 20 "$name to listen" _pk_has_port "$name" health || return 1
   CONTROLLER_HEALTH_PORT=$(pk_log_port "$name" health)
   CONTROLLER_METRICS_PORT=$(pk_log_port "$name" metrics)
   export CONTROLLER_HEALTH_PORT CONTROLLER_METRICS_PORT
 }
 
-# pk_register_poolkeeper_webhooks <cert dir> <port> [name]: poolkeeper's
-# webhook registrations, as the Helm chart makes them, in the configurations
-# <name>-validating and <name>-mutating (default name: poolkeeper):
-#  - pools: validating (CREATE, UPDATE, DELETE) and mutating, failurePolicy Fail;
-#  - claims and addresses on poolkeeper pools (selected with matchConditions):
-#    failurePolicy Fail;
-#  - other providers' claims: a separate entry with failurePolicy Ignore, so
-#    a poolkeeper outage never blocks another provider.
-pk_register_poolkeeper_webhooks() {
-  local dir=$1 port=$2 name=${3:-poolkeeper} ca
-  ca=$(base64 -w0 <"$dir/ca.crt")
-  local ours="has(object.spec.poolRef) && has(object.spec.poolRef.apiGroup) && object.spec.poolRef.apiGroup == 'ipam.poolkeeper.io'"
-  jq -n --arg ca "$ca" --arg url "https://127.0.0.1:$port" --arg ours "$ours" --arg cfg "$name" '
-    def hook(name; path; rules; policy; conds):
-      {name: name, clientConfig: {url: ($url + path), caBundle: $ca}, rules: rules,
-       failurePolicy: policy, sideEffects: "None", matchPolicy: "Equivalent",
-       admissionReviewVersions: ["v1"], timeoutSeconds: 10}
-      + (if conds == null then {} else {matchConditions: conds} end);
-    def pools(ops): [{apiGroups: ["ipam.poolkeeper.io"], apiVersions: ["v1alpha1"],
-                      operations: ops, resources: ["ippools", "globalippools"]}];
-    def capi(res): [{apiGroups: ["ipam.cluster.x-k8s.io"], apiVersions: ["*"],
-                     operations: ["CREATE", "UPDATE"], resources: [res]}];
-    [{apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration",
-      metadata: {name: ($cfg + "-validating")},
-      webhooks: [
-        hook("pools.validate.ipam.poolkeeper.io"; "/validate"; pools(["CREATE", "UPDATE", "DELETE"]); "Fail"; null),
-        hook("claims.validate.ipam.poolkeeper.io"; "/validate"; capi("ipaddressclaims"); "Fail";
-             [{name: "poolkeeper-pool", expression: $ours}]),
-        hook("addresses.validate.ipam.poolkeeper.io"; "/validate"; capi("ipaddresses"); "Fail";
-             [{name: "poolkeeper-pool", expression: $ours}]),
-        hook("foreign-claims.validate.ipam.poolkeeper.io"; "/validate"; capi("ipaddressclaims"); "Ignore";
-             [{name: "other-pool", expression: ("!(" + $ours + ")")}])]},
-     {apiVersion: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration",
-      metadata: {name: ($cfg + "-mutating")},
-      webhooks: [
-        hook("pools.mutate.ipam.poolkeeper.io"; "/mutate"; pools(["CREATE", "UPDATE"]); "Fail"; null),
-        hook("claims.mutate.ipam.poolkeeper.io"; "/mutate"; capi("ipaddressclaims"); "Fail";
-             [{name: "poolkeeper-pool", expression: $ours}])]}] | .[]' |
-    kubectl apply --server-side --force-conflicts -f - >/dev/null
+# pk_install_poolkeeper <release> <namespace> <cert dir> [helm flags...]:
+# installs the chart (charts/poolkeeper), the one source of poolkeeper's
+# ServiceAccounts, RBAC and webhook registrations, in webhook.url mode: the
+# configurations call https://127.0.0.1:$WEBHOOK_PORT (a free port is picked
+# when WEBHOOK_PORT is unset) and trust <cert dir>/ca.crt. Hooks are off: the
+# plane runs no pods, so the certificate Job would never run (install.bats
+# runs poolkeeper-certs the way that Job does). <release> must contain
+# "poolkeeper", so that the chart's names are <release>-webhook and so on.
+# Then writes the kubeconfigs the daemons run with, as the chart's
+# ServiceAccounts: $WEBHOOK_KUBECONFIG and $CONTROLLER_KUBECONFIG. Sets
+# PK_RELEASE and PK_RELEASE_NS (pk_start_controller's Lease namespace).
+pk_install_poolkeeper() {
+  local rel=$1 ns=$2 dir=$3 helm_bin
+  shift 3
+  [[ $rel == *poolkeeper* ]] || { echo "pk_install_poolkeeper: release $rel must contain poolkeeper" >&2; return 1; }
+  helm_bin=$(command -v helm) || { echo "pk_install_poolkeeper: helm is not on PATH (e2e/cluster env)" >&2; return 1; }
+  [[ -n ${WEBHOOK_PORT:-} ]] || WEBHOOK_PORT=$(pk_free_port)
+  PK_RELEASE=$rel
+  PK_RELEASE_NS=$ns
+  export WEBHOOK_PORT PK_RELEASE PK_RELEASE_NS
+  mkdir -p "$PK_E2E_LOG_DIR" "$PK_E2E_STATE/kubeconfigs"
+  echo "=== $(date -u +%FT%TZ) helm upgrade --install $rel -n $ns $*" >>"$PK_E2E_LOG_DIR/helm.log"
+  "$helm_bin" upgrade --install "$rel" "$REPO_ROOT/charts/poolkeeper" -n "$ns" --create-namespace \
+    --no-hooks --set-string "webhook.url=https://127.0.0.1:$WEBHOOK_PORT" --set certs.mode=provided \
+    --set-string "certs.provided.caBundle=$(base64 -w0 <"$dir/ca.crt")" "$@" >>"$PK_E2E_LOG_DIR/helm.log" 2>&1 ||
+    { tail -n 20 "$PK_E2E_LOG_DIR/helm.log" >&2; return 1; }
+  WEBHOOK_KUBECONFIG=$PK_E2E_STATE/kubeconfigs/$ns-$rel-webhook
+  CONTROLLER_KUBECONFIG=$PK_E2E_STATE/kubeconfigs/$ns-$rel-controller
+  export WEBHOOK_KUBECONFIG CONTROLLER_KUBECONFIG
+  "$E2E_DIR/cluster" sa-kubeconfig "$ns" "$rel-webhook" "$WEBHOOK_KUBECONFIG" 4h &&
+    "$E2E_DIR/cluster" sa-kubeconfig "$ns" "$rel-controller" "$CONTROLLER_KUBECONFIG" 4h
 }
 
-# pk_unregister_poolkeeper_webhooks [name]: removes what
-# pk_register_poolkeeper_webhooks registered under that name.
-pk_unregister_poolkeeper_webhooks() {
-  local name=${1:-poolkeeper}
-  kubectl delete validatingwebhookconfiguration "$name-validating" --ignore-not-found >/dev/null
-  kubectl delete mutatingwebhookconfiguration "$name-mutating" --ignore-not-found >/dev/null
+# pk_uninstall_poolkeeper <release> <namespace>: `helm uninstall`, which takes
+# the webhook registrations, RBAC and ServiceAccounts with it (the CRDs and
+# every pool, claim and address stay).
+pk_uninstall_poolkeeper() {
+  local rel=$1 ns=$2
+  echo "=== $(date -u +%FT%TZ) helm uninstall $rel -n $ns" >>"$PK_E2E_LOG_DIR/helm.log"
+  helm uninstall "$rel" -n "$ns" --ignore-not-found >>"$PK_E2E_LOG_DIR/helm.log" 2>&1 ||
+    { tail -n 20 "$PK_E2E_LOG_DIR/helm.log" >&2; return 1; }
+  rm -f "$PK_E2E_STATE/kubeconfigs/$ns-$rel-webhook" "$PK_E2E_STATE/kubeconfigs/$ns-$rel-controller"
 }

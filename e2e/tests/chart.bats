@@ -494,7 +494,7 @@ _install_flags() {
   _delete_certs_rbac
 }
 
-@test "the certificate Jobs' commands, run as the Jobs' ServiceAccount, write the Secrets, patch caBundle and keep a valid pair" {
+@test "the certificate Jobs' commands, run as the Jobs' ServiceAccount, write the Secrets, patch caBundle, keep a valid pair and re-issue near expiry" {
   local bin kc step ca rv
   bin=$(pk_bin poolkeeper-certs) || skip "poolkeeper-certs is not built"
   _certs_rbac | kubectl apply -n "$CHART_NS" -f - >/dev/null
@@ -526,6 +526,18 @@ _install_flags() {
   echo "$output"
   [ "$status" -eq 0 ]
   [ "$(pk_jsonpath -n "$CHART_NS" secret "$REL-webhook-tls" '{.metadata.resourceVersion}')" = "$rv" ]
+  # Near expiry (a renewal window longer than the certificate's life): the
+  # same Job re-issues the serving pair under the same CA; the bundle stays.
+  local crt
+  crt=$(pk_jsonpath -n "$CHART_NS" secret "$REL-webhook-tls" '{.data.tls\.crt}')
+  run "$bin" --kubeconfig "$kc" "${args[@]/#--renew-before-days=*/--renew-before-days=400}"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(pk_jsonpath -n "$CHART_NS" secret "$REL-webhook-tls" '{.data.tls\.crt}')" != "$crt" ]
+  [ "$(pk_jsonpath -n "$CHART_NS" secret "$REL-webhook-tls" '{.data.ca\.crt}')" = "$ca" ]
+  run kubectl get "validatingwebhookconfiguration/$REL-validating" "mutatingwebhookconfiguration/$REL-mutating" \
+    -o jsonpath='{range .items[*].webhooks[*]}{.clientConfig.caBundle}{"\n"}{end}'
+  [ "$(sort -u <<<"$output")" = "$ca" ]
   _delete_certs_rbac
 }
 

@@ -19,15 +19,15 @@ ADDRS=ipaddresses.ipam.cluster.x-k8s.io
 setup_file() {
   pk_setup_file
   export CERTS=$BATS_FILE_TMPDIR/certs
-  pk_serving_cert "$CERTS"
+  pk_certs "$CERTS"
+  pk_install_poolkeeper poolkeeper poolkeeper-system "$CERTS"
   pk_start_webhook webhook "$CERTS"
-  pk_register_poolkeeper_webhooks "$CERTS" "$WEBHOOK_PORT"
   _start_controller
 }
 
 teardown_file() {
   pk_stop controller
-  pk_unregister_poolkeeper_webhooks
+  pk_uninstall_poolkeeper poolkeeper poolkeeper-system
   pk_stop webhook
 }
 
@@ -49,7 +49,7 @@ teardown() {
 }
 
 # _start_controller: poolkeeper-controller on free ports, leading on its Lease.
-_start_controller() { pk_start_controller controller --leader-election-namespace default; }
+_start_controller() { pk_start_controller controller; }
 
 # _one_controller: the suite's single controller runs again, whatever a test
 # stopped or killed (a second one, "controller2", is stopped).
@@ -538,7 +538,7 @@ _has_event() {
   local released=$SECONDS
   pk_wait_for "the quarantine in the pool's status" bash -c "[[ \$(kubectl -n $NS get $POOLS p -o jsonpath='{.status.quarantinedAddresses[0].address}') == 10.20.0.5 ]]"
   pk_stop controller KILL
-  kubectl -n default delete lease poolkeeper-controller --ignore-not-found
+  kubectl -n "$PK_RELEASE_NS" delete lease poolkeeper-controller --ignore-not-found
   _start_controller
   claim_j c2 IPPool p
   pk_wait_for "claim c2 waits for the grace period" _ready "$NS" c2 False PoolExhausted
@@ -600,7 +600,7 @@ _has_event() {
   kill -TERM "$pid"
   pk_wait_for -t 20 "the controller to exit" bash -c "! kill -0 $pid 2>/dev/null"
   grep -q 'msg="stopped"' "$PK_E2E_LOG_DIR/controller.log"
-  [[ -z $(pk_jsonpath -n default lease poolkeeper-controller '{.spec.holderIdentity}') ]]
+  [[ -z $(pk_jsonpath -n "$PK_RELEASE_NS" lease poolkeeper-controller '{.spec.holderIdentity}') ]]
   rm -f "$PK_E2E_STATE/pids/controller.pid"
   _start_controller
   _machine
@@ -625,7 +625,7 @@ _identity() {
 # _holder_is <identity>...: the Lease names one of them as holder.
 _holder_is() {
   local h id
-  h=$(pk_jsonpath -n default lease poolkeeper-controller '{.spec.holderIdentity}')
+  h=$(pk_jsonpath -n "$PK_RELEASE_NS" lease poolkeeper-controller '{.spec.holderIdentity}')
   echo "holder: $h"
   for id in "$@"; do
     [[ -n $id && $h == "$id" ]] && return 0
@@ -633,7 +633,7 @@ _holder_is() {
   return 1
 }
 
-# Log lines of the controller's writes (info, and debug with -v).
+# Log lines of the controller's writes (info, and debug with --v=1).
 WRITES='msg="(address allocated|address released|claim ready|claim not ready|patched|IPAddress exists: adopting|write failed)"'
 
 # _pool_addresses <ns> <pool>: the addresses of the IPAddresses of an IPPool, one a line.
@@ -648,8 +648,8 @@ _pool_addresses() {
   local from1
   from1=$(($(wc -l <"$log/controller.log") + 1))
   : >"$log/controller2.log"
-  pk_start controller2 "$bin" -v --bind-address 127.0.0.1 --health-port 0 --metrics-port 0 \
-    --leader-election-namespace default
+  PK_START_AS=$CONTROLLER_KUBECONFIG pk_start controller2 "$bin" --v=1 --health-probe-bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 \
+    --leader-election-namespace "$PK_RELEASE_NS"
   pk_wait_for -t 20 "controller2 to campaign" grep -q 'msg="leader election"' "$log/controller2.log"
   local id1 id2 leader standby standby_id
   id1=$(_identity controller)

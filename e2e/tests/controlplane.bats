@@ -4,6 +4,7 @@
 # specs, owner-reference garbage collection, ServiceAccount tokens and RBAC.
 
 load helpers
+load poolkeeper
 bats_require_minimum_version 1.5.0
 
 setup_file() { pk_setup_file; }
@@ -268,7 +269,7 @@ EOF
 
 @test "an admission webhook registered by URL with a caBundle is called over TLS" {
   command -v python3 >/dev/null || skip "python3 (the stand-in webhook server) is not installed"
-  pk_serving_cert "$PK_TMP/tls"
+  pk_certs "$PK_TMP/tls"
   port=$(pk_free_port)
   pk_start "webhook-$NS" python3 "$BATS_TEST_DIRNAME/fixtures/deny-pool-webhook.py" \
     "$port" "$PK_TMP/tls/tls.crt" "$PK_TMP/tls/tls.key"

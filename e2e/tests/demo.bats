@@ -4,9 +4,9 @@
 # up; held, it waits until TERM (Ctrl-C) and then cleans up. Either way the
 # plane stays up (the demo did not start it) and nothing of the demo's is
 # left running or registered. Each run has its own namespace; the demo's
-# webhook and controller listen on ports the kernel picks (port 0), their
-# webhook configurations are named poolkeeper-demo-*, their Lease lives in
-# the demo's namespace. The demo takes the binaries the other suites test
+# webhook and controller listen on free ports, the chart's release is
+# poolkeeper-demo in the demo's namespace (webhook configurations
+# poolkeeper-demo-*), their Lease lives there too. The demo takes the binaries the other suites test
 # (PK_BIN_DIR, default build/) instead of building them itself.
 
 load helpers
@@ -30,8 +30,7 @@ teardown() {
   fi
   pk_stop demo-controller
   pk_stop demo-webhook
-  kubectl delete validatingwebhookconfiguration poolkeeper-demo-validating --ignore-not-found >/dev/null 2>&1
-  kubectl delete mutatingwebhookconfiguration poolkeeper-demo-mutating --ignore-not-found >/dev/null 2>&1
+  helm uninstall poolkeeper-demo -n "$DEMO_NS" --ignore-not-found >/dev/null 2>&1
   local r o
   for r in ipaddressclaims.ipam.cluster.x-k8s.io ipaddresses.ipam.cluster.x-k8s.io ippools.ipam.poolkeeper.io; do
     for o in $(kubectl -n "$DEMO_NS" get "$r" -o name 2>/dev/null); do
@@ -46,8 +45,8 @@ teardown() {
 _pid_in() { grep -o "poolkeeper-$2 (pid [0-9]*)" <<<"$1" | grep -o '[0-9]*'; }
 
 # _left_nothing <output>: the plane is up with the same processes; the
-# demo's webhook and controller are gone, with their registrations, pid
-# files and namespace.
+# demo's webhook and controller are gone, with the chart's release (its
+# registrations and RBAC), pid files and namespace.
 _left_nothing() {
   "$CLUSTER" status
   [ "$(cat "$PK_E2E_STATE"/pids/{etcd,kube-apiserver,kube-controller-manager}.pid)" = "$PLANE_PIDS" ]
@@ -64,6 +63,10 @@ _left_nothing() {
   run kubectl get validatingwebhookconfiguration poolkeeper-demo-validating
   [[ $output == *NotFound* ]]
   run kubectl get mutatingwebhookconfiguration poolkeeper-demo-mutating
+  [[ $output == *NotFound* ]]
+  run helm status poolkeeper-demo -n "$DEMO_NS"
+  [[ $output == *"not found"* ]]
+  run kubectl get clusterrole poolkeeper-demo-controller
   [[ $output == *NotFound* ]]
   run kubectl get namespace "$DEMO_NS"
   [[ $output == *NotFound* ]]

@@ -158,23 +158,6 @@ pk_free_port() {
   done
 }
 
-# pk_serving_cert <dir> [SAN]: a CA (<dir>/ca.crt) and a serving certificate
-# signed by it (<dir>/tls.crt, <dir>/tls.key) for SAN (default
-# IP:127.0.0.1,DNS:localhost), for test servers the apiserver calls.
-pk_serving_cert() {
-  local d=$1 san=${2:-IP:127.0.0.1,DNS:localhost}
-  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-  mkdir -p "$d"
-  openssl req -x509 "${ec[@]}" -days 2 -subj /CN=pk-e2e-test-ca \
-    -keyout "$d/ca.key" -out "$d/ca.crt" \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null &&
-    openssl req -new "${ec[@]}" -subj /CN=pk-e2e-test-server \
-      -keyout "$d/tls.key" -out "$d/tls.csr" 2>/dev/null &&
-    printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" >"$d/tls.ext" &&
-    openssl x509 -req -in "$d/tls.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
-      -days 2 -extfile "$d/tls.ext" -out "$d/tls.crt" 2>/dev/null
-}
-
 # pk_wait_http [-t seconds] <url> [curl options...]: until the URL answers 2xx.
 pk_wait_http() {
   local t=()

@@ -81,11 +81,12 @@ setup_file() {
   export LEASE_NS
   kubectl create namespace "$LEASE_NS" >/dev/null
   # Both started after the change: each reads the served versions once, at start.
+  # poolkeeper installed by the chart in that namespace: its Lease Role is there.
   export CERTS=$BATS_FILE_TMPDIR/certs
-  pk_serving_cert "$CERTS"
+  pk_certs "$CERTS"
+  pk_install_poolkeeper poolkeeper-v1beta1 "$LEASE_NS" "$CERTS"
   pk_start_webhook webhook-v1beta1 "$CERTS"
-  pk_register_poolkeeper_webhooks "$CERTS" "$WEBHOOK_PORT" poolkeeper-v1beta1
-  pk_start_controller controller-v1beta1 --leader-election-namespace "$LEASE_NS"
+  pk_start_controller controller-v1beta1
   pk_wait_http -t 30 "http://127.0.0.1:$CONTROLLER_HEALTH_PORT/readyz"
 }
 
@@ -93,7 +94,9 @@ teardown_file() {
   local rc=0
   _sweep || rc=1
   pk_stop controller-v1beta1 || rc=1
-  pk_unregister_poolkeeper_webhooks poolkeeper-v1beta1 || rc=1
+  if [[ -n ${LEASE_NS:-} ]]; then
+    pk_uninstall_poolkeeper poolkeeper-v1beta1 "$LEASE_NS" || rc=1
+  fi
   pk_stop webhook-v1beta1 || rc=1
   if [[ -n ${LEASE_NS:-} ]]; then
     kubectl delete namespace "$LEASE_NS" --wait=false >/dev/null || rc=1

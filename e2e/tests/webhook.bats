@@ -13,15 +13,15 @@ CLAIMS=ipaddressclaims.ipam.cluster.x-k8s.io
 setup_file() {
   pk_setup_file
   export CERTS=$BATS_FILE_TMPDIR/certs
-  pk_serving_cert "$CERTS"
+  pk_certs "$CERTS"
+  pk_install_poolkeeper poolkeeper poolkeeper-system "$CERTS"
   pk_start_webhook webhook "$CERTS"
-  pk_register_poolkeeper_webhooks "$CERTS" "$WEBHOOK_PORT"
   # The apiserver picks up new webhook configurations within a second or so.
   pk_wait_for -t 30 "the webhook to be called" _webhook_answers default
 }
 
 teardown_file() {
-  pk_unregister_poolkeeper_webhooks
+  pk_uninstall_poolkeeper poolkeeper poolkeeper-system
   pk_stop webhook
 }
 
@@ -43,12 +43,12 @@ EOF
   [[ $out == *"did you mean 10.99.0.0/24?"* ]]
 }
 
-# _reregister [flags...]: restarts the webhook with flags and registers it again.
+# _restart_webhook [flags...]: restarts the webhook with flags, on the port
+# the chart's registration calls.
 _restart_webhook() {
   pk_stop webhook
   pk_start_webhook webhook "$CERTS" "$@"
-  pk_register_poolkeeper_webhooks "$CERTS" "$WEBHOOK_PORT"
-  pk_wait_for -t 30 "the new registration" _webhook_answers "$NS"
+  pk_wait_for -t 30 "the restarted webhook" _webhook_answers "$NS"
 }
 
 # pool <name> <spec yaml>: applies an IPPool in $NS.
@@ -261,7 +261,7 @@ EOF
   (
     for i in 1 2 3; do
       sleep 2
-      pk_serving_cert "$CERTS"
+      pk_certs "$CERTS" --renew
     done
   ) &
   local rotator=$!
@@ -290,7 +290,7 @@ EOF
 _serves_file_cert() {
   local served want
   served=$(openssl s_client -connect "127.0.0.1:$WEBHOOK_PORT" </dev/null 2>/dev/null | openssl x509 -noout -serial)
-  want=$(openssl x509 -noout -serial -in "$CERTS/serving.crt")
+  want=$(openssl x509 -noout -serial -in "$CERTS/tls.crt")
   [[ -n $served && $served == "$want" ]]
 }
 
