@@ -287,7 +287,7 @@ int pk_parse_hostport(const char *s, struct pk_hostport *out, struct pk_err *err
 	const char *port = colon + 1;
 	if (*port == '\0')
 		return bad_hostport(s, "the port is missing", err);
-	uint64_t v;
+	uint64_t v = 0;
 	struct pk_err ignored;
 	if (pk_parse_uint(port, 0, 65535, &v, &ignored) != PK_OK)
 		return bad_hostport(s, "PORT must be an integer in 0..65535", err);

@@ -1246,11 +1246,16 @@ static char *b64(const char *s)
 static struct pk_kube_config *tls_config(int port, const char *cluster_extra)
 {
 	char text[8192];
-	snprintf(text, sizeof(text),
-	         "clusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:%d\"%s%s}\n"
-	         "users:\n- name: u\n  user: {token: %s}\n"
-	         "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
-	         port, cluster_extra ? ", " : "", cluster_extra ? cluster_extra : "", TLS_TOKEN);
+	int len = snprintf(
+	    text, sizeof(text),
+	    "clusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:%d\"%s%s}\n"
+	    "users:\n- name: u\n  user: {token: %s}\n"
+	    "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
+	    port, cluster_extra ? ", " : "", cluster_extra ? cluster_extra : "", TLS_TOKEN);
+	if (len < 0 || (size_t)len >= sizeof(text)) {
+		fprintf(stderr, "tls child: kubeconfig longer than %zu bytes\n", sizeof(text));
+		return NULL;
+	}
 	struct pk_kube_config *c = NULL;
 	struct pk_err err;
 	if (pk_kube_config_parse(text, strlen(text), "tls-test", "/tmp", NULL, &c, &err) != PK_OK)
