@@ -417,6 +417,31 @@ _install_flags() {
   _can no "$w" patch "validatingwebhookconfigurations/$REL-validating"
 }
 
+# _patch_pool_as <account> <merge patch>: PATCHes pool "nodes" of $CHART_NS
+# as the account, straight to the API (kubectl patch reads the object first,
+# which the controller's account may not); prints the API's answer and
+# fails unless it is 2xx.
+_patch_pool_as() {
+  local kc=$PK_TMP/$1.kubeconfig server token
+  [[ -f $kc ]] || "$CLUSTER" sa-kubeconfig "$CHART_NS" "$1" "$kc" 10m
+  server=$(kubectl --kubeconfig "$kc" config view --raw -o jsonpath='{.clusters[0].cluster.server}')
+  token=$(kubectl --kubeconfig "$kc" config view --raw -o jsonpath='{.users[0].user.token}')
+  kubectl --kubeconfig "$kc" config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
+    base64 -d >"$PK_TMP/plane-ca.crt"
+  curl -sS --fail-with-body --cacert "$PK_TMP/plane-ca.crt" -H "Authorization: Bearer $token" \
+    -H 'Content-Type: application/merge-patch+json' -X PATCH --data "$2" \
+    "$server/apis/ipam.poolkeeper.io/v1alpha1/namespaces/$CHART_NS/ippools/nodes"
+}
+
+# _spec_patch_refused <account>: a spec patch of pool "nodes" as the account is
+# denied by the chart's ValidatingAdmissionPolicy, naming the rule.
+_spec_patch_refused() {
+  local out
+  out=$(_patch_pool_as "$1" '{"spec":{"gateway":"10.250.0.254"}}' 2>&1) && return 1
+  echo "$out"
+  [[ $out == *"may change a pool's metadata and status, never its spec"* ]]
+}
+
 @test "RBAC: the controller's account can do what it needs and no more" {
   local c=$REL-controller v
   # Claims: informer, finalizer patch, status, the owner-reference finalizers check.
@@ -439,6 +464,19 @@ _install_flags() {
     for v in get create update delete deletecollection; do _can no "$c" "$v" "$r" -A; done
     _can no "$c" update "$r" --subresource=status -A
   done
+  # RBAC cannot limit that patch to metadata: the chart's
+  # ValidatingAdmissionPolicy refuses the controller's account any change of
+  # a pool's spec, and lets its metadata patches through.
+  pk_wait_for -t 30 "the policy to refuse the controller's spec patch" _spec_patch_refused "$c"
+  run _patch_pool_as "$c" '{"metadata":{"labels":{"pk-e2e-touched":"yes"}}}'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(pk_jsonpath -n "$CHART_NS" "$POOLS" nodes '{.metadata.labels.pk-e2e-touched}')" = yes ]
+  [ "$(pk_jsonpath -n "$CHART_NS" "$POOLS" nodes '{.spec.gateway}')" = 10.250.0.1 ]
+  # The admin's own spec changes are not the policy's business.
+  run kubectl -n "$CHART_NS" patch "$POOLS" nodes --type=merge --dry-run=server -p '{"spec":{"gateway":"10.250.0.254"}}'
+  echo "$output"
+  [ "$status" -eq 0 ]
   # Clusters: read only.
   _can yes "$c" list clusters.cluster.x-k8s.io -A
   _can yes "$c" watch clusters.cluster.x-k8s.io -A
