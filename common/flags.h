@@ -48,6 +48,35 @@ struct pk_flag_value {
 };
 
 /*
+ * The flags every poolkeeper daemon and poolkeeper-certs share, spelled once:
+ * use them as initialisers in a program's table, e.g.
+ * `[F_V] = PK_FLAG_DEF_V,`.
+ */
+#define PK_FLAG_DEF_KUBECONFIG                                                                    \
+	{                                                                                         \
+		"kubeconfig", 0, PK_FLAG_STRING, NULL, "FILE",                                    \
+		    "kubeconfig for API access; else $KUBECONFIG, else the pod's service account" \
+	}
+#define PK_FLAG_DEF_LOG_FORMAT                                        \
+	{                                                             \
+		"log-format", 0, PK_FLAG_CHOICE, "text", "text|json", \
+		    "log lines as key=value text or JSON"             \
+	}
+#define PK_FLAG_DEF_V                                                 \
+	{                                                             \
+		"v", 'v', PK_FLAG_UINT, "0", "0..10",                 \
+		    "log verbosity: 1 or more also logs debug events" \
+	}
+#define PK_FLAG_DEF_VERSION                                                          \
+	{                                                                            \
+		"version", 0, PK_FLAG_BOOL, NULL, NULL, "print the version and exit" \
+	}
+#define PK_FLAG_DEF_HELP                                                          \
+	{                                                                         \
+		"help", 'h', PK_FLAG_BOOL, NULL, NULL, "print this help and exit" \
+	}
+
+/*
  * Parses argv[0..argc) (the caller skips the program and command names)
  * against `table`. `vals` has one entry per flag and is filled here, the
  * defaults first. Positional arguments are stored, in order, in `pos`

@@ -56,9 +56,7 @@ enum {
 };
 
 static const struct pk_flag flags[F_COUNT] = {
-    [F_KUBECONFIG] = {"kubeconfig", 0, PK_FLAG_STRING, NULL, "FILE",
-                      "kubeconfig for API access; else $KUBECONFIG, else the pod's service "
-                      "account"},
+    [F_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
     [F_NAMESPACE] = {"namespace", 0, PK_FLAG_STRING, "", "NS",
                      "watch this namespace only (GlobalIPPools are then ignored); empty: all"},
     [F_WATCH_FILTER] = {"watch-filter", 0, PK_FLAG_STRING, "", "VALUE",
@@ -91,12 +89,10 @@ static const struct pk_flag flags[F_COUNT] = {
                        "address, port 0: any free port"},
     [F_METRICS_ADDR] = {"metrics-bind-address", 0, PK_FLAG_STRING, ":8080", "HOST:PORT",
                         "plain HTTP listener for /metrics; 0 turns metrics off"},
-    [F_LOG_FORMAT] = {"log-format", 0, PK_FLAG_CHOICE, "text", "text|json",
-                      "log lines as key=value text or JSON"},
-    [F_V] = {"v", 'v', PK_FLAG_UINT, "0", "0..10",
-             "log verbosity: 1 or more also logs debug events"},
-    [F_VERSION] = {"version", 0, PK_FLAG_BOOL, NULL, NULL, "print the version and exit"},
-    [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "print this help and exit"},
+    [F_LOG_FORMAT] = PK_FLAG_DEF_LOG_FORMAT,
+    [F_V] = PK_FLAG_DEF_V,
+    [F_VERSION] = PK_FLAG_DEF_VERSION,
+    [F_HELP] = PK_FLAG_DEF_HELP,
 };
 
 #define PROGRAM "poolkeeper-controller"
