@@ -55,7 +55,7 @@ static void curl_init_once(void)
 {
 	/* libcurl's OpenSSL backend opens $SSLKEYLOGFILE in curl_global_init and
 	 * appends every TLS session key to it: anyone who can read that file and
-	 * the traffic reads the bearer tokens. Issue 12: clear it at start. */
+	 * the traffic reads the bearer tokens. So it goes before libcurl starts. */
 	if (getenv("SSLKEYLOGFILE") != NULL) {
 		keylog_cleared = true;
 		unsetenv("SSLKEYLOGFILE");

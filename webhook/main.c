@@ -138,6 +138,13 @@ static const char *listener_names[] = {"webhook", "health", "metrics"};
 
 int main(int argc, char **argv)
 {
+	/* GnuTLS, libmicrohttpd's TLS, appends the secrets of every handshake to
+	 * $SSLKEYLOGFILE when it is set: whoever reads that file and the traffic
+	 * reads every AdmissionReview. It is read at the first handshake, so
+	 * removing it here, before any listener starts, keeps the keys out. */
+	bool keylog = getenv("SSLKEYLOGFILE") != NULL;
+	if (keylog)
+		unsetenv("SSLKEYLOGFILE");
 	struct options o;
 	struct pk_err err = {{0}};
 	if (parse_options(argc, argv, &o, &err) != PK_OK) {
@@ -169,6 +176,9 @@ int main(int argc, char **argv)
 	struct pk_metrics *metrics = NULL;
 	struct pk_certs *certs = NULL;
 	struct pk_server *server = NULL;
+	if (keylog)
+		pk_log_warn("SSLKEYLOGFILE was set; it was removed from the environment and no TLS "
+		            "keys are written");
 	/* API access: --kubeconfig, $KUBECONFIG, or the pod's service account (lookup.h). */
 	if (pk_lookup_open(o.kubeconfig, &lookup, &err) != PK_OK) {
 		pk_log_error("cannot set up API access", PK_LOG_STR("error", err.msg));

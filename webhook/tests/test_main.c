@@ -389,6 +389,28 @@ static void test_metrics_off(void **state)
 }
 
 /* A request in flight when SIGTERM arrives is answered; new connections are refused. */
+/* A TLS client session with the webhook on 127.0.0.1:port, handshake done. */
+static void tls_connect(uint16_t port, struct sockaddr_in *sa, int *fd,
+                        gnutls_certificate_credentials_t *cred, gnutls_session_t *s)
+{
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa->sin_addr);
+	assert_int_equal(connect(*fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	assert_int_equal(gnutls_certificate_allocate_credentials(cred), 0);
+	assert_int_equal(gnutls_init(s, GNUTLS_CLIENT), 0);
+	assert_int_equal(gnutls_set_default_priority(*s), 0);
+	gnutls_credentials_set(*s, GNUTLS_CRD_CERTIFICATE, *cred);
+	gnutls_transport_set_int(*s, *fd);
+	gnutls_handshake_set_timeout(*s, 10000);
+	gnutls_record_set_timeout(*s, 10000);
+	int rc;
+	do
+		rc = gnutls_handshake(*s);
+	while (rc < 0 && !gnutls_error_is_fatal(rc));
+	assert_int_equal(rc, 0);
+}
+
 static void test_graceful_stop(void **state)
 {
 	(void)state;
@@ -412,24 +434,11 @@ static void test_graceful_stop(void **state)
 		fail_msg("no \"%s\" in: %s", want, buf);
 	}
 
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(n)};
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	struct sockaddr_in sa;
+	int fd;
 	gnutls_certificate_credentials_t cred;
 	gnutls_session_t s;
-	assert_int_equal(gnutls_certificate_allocate_credentials(&cred), 0);
-	assert_int_equal(gnutls_init(&s, GNUTLS_CLIENT), 0);
-	assert_int_equal(gnutls_set_default_priority(s), 0);
-	gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred);
-	gnutls_transport_set_int(s, fd);
-	gnutls_handshake_set_timeout(s, 10000);
-	gnutls_record_set_timeout(s, 10000);
-	int rc;
-	do
-		rc = gnutls_handshake(s);
-	while (rc < 0 && !gnutls_error_is_fatal(rc));
-	assert_int_equal(rc, 0);
+	tls_connect(n, &sa, &fd, &cred, &s);
 	const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{";
 	assert_true(gnutls_record_send(s, head, strlen(head)) > 0);
 	/* Let the server see the headers, then ask it to stop. */
@@ -463,13 +472,67 @@ static void test_graceful_stop(void **state)
 	assert_int_equal(finish(&p), 0);
 }
 
+/*
+ * GnuTLS writes every handshake's secrets to $SSLKEYLOGFILE: the webhook
+ * removes it from its environment at start, says so, and no file appears
+ * after a handshake.
+ */
+static void test_keylog_cleared(void **state)
+{
+	(void)state;
+	char buf[16384], port[64], want[128], keylog[512];
+	uint16_t n = free_port();
+	snprintf(port, sizeof(port), "--webhook-bind-address=127.0.0.1:%u", n);
+	snprintf(keylog, sizeof(keylog), "%s/keylog.txt", pki.dir);
+	unlink(keylog);
+	const char *args[] = {"--tls-cert-file",
+	                      pki.cert,
+	                      "--tls-private-key-file",
+	                      pki.key,
+	                      port,
+	                      "--health-probe-bind-address=127.0.0.1:0",
+	                      "--metrics-bind-address=0",
+	                      NULL};
+	struct proc p;
+	/* Only the webhook gets it: this process's own GnuTLS would write too. */
+	setenv("SSLKEYLOGFILE", keylog, 1);
+	start(&p, args);
+	unsetenv("SSLKEYLOGFILE");
+	snprintf(want, sizeof(want), "listener=webhook port=%u ", n);
+	if (!wait_for(&p, want, buf, sizeof(buf))) {
+		kill(p.pid, SIGKILL);
+		finish(&p);
+		fail_msg("no \"%s\" in: %s", want, buf);
+	}
+	assert_non_null(strstr(buf, "SSLKEYLOGFILE was set; it was removed"));
+	struct sockaddr_in sa;
+	int fd;
+	gnutls_certificate_credentials_t cred;
+	gnutls_session_t s;
+	tls_connect(n, &sa, &fd, &cred, &s);
+	const char *req = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+	assert_true(gnutls_record_send(s, req, strlen(req)) > 0);
+	ssize_t r;
+	do
+		r = gnutls_record_recv(s, buf, sizeof(buf) - 1);
+	while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED);
+	assert_true(r > 0);
+	gnutls_deinit(s);
+	gnutls_certificate_free_credentials(cred);
+	close(fd);
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	if (access(keylog, F_OK) == 0)
+		fail_msg("the webhook wrote TLS secrets to %s", keylog);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_help),          cmocka_unit_test(test_version),
 	    cmocka_unit_test(test_bad_flags),     cmocka_unit_test(test_metrics_off),
 	    cmocka_unit_test(test_bad_files),     cmocka_unit_test(test_start_and_stop),
-	    cmocka_unit_test(test_graceful_stop),
+	    cmocka_unit_test(test_graceful_stop), cmocka_unit_test(test_keylog_cleared),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
