@@ -206,7 +206,8 @@ _uids() {
 # this file runs beside other suites.
 _install_flags() {
   echo --set-string webhook.url=https://127.0.0.1:1 --set certs.mode=provided \
-    --set-string "certs.provided.caBundle=$CA_B64" --set-string "watchFilter=$FILTER"
+    --set-string "certs.provided.caBundle=$CA_B64" --set-string "watchFilter=$FILTER" \
+    --set-string "webhook.objectSelector.matchLabels.pk-e2e-chart=$FILTER"
 }
 
 @test "helm lint --strict passes, with the defaults and in every mode" {
@@ -242,6 +243,16 @@ _install_flags() {
   local common="poolkeeper-certs --namespace=$CHART_NS --service=$REL-webhook --cluster-domain=cluster.local --secret=$REL-webhook-tls --validity-days=365 --ca-validity-days=3650 --renew-before-days=45 --ca-renew-before-days=90 --ip=192.0.2.4"
   [[ $args == *"$REL-certs-issue pre-install,pre-upgrade $common"$'\n'* ]]
   [[ $args == *"$REL-certs-patch post-install,post-upgrade $common --webhook-configuration=validating/$REL-validating --webhook-configuration=mutating/$REL-mutating" ]]
+  # On an install the issue Job cannot patch (no configurations yet); on an
+  # upgrade it does, so a rotated CA is in caBundle before new pods serve.
+  [[ $args != *"$REL-certs-issue pre-install,pre-upgrade $common --webhook-configuration"* ]]
+  run _template --is-upgrade --show-only templates/certs-jobs.yaml --set "certs.ipAddresses[0]=192.0.2.4" \
+    --set certs.selfSigned.renewBeforeDays=45
+  [ "$status" -eq 0 ]
+  args=$(kubectl create --dry-run=client -o json -f - <<<"$output" |
+    jq -r '(.items // [.])[] | "\(.metadata.name) \(.spec.template.spec.containers[0].command + .spec.template.spec.containers[0].args | join(" "))"')
+  echo "$args"
+  [[ $args == *"$REL-certs-issue $common --webhook-configuration=validating/$REL-validating --webhook-configuration=mutating/$REL-mutating"* ]]
 }
 
 @test "helm template in certs mode certManager (own CA chain, and a given issuer) applies with a server dry run" {
@@ -297,18 +308,21 @@ _install_flags() {
       (.rules[0] | "\(.apiGroups|join(","))/\(.apiVersions|join(","))/\(.resources|join(","))/\(.operations|join(","))"),
       .failurePolicy, .sideEffects, .matchPolicy, (.admissionReviewVersions|join(",")), .timeoutSeconds,
       ([.matchConditions[]?.name]|join(",")), (.objectSelector.matchExpressions[0].values[0] // "-"),
+      (.objectSelector.matchLabels["pk-e2e-chart"] // "-"),
       (.clientConfig.caBundle | length > 0)] | @tsv')
   echo "$got"
   local u=https://127.0.0.1:1 p=ipam.poolkeeper.io/v1alpha1/ippools,globalippools c=ipam.cluster.x-k8s.io/*
   local want
   want=$(printf '%s\n' \
-    "V	pools.validate.ipam.poolkeeper.io	$u/validate	$p/CREATE,UPDATE,DELETE	Fail	None	Equivalent	v1	7		$FILTER	true" \
-    "V	claims.validate.ipam.poolkeeper.io	$u/validate	$c/ipaddressclaims/CREATE,UPDATE	Fail	None	Equivalent	v1	7	poolkeeper-pool	$FILTER	true" \
-    "V	addresses.validate.ipam.poolkeeper.io	$u/validate	$c/ipaddresses/CREATE,UPDATE	Fail	None	Equivalent	v1	7	poolkeeper-pool	$FILTER	true" \
-    "V	foreign-claims.validate.ipam.poolkeeper.io	$u/validate	$c/ipaddressclaims/CREATE,UPDATE	Ignore	None	Equivalent	v1	7	other-pool	$FILTER	true" \
-    "M	pools.mutate.ipam.poolkeeper.io	$u/mutate	$p/CREATE,UPDATE	Fail	None	Equivalent	v1	7		$FILTER	true" \
-    "M	claims.mutate.ipam.poolkeeper.io	$u/mutate	$c/ipaddressclaims/CREATE,UPDATE	Fail	None	Equivalent	v1	7	poolkeeper-pool	$FILTER	true")
+    "V	pools.validate.ipam.poolkeeper.io	$u/validate	$p/CREATE,UPDATE,DELETE	Fail	None	Equivalent	v1	7		$FILTER	$FILTER	true" \
+    "V	claims.validate.ipam.poolkeeper.io	$u/validate	$c/ipaddressclaims/CREATE,UPDATE	Fail	None	Equivalent	v1	7	poolkeeper-pool	$FILTER	$FILTER	true" \
+    "V	addresses.validate.ipam.poolkeeper.io	$u/validate	$c/ipaddresses/CREATE,UPDATE	Fail	None	Equivalent	v1	7	poolkeeper-pool	-	$FILTER	true" \
+    "V	foreign-claims.validate.ipam.poolkeeper.io	$u/validate	$c/ipaddressclaims/CREATE,UPDATE	Ignore	None	Equivalent	v1	7	other-pool	$FILTER	$FILTER	true" \
+    "M	pools.mutate.ipam.poolkeeper.io	$u/mutate	$p/CREATE,UPDATE	Fail	None	Equivalent	v1	7		$FILTER	$FILTER	true" \
+    "M	claims.mutate.ipam.poolkeeper.io	$u/mutate	$c/ipaddressclaims/CREATE,UPDATE	Fail	None	Equivalent	v1	7	poolkeeper-pool	$FILTER	$FILTER	true")
   diff <(sort <<<"$want") <(sort <<<"$got")
+  # (The IPAddress registration has the user's objectSelector but not the
+  # watch-filter term: poolkeeper's IPAddresses do not carry that label.)
   # The conditions select claims and addresses by their pool's API group.
   run _template --show-only templates/webhook-configurations.yaml
   [[ $output == *"expression: \"has(object.spec.poolRef) && has(object.spec.poolRef.apiGroup) && object.spec.poolRef.apiGroup == 'ipam.poolkeeper.io'\""* ]]
@@ -348,6 +362,24 @@ _install_flags() {
   echo "$output"
   [ "$status" -ne 0 ]
   [[ $output == *"/webhook/url"* ]]
+  # Across values, as the binaries' own flag checks would refuse them.
+  local bad want
+  while IFS='|' read -r bad want; do
+    run _template --set "$bad" </dev/null
+    echo "$bad: $output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"$want"* ]]
+  done <<'EOF'
+controller.leaderElection.retryPeriod=9s|renewDeadline (10s) must be longer than 1.2 times retryPeriod (9s)
+controller.leaderElection.leaseDuration=11m|leaseDuration: 11m is outside 1s..10m
+controller.leaderElection.renewDeadline=20s|renewDeadline (20s) must be shorter than leaseDuration (15s)
+controller.leaderElection.retryPeriod=50ms|retryPeriod: 50ms is outside 100ms..1m
+certs.selfSigned.caRenewBeforeDays=4000|certs.selfSigned.caRenewBeforeDays (4000) must be less than caValidityDays (3650)
+webhook.podDisruptionBudget.minAvailable=2|webhook.podDisruptionBudget.minAvailable (2) must be less than webhook.replicas (2)
+EOF
+  run _template --set controller.leaderElection.leaseDuration=1m30s --set controller.leaderElection.renewDeadline=1m \
+    --set controller.leaderElection.retryPeriod=500ms --set webhook.replicas=3 --set webhook.podDisruptionBudget.minAvailable=2
+  [ "$status" -eq 0 ]
   # helm install checks the same schema before it touches the cluster.
   run helm install "$REL-bad" "$CHART" -n "$CHART_NS" --set logging.format=xml
   echo "$output"
@@ -386,6 +418,10 @@ _install_flags() {
     and .securityContext.seccompProfile.type == "RuntimeDefault"
     and .livenessProbe.httpGet.path == "/healthz" and .readinessProbe.httpGet.path == "/readyz"
     and (.args | index("--claim-enforcement=deny") and index("--foreign-claims=warn")))' <<<"$dep"
+  # The serving key in the mounted Secret is not world-readable: the pod's
+  # fsGroup is the webhook's group, so UID 65532 can read it.
+  jq -e '.spec.template.spec.securityContext.fsGroup == 65532
+    and (.spec.template.spec.volumes[] | select(.secret != null) | .secret.defaultMode) == 288' <<<"$dep"
   # The pool, claim and address the next tests keep an eye on.
   _objects
   _uids >"$BATS_FILE_TMPDIR/uids"

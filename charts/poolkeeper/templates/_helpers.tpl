@@ -9,19 +9,19 @@ Names and labels shared by every template.
 
 {{/*
 The prefix of every object name: fullnameOverride; else the release name when
-it contains the chart name; else "<release>-<chart>". 63 characters at most
-(a DNS label), so suffixed names such as <fullname>-webhook-tls-ca should keep
-the release name short.
+it contains the chart name; else "<release>-<chart>". 44 characters at most:
+the longest name built on it that must be a DNS label is the Service
+<fullname>-controller-metrics (63 at most).
 */}}
 {{- define "poolkeeper.fullname" -}}
 {{- if .Values.fullnameOverride -}}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | trunc 44 | trimSuffix "-" -}}
 {{- else -}}
 {{- $name := default .Chart.Name .Values.nameOverride -}}
 {{- if contains $name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- .Release.Name | trunc 44 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 44 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -88,11 +88,14 @@ app.kubernetes.io/component: {{ .component }}
 The pod securityContext and the container securityContext of every pod of
 the chart: non-root (UID 65532, the image's user), no privilege escalation, no
 capabilities, read-only root filesystem, the runtime's default seccomp profile.
+fsGroup 65532: the kubelet gives mounted Secret files to that group, so the
+webhook (UID 65532) can read its tls.key, which is not world-readable.
 */}}
 {{- define "poolkeeper.podSecurityContext" -}}
 runAsNonRoot: true
 runAsUser: 65532
 runAsGroup: 65532
+fsGroup: 65532
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
@@ -160,18 +163,22 @@ topologySpreadConstraints:
 {{- end -}}
 
 {{/*
-The selectors of every webhook registration: namespaceSelector and
-objectSelector from the values, and with watchFilter an objectSelector term on
-cluster.x-k8s.io/watch-filter.
+The selectors of a webhook registration: namespaceSelector and objectSelector
+from the values, and with watchFilter an objectSelector term on
+cluster.x-k8s.io/watch-filter. Call with (dict "ctx" $ "filter" true); the
+IPAddress registration passes "filter" false: poolkeeper's IPAddresses do not
+carry the label (docs/controller.md), and every address of a pool must be
+checked whoever made it.
 */}}
 {{- define "poolkeeper.webhookSelectors" -}}
-{{- with .Values.webhook.namespaceSelector }}
+{{- $v := .ctx.Values -}}
+{{- with $v.webhook.namespaceSelector }}
 namespaceSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- $obj := deepCopy .Values.webhook.objectSelector -}}
-{{- if .Values.watchFilter }}
-{{- $exprs := concat (default (list) $obj.matchExpressions) (list (dict "key" "cluster.x-k8s.io/watch-filter" "operator" "In" "values" (list .Values.watchFilter))) }}
+{{- $obj := deepCopy $v.webhook.objectSelector -}}
+{{- if and .filter $v.watchFilter }}
+{{- $exprs := concat (default (list) $obj.matchExpressions) (list (dict "key" "cluster.x-k8s.io/watch-filter" "operator" "In" "values" (list $v.watchFilter))) }}
 {{- $_ := set $obj "matchExpressions" $exprs }}
 {{- end }}
 {{- with $obj }}
@@ -227,4 +234,19 @@ pair lives and what it must name.
 helm.sh/hook: pre-install,pre-upgrade,post-install,post-upgrade
 helm.sh/hook-weight: "-10"
 helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+{{- end -}}
+
+{{/*
+A Go duration ("15s", "1m30s", "500ms") in milliseconds, as a number in a
+string (include returns text: pipe it to float64).
+*/}}
+{{- define "poolkeeper.durationMs" -}}
+{{- $units := dict "ns" 0.000001 "us" 0.001 "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h)" . -1 -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" . | float64 -}}
+{{- $unit := regexReplaceAll "^[0-9]+(\\.[0-9]+)?" . "" -}}
+{{- $total = addf $total (mulf $num (get $units $unit)) -}}
+{{- end -}}
+{{- $total -}}
 {{- end -}}
