@@ -17,8 +17,15 @@
 
 #include "log.h"
 
-/* TLS 1.2 minimum: TLS 1.0 and 1.1 are disabled in GnuTLS's priority string. */
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+/*
+ * TLS 1.3 and 1.2 only. In TLS 1.2, forward-secret ECDHE key exchange with
+ * AEAD ciphers only: no static RSA or DHE key exchange, no CBC, no SHA-1
+ * MACs (issue 12, finding 8). The KX list does not apply to TLS 1.3, whose
+ * suites are all ECDHE/DHE and AEAD; the cipher list also drops its CCM.
+ */
+#define TLS_PRIORITIES                                                                \
+	"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:" \
+	"-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD"
 
 struct pk_server {
 	struct pk_server_config cfg;

@@ -375,6 +375,81 @@ static void test_tls_versions(void **state)
 	curl_easy_cleanup(c);
 }
 
+/* The server refused the handshake: an alert from it, or a hang-up (no local error). */
+static void assert_refused(uint16_t port, const char *prio)
+{
+	int alert;
+	int rc = handshake(port, prio, &alert);
+	if (rc == GNUTLS_E_FATAL_ALERT_RECEIVED)
+		assert_true(alert == GNUTLS_A_HANDSHAKE_FAILURE ||
+		            alert == GNUTLS_A_INSUFFICIENT_SECURITY);
+	else
+		assert_int_equal(rc, GNUTLS_E_PREMATURE_TERMINATION);
+}
+
+#define TLS12 "NORMAL:-VERS-ALL:+VERS-TLS1.2"
+/* Everything GnuTLS has in CBC mode with SHA-1/SHA-2 MACs, any key exchange. */
+#define CBC_ONLY                                                                             \
+	":-CIPHER-ALL:+AES-128-CBC:+AES-256-CBC:+CAMELLIA-128-CBC:+3DES-CBC:-MAC-ALL:+SHA1:" \
+	"+SHA256:+SHA384"
+
+/* Issue 12, finding 8: ECDHE with AEAD in TLS 1.2, and TLS 1.3; nothing else. */
+static void test_tls_suites(void **state)
+{
+	struct fixture *f = *state;
+	int alert;
+	/* The fixture's key is ECDSA P-256. */
+	const char *good[] = {
+	    TLS12 ":-KX-ALL:+ECDHE-ECDSA:-CIPHER-ALL:+AES-128-GCM:-MAC-ALL:+AEAD",
+	    TLS12 ":-KX-ALL:+ECDHE-ECDSA:-CIPHER-ALL:+AES-256-GCM:-MAC-ALL:+AEAD",
+	    TLS12 ":-KX-ALL:+ECDHE-ECDSA:-CIPHER-ALL:+CHACHA20-POLY1305:-MAC-ALL:+AEAD",
+	    "NORMAL:-VERS-ALL:+VERS-TLS1.3",
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_int_equal(handshake(f->port, good[i], &alert), 0);
+	assert_refused(f->port, TLS12 ":-KX-ALL:+RSA");
+	assert_refused(f->port, TLS12 CBC_ONLY);
+	assert_refused(f->port, TLS12 ":-KX-ALL:+ECDHE-ECDSA" CBC_ONLY);
+
+	/*
+	 * With an ECDSA key, static RSA and ECDHE-RSA fail whatever the
+	 * priorities say; an RSA pair shows the server itself refuses them.
+	 */
+	char cmd[2048], crt[320], key[320];
+	snprintf(crt, sizeof(crt), "%s/rsa.crt", f->pki.dir);
+	snprintf(key, sizeof(key), "%s/rsa.key", f->pki.dir);
+	snprintf(cmd, sizeof(cmd),
+	         "cd '%s' && openssl req -newkey rsa:2048 -nodes -keyout rsa.key -out rsa.csr "
+	         "-subj '/CN=serving-rsa' 2>/dev/null && openssl x509 -req -in rsa.csr -CA ca.crt "
+	         "-CAkey ca.key -CAcreateserial -days 2 -out rsa.crt 2>/dev/null",
+	         f->pki.dir);
+	assert_true(testpki_run(cmd));
+	struct pk_certs *rsa = NULL;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_certs_open(crt, key, NULL, &rsa, &err), PK_OK);
+	struct pk_server_config cfg;
+	on_loopback(&cfg, "127.0.0.1");
+	cfg.threads = 1;
+	cfg.metrics_off = true;
+	cfg.admission = &f->admission;
+	cfg.certs = rsa;
+	struct pk_server *s = NULL;
+	assert_int_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	uint16_t port = pk_server_port(s, PK_SERVER_WEBHOOK);
+	assert_int_equal(
+	    handshake(port, TLS12 ":-KX-ALL:+ECDHE-RSA:-CIPHER-ALL:+AES-128-GCM:-MAC-ALL:+AEAD",
+	              &alert),
+	    0);
+	assert_int_equal(handshake(port, "NORMAL:-VERS-ALL:+VERS-TLS1.3", &alert), 0);
+	assert_refused(port, TLS12 ":-KX-ALL:+RSA");
+	assert_refused(port, TLS12 ":-KX-ALL:+DHE-RSA");
+	assert_refused(port, TLS12 ":-KX-ALL:+ECDHE-RSA" CBC_ONLY);
+	pk_server_stop(s, 1);
+	pk_certs_free(rsa);
+	/* Give the fixture's server its certs back. */
+	pk_certs_set_active(f->certs);
+}
+
 static void test_health(void **state)
 {
 	struct fixture *f = *state;
@@ -707,12 +782,12 @@ static void test_start_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_metrics_off),  cmocka_unit_test(test_valid_review),
-	    cmocka_unit_test(test_bad_requests), cmocka_unit_test(test_oversize),
-	    cmocka_unit_test(test_tls_versions), cmocka_unit_test(test_health),
-	    cmocka_unit_test(test_metrics),      cmocka_unit_test(test_rotation),
-	    cmocka_unit_test(test_start_errors), cmocka_unit_test(test_ipv6_listener),
-	    cmocka_unit_test(test_slow_clients),
+	    cmocka_unit_test(test_metrics_off),   cmocka_unit_test(test_valid_review),
+	    cmocka_unit_test(test_bad_requests),  cmocka_unit_test(test_oversize),
+	    cmocka_unit_test(test_tls_versions),  cmocka_unit_test(test_tls_suites),
+	    cmocka_unit_test(test_health),        cmocka_unit_test(test_metrics),
+	    cmocka_unit_test(test_rotation),      cmocka_unit_test(test_start_errors),
+	    cmocka_unit_test(test_ipv6_listener), cmocka_unit_test(test_slow_clients),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
