@@ -231,6 +231,13 @@ static void decode_prefix(struct decoder *d, const json_t *spec, const struct pk
 	out->prefix = (unsigned)json_integer_value(p);
 }
 
+/*
+ * addressReuseGracePeriodSeconds' ceiling, also the CRDs' `maximum`. The
+ * controller computes now + grace and grace * 1000 ms: bounded here, both
+ * stay far inside int64 (and a 32-bit long), whatever the spec says.
+ */
+#define PK_POOL_MAX_GRACE_SECONDS 86400
+
 static void decode_flags(struct decoder *d, const json_t *spec, struct pk_pool *out)
 {
 	char desc[200];
@@ -257,6 +264,12 @@ static void decode_flags(struct decoder *d, const json_t *spec, struct pk_pool *
 		     "must not be negative, got %" JSON_INTEGER_FORMAT
 		     "; use 0 to let a released address be handed out again at once",
 		     json_integer_value(g));
+		return;
+	}
+	if (json_integer_value(g) > PK_POOL_MAX_GRACE_SECONDS) {
+		deny(d, "spec.addressReuseGracePeriodSeconds",
+		     "must be at most %d (one day), got %" JSON_INTEGER_FORMAT,
+		     PK_POOL_MAX_GRACE_SECONDS, json_integer_value(g));
 		return;
 	}
 	out->grace_seconds = (int64_t)json_integer_value(g);

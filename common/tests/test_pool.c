@@ -99,6 +99,13 @@ static const struct bad_case bad_cases[] = {
      "spec.addressReuseGracePeriodSeconds", "must not be negative, got -5"},
     {"grace period a string", "{'addresses':['10.0.0.0/24'],'addressReuseGracePeriodSeconds':'30'}",
      "spec.addressReuseGracePeriodSeconds", "got \"30\" (a string)"},
+    {"grace period just over a day",
+     "{'addresses':['10.0.0.0/24'],'addressReuseGracePeriodSeconds':86401}",
+     "spec.addressReuseGracePeriodSeconds", "must be at most 86400 (one day), got 86401"},
+    {"grace period INT64_MAX",
+     "{'addresses':['10.0.0.0/24'],'addressReuseGracePeriodSeconds':9223372036854775807}",
+     "spec.addressReuseGracePeriodSeconds",
+     "must be at most 86400 (one day), got 9223372036854775807"},
     {"entry with a NUL", "{'addresses':['10.0.0.1\\u0000/8'],'prefix':24}", "spec.addresses[0]",
      "\"10.0.0.1\\x00/8\" contains a NUL"},
     {"entry too long",
@@ -287,6 +294,21 @@ static void test_decode_fields(void **state)
 	json_decref(spec);
 }
 
+/* The grace period's bound itself is allowed, and kept as given. */
+static void test_decode_grace_at_bound(void **state)
+{
+	(void)state;
+	json_t *spec = load("{'addresses':['10.0.0.0/24'],'addressReuseGracePeriodSeconds':86400}");
+	struct pk_pool p;
+	struct pk_violations v;
+	pk_violations_init(&v);
+	assert_int_equal(pk_pool_decode(spec, &p, &v), PK_OK);
+	assert_int_equal(v.n, 0);
+	assert_int_equal(p.grace_seconds, 86400);
+	pk_pool_release(&p);
+	json_decref(spec);
+}
+
 /* Violations already in the list (from other rules) do not stop the usable set. */
 static void test_decode_appends(void **state)
 {
@@ -341,6 +363,7 @@ int main(void)
 	    cmocka_unit_test(test_too_many_entries),
 	    cmocka_unit_test(test_decode_usable),
 	    cmocka_unit_test(test_decode_fields),
+	    cmocka_unit_test(test_decode_grace_at_bound),
 	    cmocka_unit_test(test_decode_appends),
 	    cmocka_unit_test(test_fixture_pools),
 	};
