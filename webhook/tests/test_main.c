@@ -389,6 +389,32 @@ static void test_metrics_off(void **state)
 }
 
 /* A request in flight when SIGTERM arrives is answered; new connections are refused. */
+/*
+ * Starts the webhook with the test pair on 127.0.0.1:port (health on a free
+ * port, metrics off) and waits for its "listening" line; its stderr so far is
+ * left in buf.
+ */
+static void serve(struct proc *p, uint16_t port, char *buf, size_t cap)
+{
+	char addr[64], want[128];
+	snprintf(addr, sizeof(addr), "--webhook-bind-address=127.0.0.1:%u", port);
+	const char *args[] = {"--tls-cert-file",
+	                      pki.cert,
+	                      "--tls-private-key-file",
+	                      pki.key,
+	                      addr,
+	                      "--health-probe-bind-address=127.0.0.1:0",
+	                      "--metrics-bind-address=0",
+	                      NULL};
+	start(p, args);
+	snprintf(want, sizeof(want), "listener=webhook port=%u ", port);
+	if (!wait_for(p, want, buf, cap)) {
+		kill(p->pid, SIGKILL);
+		finish(p);
+		fail_msg("no \"%s\" in: %s", want, buf);
+	}
+}
+
 /* A TLS client session with the webhook on 127.0.0.1:port, handshake done. */
 static void tls_connect(uint16_t port, struct sockaddr_in *sa, int *fd,
                         gnutls_certificate_credentials_t *cred, gnutls_session_t *s)
@@ -414,25 +440,10 @@ static void tls_connect(uint16_t port, struct sockaddr_in *sa, int *fd,
 static void test_graceful_stop(void **state)
 {
 	(void)state;
-	char buf[16384], port[64], want[128];
+	char buf[16384];
 	uint16_t n = free_port();
-	snprintf(port, sizeof(port), "--webhook-bind-address=127.0.0.1:%u", n);
-	const char *args[] = {"--tls-cert-file",
-	                      pki.cert,
-	                      "--tls-private-key-file",
-	                      pki.key,
-	                      port,
-	                      "--health-probe-bind-address=127.0.0.1:0",
-	                      "--metrics-bind-address=0",
-	                      NULL};
 	struct proc p;
-	start(&p, args);
-	snprintf(want, sizeof(want), "listener=webhook port=%u ", n);
-	if (!wait_for(&p, want, buf, sizeof(buf))) {
-		kill(p.pid, SIGKILL);
-		finish(&p);
-		fail_msg("no \"%s\" in: %s", want, buf);
-	}
+	serve(&p, n, buf, sizeof(buf));
 
 	struct sockaddr_in sa;
 	int fd;
@@ -480,30 +491,15 @@ static void test_graceful_stop(void **state)
 static void test_keylog_cleared(void **state)
 {
 	(void)state;
-	char buf[16384], port[64], want[128], keylog[512];
+	char buf[16384], keylog[512];
 	uint16_t n = free_port();
-	snprintf(port, sizeof(port), "--webhook-bind-address=127.0.0.1:%u", n);
 	snprintf(keylog, sizeof(keylog), "%s/keylog.txt", pki.dir);
 	unlink(keylog);
-	const char *args[] = {"--tls-cert-file",
-	                      pki.cert,
-	                      "--tls-private-key-file",
-	                      pki.key,
-	                      port,
-	                      "--health-probe-bind-address=127.0.0.1:0",
-	                      "--metrics-bind-address=0",
-	                      NULL};
 	struct proc p;
 	/* Only the webhook gets it: this process's own GnuTLS would write too. */
 	setenv("SSLKEYLOGFILE", keylog, 1);
-	start(&p, args);
+	serve(&p, n, buf, sizeof(buf));
 	unsetenv("SSLKEYLOGFILE");
-	snprintf(want, sizeof(want), "listener=webhook port=%u ", n);
-	if (!wait_for(&p, want, buf, sizeof(buf))) {
-		kill(p.pid, SIGKILL);
-		finish(&p);
-		fail_msg("no \"%s\" in: %s", want, buf);
-	}
 	assert_non_null(strstr(buf, "SSLKEYLOGFILE was set; it was removed"));
 	struct sockaddr_in sa;
 	int fd;
