@@ -43,6 +43,9 @@ struct pk_admission_lookup {
 	/* One pool, or *obj = NULL when it does not exist. */
 	int (*get_pool)(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
 	                struct pk_err *err);
+	/* One IPAddressClaim, or *obj = NULL when it does not exist. */
+	int (*get_claim)(void *ctx, const char *ns, const char *name, json_t **obj,
+	                 struct pk_err *err);
 };
 
 struct pk_admission_config {

@@ -108,6 +108,25 @@ static int get_pool(void *ctx, const char *kind, const char *ns, const char *nam
 	return PK_OK;
 }
 
+static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj,
+                     struct pk_err *err)
+{
+	struct pk_lookup *l = ctx;
+	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
+	                        .version = l->ipaddress_version,
+	                        .resource = "ipaddressclaims",
+	                        .namespace = ns,
+	                        .name = name};
+	struct pk_kube_error e;
+	*obj = NULL;
+	enum pk_kube_reason rc = pk_kube_client_get(l->client, &r, obj, &e);
+	if (rc == PK_KUBE_NOT_FOUND)
+		return PK_OK;
+	if (rc != PK_KUBE_OK)
+		return failed(err, "IPAddressClaim", &e);
+	return PK_OK;
+}
+
 int pk_lookup_open(const char *kubeconfig, struct pk_lookup **out, struct pk_err *err)
 {
 	*out = NULL;
@@ -148,6 +167,7 @@ int pk_lookup_open(const char *kubeconfig, struct pk_lookup **out, struct pk_err
 	l->admission.list_pools = list_pools;
 	l->admission.list_pool_addresses = list_pool_addresses;
 	l->admission.get_pool = get_pool;
+	l->admission.get_claim = get_claim;
 	*out = l;
 	return PK_OK;
 fail:

@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		obj = json_object();
 	else
 		json_incref(obj);
-	struct pk_admission_lookup lk = {obj, list_pools, list_pool_addresses, get_pool};
+	struct pk_admission_lookup lk = {obj, list_pools, list_pool_addresses, get_pool, NULL};
 	const struct pk_admission_config cfgs[] = {
 	    {PK_ENFORCE_DENY, PK_ENFORCE_WARN, NULL},
 	    {PK_ENFORCE_WARN, PK_ENFORCE_DENY, &lk},

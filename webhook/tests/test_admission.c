@@ -86,7 +86,7 @@ static int get_pool(void *ctx, const char *kind, const char *ns, const char *nam
 }
 
 static struct world W;
-static struct pk_admission_lookup LK = {&W, list_pools, list_pool_addresses, get_pool};
+static struct pk_admission_lookup LK = {&W, list_pools, list_pool_addresses, get_pool, NULL};
 
 static json_t *load(const char *text)
 {
