@@ -558,6 +558,10 @@ static int strip_server(struct pk_kube_config *c, const char *server, const char
 		return pk_err_set(err, PK_ERR_INVALID,
 		                  "%s: server \"%s\" must start with https:// (or http://)", where,
 		                  server);
+	const char *host = server + (server[4] == 's' ? 8 : 7);
+	if (strcspn(host, "/?#") == 0)
+		return pk_err_set(err, PK_ERR_INVALID, "%s: server \"%s\" names no host", where,
+		                  server);
 	size_t n = strlen(server);
 	while (n > 0 && server[n - 1] == '/')
 		n--;

@@ -304,6 +304,13 @@ static void test_bad_files(void **state)
 	expect_error("clusters:\n- name: c1\n  cluster: {server: ftp://x}\ncontexts:\n- name: x\n"
 	             "  context: {cluster: c1}\ncurrent-context: x\n",
 	             NULL, "must start with https://");
+	/* a scheme with no host: rejected, not connected to "https:" */
+	expect_error("clusters:\n- name: c1\n  cluster: {server: \"https://\"}\ncontexts:\n"
+	             "- name: x\n  context: {cluster: c1}\ncurrent-context: x\n",
+	             NULL, "server \"https://\" names no host");
+	expect_error("clusters:\n- name: c1\n  cluster: {server: \"http:///api\"}\ncontexts:\n"
+	             "- name: x\n  context: {cluster: c1}\ncurrent-context: x\n",
+	             NULL, "server \"http:///api\" names no host");
 	expect_error("clusters:\n- cluster: {server: https://x}\n", NULL, "entry 1 has no name");
 	expect_error("contexts:\n- name: x\n  context: {cluster: nope}\ncurrent-context: x\n", NULL,
 	             "cluster \"nope\" not found");
