@@ -106,17 +106,91 @@ enum pk_kube_reason pk_kube_status_decode_json(long code, const json_t *status,
 
 /* ---- bounded JSON ---- */
 
-#define PK_KUBE_JSON_MAX_DEPTH 128
+/*
+ * Caps on one API object, as the API server bounds it (the figures and
+ * their sources are in docs/client.md):
+ *   - bytes: the API server refuses request bodies over 3 MiB
+ *     (MaxRequestBodyBytes, "2x" etcd's 1.5 MiB request limit), and etcd
+ *     refuses to store an object over about 1.5 MiB, so no object is served
+ *     larger than PK_KUBE_MAX_OBJECT_BYTES unless etcd's limit was raised;
+ *   - nesting: Go's encoding/json stops at 10,000 levels and jansson's parser
+ *     at 2,048; schema-validated fields are a few levels deep, only
+ *     free-form fields (x-kubernetes-preserve-unknown-fields) nest further.
+ * A list page or a watch event is checked object by object against these:
+ * one object over a cap is reported and skipped, the others still arrive.
+ */
+#define PK_KUBE_MAX_OBJECT_BYTES (3u << 20)
+#define PK_KUBE_JSON_MAX_DEPTH   1024
 
 /*
  * Parses len bytes of JSON into *out (the caller json_decrefs it). Before
  * jansson sees the text, a scan refuses nesting deeper than max_depth
  * (0: PK_KUBE_JSON_MAX_DEPTH) so hostile input cannot exhaust the stack.
- * Returns PK_OK, PK_ERR_NOMEM when the depth cap is hit, PK_ERR_INVALID
- * for bad JSON; err says where.
+ * Strings may hold "\u0000" (JSON_ALLOW_NUL: the API server accepts it in
+ * any string); read fields used as C strings with pk_json_cstr (pk.h).
+ * Object keys holding "\u0000" are still refused (jansson cannot keep
+ * them). Returns PK_OK, PK_ERR_NOMEM when the depth cap is hit,
+ * PK_ERR_INVALID for bad JSON; err says where.
  */
 PK_MUST_CHECK int pk_kube_json_parse(const char *buf, size_t len, unsigned max_depth, json_t **out,
                                      struct pk_err *err);
+
+/*
+ * Called for each object of a list page or watch stream that cannot be
+ * decoded (larger than the per-object cap, nested deeper than the depth
+ * cap, a key holding "\u0000", not JSON): ns and name as far as they could
+ * be read from its text (NULL when not), why in words. All borrowed for
+ * the call.
+ */
+typedef void pk_kube_skip_fn(void *ud, const char *ns, const char *name, const char *why);
+
+/*
+ * Decodes one List page's text object by object: each member of "items"
+ * is checked against max_object_bytes (0: PK_KUBE_MAX_OBJECT_BYTES) and
+ * max_depth (0: PK_KUBE_JSON_MAX_DEPTH) and parsed on its own, so one
+ * object that cannot be decoded is handed to skip (may be NULL) and left
+ * out, and the others arrive. *out gets the List with the decoded items.
+ * PK_ERR_INVALID (err says where) when the text is not a JSON object or
+ * its other members are not JSON; a List without "items" decodes as it
+ * is. Pure.
+ */
+PK_MUST_CHECK int pk_kube_list_decode(const char *buf, size_t len, size_t max_object_bytes,
+                                      unsigned max_depth, pk_kube_skip_fn *skip, void *ud,
+                                      json_t **out, struct pk_err *err);
+
+/*
+ * A scanner fed a JSON text in pieces that keeps nothing of it but the
+ * string values at a few member paths: how an object too large or too
+ * deep to decode is still named, and a list page's continue token read
+ * past it, in constant memory. A path is dotted member names; "*" matches
+ * any item of an array ("items.*.metadata.name"). Values longer than
+ * PK_KUBE_SCAN_VALUE_MAX bytes, or holding a NUL, are not kept.
+ */
+#define PK_KUBE_SCAN_PATHS     6
+#define PK_KUBE_SCAN_VALUE_MAX 2048
+struct pk_kube_scan;
+
+/* paths: n (at most PK_KUBE_SCAN_PATHS) dotted paths, copied. NULL when out of memory or
+ * when a path has more than 4 parts. */
+struct pk_kube_scan *pk_kube_scan_new(const char *const *paths, size_t n);
+void pk_kube_scan_free(struct pk_kube_scan *s);
+void pk_kube_scan_feed(struct pk_kube_scan *s, const char *data, size_t len);
+/* Forgets what was fed (the paths stay). */
+void pk_kube_scan_reset(struct pk_kube_scan *s);
+/* The first string value seen at path i (decoded), or NULL. */
+const char *pk_kube_scan_value(const struct pk_kube_scan *s, size_t i);
+/* Bytes fed so far. */
+size_t pk_kube_scan_bytes(const struct pk_kube_scan *s);
+
+/*
+ * Names the object in a text that could not be decoded, for a report:
+ * "namespace/name", "name", or "" when neither can be read. prefix is
+ * the path to the object ("" for an object, "object" for a watch event).
+ * buf of PK_KUBE_IDENT_MAX bytes always suffices.
+ */
+#define PK_KUBE_IDENT_MAX 600
+void pk_kube_object_ident(const char *text, size_t len, const char *prefix, char *buf,
+                          size_t buflen);
 
 /* ---- small helpers shared by the modules ---- */
 
@@ -128,10 +202,11 @@ PK_MUST_CHECK int pk_kube_json_parse(const char *buf, size_t len, unsigned max_d
 PK_MUST_CHECK int pk_kube_base64_decode(const char *in, size_t n, unsigned char **out,
                                         size_t *outlen);
 
-/* A string member of obj, or NULL when missing or not a string. */
+/* A string member of obj, or NULL when missing, not a string, or holding a
+ * NUL (pk_json_cstr). */
 const char *pk_kube_json_str(const json_t *obj, const char *key);
 
-/* obj.metadata.<key> as a string, or NULL. */
+/* obj.metadata.<key> as a string, or NULL (as pk_kube_json_str). */
 const char *pk_kube_meta_str(const json_t *obj, const char *key);
 
 /* Monotonic clock in nanoseconds. */

@@ -19,6 +19,11 @@
 
 #define POOL_MAX_IDLE 16
 #define PATH_MAX_LEN  8192
+/* Room for a List's own members beside its one object (limit 1). */
+#define PAGE_SLACK (64u << 10)
+/* A single object over its cap is read to its end without being kept; past this many bytes
+ * the server is not sending an API object at all. */
+#define SCAN_MAX_BYTES (256u << 20)
 
 struct pk_kube_client {
 	struct pk_kube_config *cfg;
@@ -31,7 +36,7 @@ struct pk_kube_client {
 	struct pk_kube_log log;
 	char user_agent[128];
 	long timeout_ms, connect_ms;
-	size_t max_bytes;
+	size_t max_bytes, max_object;
 	unsigned max_depth;
 	int retries;
 	long backoff_base_ms, backoff_max_ms, retry_after_max_s;
@@ -128,6 +133,7 @@ int pk_kube_client_new(struct pk_kube_config *cfg, const struct pk_kube_client_o
 	c->connect_ms =
 	    o->connect_timeout_ms > 0 ? o->connect_timeout_ms : PK_KUBE_DEFAULT_CONNECT_MS;
 	c->max_bytes = o->max_response_bytes ? o->max_response_bytes : PK_KUBE_DEFAULT_MAX_RESPONSE;
+	c->max_object = o->max_object_bytes ? o->max_object_bytes : PK_KUBE_MAX_OBJECT_BYTES;
 	c->max_depth = o->max_json_depth ? o->max_json_depth : PK_KUBE_JSON_MAX_DEPTH;
 	c->retries = o->max_retries == 0  ? PK_KUBE_DEFAULT_RETRIES
 	             : o->max_retries < 0 ? 0
@@ -356,6 +362,8 @@ struct resp {
 	char *buf;
 	size_t len, cap, max;
 	bool too_big;
+	struct pk_kube_scan *scan; /* a 200 answer over max goes here, unkept */
+	bool scanning;
 	long retry_after_s;
 	/* streaming */
 	pk_kube_stream_fn *fn;
@@ -378,6 +386,26 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 				r->fn_stopped = true;
 				return 0;
 			}
+			return n;
+		}
+	}
+	if (r->scan != NULL && (r->scanning || r->len + n > r->max)) {
+		long code = 0;
+		curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
+		if (code == 200) {
+			if (!r->scanning) {
+				/* what was kept so far goes through the scan too */
+				pk_kube_scan_feed(r->scan, r->buf ? r->buf : "", r->len);
+				free(r->buf);
+				r->buf = NULL;
+				r->len = r->cap = 0;
+				r->scanning = true;
+			}
+			if (pk_kube_scan_bytes(r->scan) + n > SCAN_MAX_BYTES) {
+				r->too_big = true;
+				return 0;
+			}
+			pk_kube_scan_feed(r->scan, data, n);
 			return n;
 		}
 	}
@@ -474,6 +502,9 @@ struct call {
 	pk_kube_stream_fn *fn;
 	void *ud;
 	const atomic_int *stop;
+	size_t max_bytes;              /* 0: the client's max_response_bytes */
+	struct pk_kube_scan *overflow; /* a 200 answer over max_bytes is scanned, not kept */
+	bool *overflowed;              /* set when it was */
 };
 
 /* Fails only when the trust settings cannot be applied (then nothing may be sent). */
@@ -497,7 +528,8 @@ static CURLcode setup_handle(struct pk_kube_client *c, CURL *h, const struct cal
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_bytes);
+	if (k->overflow == NULL)
+		curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
@@ -614,6 +646,8 @@ static enum pk_kube_reason perform(struct pk_kube_client *c, const struct call *
 		return pk_kube_error_set(e, PK_KUBE_BAD_REQUEST, 0, "request path too long");
 
 	for (unsigned attempt = 0;; attempt++) {
+		if (k->overflow != NULL)
+			pk_kube_scan_reset(k->overflow); /* a retry scans from the start */
 		if (k->stop != NULL && atomic_load(k->stop))
 			return pk_kube_error_set(e, PK_KUBE_CANCELLED, 0, "%s %s: stopped",
 			                         k->method, k->path);
@@ -650,7 +684,8 @@ static enum pk_kube_reason perform(struct pk_kube_client *c, const struct call *
 			curl_slist_free_all(hdrs);
 			return pk_kube_error_set(e, PK_KUBE_NOMEM, 0, "out of memory");
 		}
-		struct resp r = {.max = c->max_bytes,
+		struct resp r = {.max = k->max_bytes ? k->max_bytes : c->max_bytes,
+		                 .scan = k->overflow,
 		                 .fn = k->fn,
 		                 .ud = k->ud,
 		                 .h = h,
@@ -694,6 +729,8 @@ static enum pk_kube_reason perform(struct pk_kube_client *c, const struct call *
 			    cc != CURLE_PEER_FAILED_VERIFICATION && cc != CURLE_SSL_CACERT_BADFILE)
 				retry = k->fn == NULL && (is_get || cc == CURLE_COULDNT_CONNECT);
 		} else if (code >= 200 && code < 300) {
+			if (k->overflowed != NULL)
+				*k->overflowed = r.scanning;
 			if (body != NULL) {
 				*body = r.buf;
 				*body_len = r.len;
@@ -850,18 +887,107 @@ static enum pk_kube_reason list_path(const struct pk_kube_ref *r, const struct p
 	return PK_KUBE_OK;
 }
 
+/* Reports an object left out of a page: the log, and the caller's on_skip. */
+struct skip_report {
+	struct pk_kube_client *c;
+	const char *path;
+	const struct pk_kube_list_opts *o;
+};
+
+static void report_skip(void *ud, const char *ns, const char *name, const char *why)
+{
+	struct skip_report *sr = ud;
+	char qn[300] = "", qns[300] = "";
+	if (name != NULL)
+		pk_text_quote(name, strlen(name), qn, sizeof(qn));
+	if (ns != NULL)
+		pk_text_quote(ns, strlen(ns), qns, sizeof(qns));
+	pk_kube_logf(&sr->c->log, PK_KUBE_LOG_WARN,
+	             "kube list %s: object %s%s%s left out, it cannot be decoded: %s", sr->path,
+	             qns, ns ? "/" : "", name ? qn : "(name unreadable)", why);
+	if (sr->o != NULL && sr->o->on_skip != NULL)
+		sr->o->on_skip(sr->o->skip_ud, ns, name, why);
+}
+
+/* The List a page of limit 1 stands for when its one object was over the cap: no items,
+ * and the members the scan picked out of it. */
+static json_t *page_without_object(const struct pk_kube_scan *scan)
+{
+	const char *cont = pk_kube_scan_value(scan, 0), *rv = pk_kube_scan_value(scan, 1);
+	const char *kind = pk_kube_scan_value(scan, 4), *api = pk_kube_scan_value(scan, 5);
+	json_t *meta = json_object(), *page = json_object(), *items = json_array();
+	if (meta == NULL || page == NULL || items == NULL ||
+	    json_object_set_new(page, "items", items) != 0 ||
+	    json_object_set_new(page, "metadata", meta) != 0 ||
+	    (kind && json_object_set_new(page, "kind", json_string(kind)) != 0) ||
+	    (api && json_object_set_new(page, "apiVersion", json_string(api)) != 0) ||
+	    (cont && json_object_set_new(meta, "continue", json_string(cont)) != 0) ||
+	    (rv && json_object_set_new(meta, "resourceVersion", json_string(rv)) != 0)) {
+		json_decref(page);
+		return NULL;
+	}
+	return page;
+}
+
 enum pk_kube_reason pk_kube_client_list(struct pk_kube_client *c, const struct pk_kube_ref *r,
                                         const struct pk_kube_list_opts *o, json_t **out,
                                         struct pk_kube_error *e)
 {
+	static const char *const scan_paths[] = {
+	    "metadata.continue",
+	    "metadata.resourceVersion",
+	    "items.*.metadata.namespace",
+	    "items.*.metadata.name",
+	    "kind",
+	    "apiVersion",
+	};
 	char path[PATH_MAX_LEN];
 	*out = NULL;
 	enum pk_kube_reason rc = list_path(r, o, path, sizeof(path), e);
 	if (rc != PK_KUBE_OK)
 		return rc;
-	struct call k = {
-	    .method = "GET", .path = path, .timeout_ms = r->timeout_ms, .stop = o ? o->stop : NULL};
-	rc = call_json(c, &k, out, e);
+	/* A page always has room for one object at its cap. */
+	size_t cap =
+	    c->max_bytes > c->max_object + PAGE_SLACK ? c->max_bytes : c->max_object + PAGE_SLACK;
+	struct pk_kube_scan *scan = NULL;
+	if (o != NULL && o->limit == 1 &&
+	    (scan = pk_kube_scan_new(scan_paths, sizeof(scan_paths) / sizeof(scan_paths[0]))) ==
+	        NULL)
+		return pk_kube_error_set(e, PK_KUBE_NOMEM, 0, "out of memory");
+	bool overflowed = false;
+	struct call k = {.method = "GET",
+	                 .path = path,
+	                 .timeout_ms = r->timeout_ms,
+	                 .stop = o ? o->stop : NULL,
+	                 .max_bytes = cap,
+	                 .overflow = scan,
+	                 .overflowed = &overflowed};
+	char *buf = NULL;
+	size_t len = 0;
+	struct skip_report sr = {c, path, o};
+	rc = perform(c, &k, &buf, &len, e);
+	if (rc == PK_KUBE_OK && overflowed) {
+		/* The page's one object is over the cap: it streamed by unkept. */
+		char why[160];
+		snprintf(why, sizeof(why), "%zu bytes or more, over the %zu-byte cap on one object",
+		         pk_kube_scan_bytes(scan) > PAGE_SLACK
+		             ? pk_kube_scan_bytes(scan) - PAGE_SLACK
+		             : pk_kube_scan_bytes(scan),
+		         c->max_object);
+		report_skip(&sr, pk_kube_scan_value(scan, 2), pk_kube_scan_value(scan, 3), why);
+		if ((*out = page_without_object(scan)) == NULL)
+			rc = pk_kube_error_set(e, PK_KUBE_NOMEM, 0, "out of memory");
+	} else if (rc == PK_KUBE_OK) {
+		struct pk_err perr;
+		int prc = pk_kube_list_decode(buf ? buf : "", len, c->max_object, c->max_depth,
+		                              report_skip, &sr, out, &perr);
+		if (prc != PK_OK)
+			rc = pk_kube_error_set(
+			    e, prc == PK_ERR_NOMEM ? PK_KUBE_TOO_LARGE : PK_KUBE_BAD_RESPONSE, 0,
+			    "GET %s: %s", path, perr.msg);
+	}
+	free(buf);
+	pk_kube_scan_free(scan);
 	if (rc == PK_KUBE_OK && !json_is_array(json_object_get(*out, "items"))) {
 		json_decref(*out);
 		*out = NULL;
@@ -869,6 +995,27 @@ enum pk_kube_reason pk_kube_client_list(struct pk_kube_client *c, const struct p
 		                         path);
 	}
 	return rc;
+}
+
+/*
+ * One page of a listing: a page over the response cap is read again with
+ * half the limit, down to 1, and page->limit keeps the smaller figure for
+ * the pages after it (objects of one collection tend to be alike).
+ */
+static enum pk_kube_reason list_shrinking(struct pk_kube_client *c, const struct pk_kube_ref *r,
+                                          struct pk_kube_list_opts *page, json_t **p,
+                                          struct pk_kube_error *e)
+{
+	for (;;) {
+		enum pk_kube_reason rc = pk_kube_client_list(c, r, page, p, e);
+		if (rc != PK_KUBE_TOO_LARGE || page->limit <= 1)
+			return rc;
+		long next = page->limit / 2;
+		pk_kube_logf(&c->log, PK_KUBE_LOG_INFO,
+		             "kube list %s: a page of %ld is too large (%s); reading pages of %ld",
+		             r->resource, page->limit, e ? e->message : "", next);
+		page->limit = next;
+	}
 }
 
 enum pk_kube_reason pk_kube_client_list_all(struct pk_kube_client *c, const struct pk_kube_ref *r,
@@ -884,12 +1031,13 @@ enum pk_kube_reason pk_kube_client_list_all(struct pk_kube_client *c, const stru
 	*out = NULL;
 	json_t *all = NULL;
 	char *cont = NULL;
+	bool restarted = false;
 	enum pk_kube_reason rc;
 	for (;;) {
 		json_t *p;
 		page.continue_token = cont;
-		rc = pk_kube_client_list(c, r, &page, &p, e);
-		if (rc == PK_KUBE_GONE && cont != NULL) {
+		rc = list_shrinking(c, r, &page, &p, e);
+		if (rc == PK_KUBE_GONE && cont != NULL && !restarted) {
 			/* The snapshot behind the continue token was compacted: list
 			 * everything at once instead (client-go's pager does the same). */
 			pk_kube_logf(&c->log, PK_KUBE_LOG_INFO,
@@ -899,17 +1047,25 @@ enum pk_kube_reason pk_kube_client_list_all(struct pk_kube_client *c, const stru
 			all = NULL;
 			free(cont);
 			cont = NULL;
+			restarted = true;
 			struct pk_kube_list_opts full = page;
 			full.limit = 0;
 			full.continue_token = NULL;
 			rc = pk_kube_client_list(c, r, &full, out, e);
-			return rc;
+			if (rc != PK_KUBE_TOO_LARGE)
+				return rc;
+			/* Too large in one answer: page by page again, from a new snapshot. */
+			pk_kube_logf(&c->log, PK_KUBE_LOG_INFO,
+			             "kube list %s: too large in one answer, paging again from the "
+			             "start",
+			             r->resource);
+			continue;
 		}
 		if (rc != PK_KUBE_OK)
 			break;
 		/* the page's continue token, taken before the page is merged */
 		json_t *meta = json_object_get(p, "metadata");
-		const char *next = json_string_value(json_object_get(meta, "continue"));
+		const char *next = pk_json_cstr_at(meta, "continue");
 		free(cont);
 		cont = next && next[0] ? strdup(next) : NULL;
 		if (next != NULL && next[0] && cont == NULL) {
@@ -958,16 +1114,16 @@ enum pk_kube_reason pk_kube_client_list_pages(struct pk_kube_client *c, const st
 	for (;;) {
 		json_t *p;
 		page.continue_token = cont;
-		rc = pk_kube_client_list(c, r, &page, &p, e);
+		rc = list_shrinking(c, r, &page, &p, e);
 		if (rc != PK_KUBE_OK)
 			break;
 		json_t *meta = json_object_get(p, "metadata");
 		if (first && rv != NULL && rv_len > 0) {
-			const char *v = json_string_value(json_object_get(meta, "resourceVersion"));
+			const char *v = pk_json_cstr_at(meta, "resourceVersion");
 			snprintf(rv, rv_len, "%s", v ? v : "");
 		}
 		first = false;
-		const char *next = json_string_value(json_object_get(meta, "continue"));
+		const char *next = pk_json_cstr_at(meta, "continue");
 		free(cont);
 		cont = next && next[0] ? strdup(next) : NULL;
 		bool oom = next != NULL && next[0] && cont == NULL;

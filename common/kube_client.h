@@ -15,6 +15,15 @@
  *     plugin re-reads the credential and tries once more.
  *   - Every response body is capped (opts.max_response_bytes): a larger one
  *     is PK_KUBE_TOO_LARGE, never a crash. JSON is parsed with a nesting cap.
+ *   - Lists are decoded object by object, each checked against the caps on
+ *     one object (opts.max_object_bytes, opts.max_json_depth; kube.h says
+ *     how they follow the API server's own limits): an object that cannot
+ *     be decoded (too large, too deep, a key holding "\u0000") is reported
+ *     through the log and o->on_skip and left out of the page, and the
+ *     others arrive. A page over max_response_bytes is fetched again with
+ *     half the limit, down to 1; a single object over its cap is read to
+ *     its end without being kept (its name and the page's continue token
+ *     are picked out as it streams by), reported and skipped.
  *   - Connections and TLS sessions are reused: finished requests hand their
  *     curl handle (and its open connection) back to a pool; a curl share
  *     handle holds DNS and TLS sessions for all of them. HTTP/2 is used when
@@ -56,24 +65,26 @@
 
 #define PK_KUBE_DEFAULT_TIMEOUT_MS   30000
 #define PK_KUBE_DEFAULT_CONNECT_MS   10000
-#define PK_KUBE_DEFAULT_MAX_RESPONSE (64u << 20)
+#define PK_KUBE_DEFAULT_MAX_RESPONSE (16u << 20)
 #define PK_KUBE_DEFAULT_RETRIES      5
 #define PK_KUBE_DEFAULT_PAGE         500
 
 struct pk_kube_client;
 
 struct pk_kube_client_opts {
-	double qps;                    /* 0: 20; < 0: no client-side limit */
-	int burst;                     /* 0: 30 */
-	long timeout_ms;               /* whole request; 0: PK_KUBE_DEFAULT_TIMEOUT_MS */
-	long connect_timeout_ms;       /* 0: PK_KUBE_DEFAULT_CONNECT_MS */
-	size_t max_response_bytes;     /* 0: PK_KUBE_DEFAULT_MAX_RESPONSE */
-	unsigned max_json_depth;       /* 0: PK_KUBE_JSON_MAX_DEPTH */
-	int max_retries;               /* 0: PK_KUBE_DEFAULT_RETRIES; < 0: never retry */
-	long backoff_base_ms;          /* first retry delay; 0: 200 */
-	long backoff_max_ms;           /* 0: 10000 */
-	long retry_after_max_s;        /* longest Retry-After honoured; 0: 60 */
-	const char *user_agent;        /* 0: "poolkeeper/<version>" */
+	double qps;                /* 0: 20; < 0: no client-side limit */
+	int burst;                 /* 0: 30 */
+	long timeout_ms;           /* whole request; 0: PK_KUBE_DEFAULT_TIMEOUT_MS */
+	long connect_timeout_ms;   /* 0: PK_KUBE_DEFAULT_CONNECT_MS */
+	size_t max_response_bytes; /* one response (a page: at least max_object_bytes + 64 KiB);
+	                              0: PK_KUBE_DEFAULT_MAX_RESPONSE */
+	size_t max_object_bytes;   /* one object of a list or watch; 0: PK_KUBE_MAX_OBJECT_BYTES */
+	unsigned max_json_depth;   /* one object's nesting; 0: PK_KUBE_JSON_MAX_DEPTH */
+	int max_retries;           /* 0: PK_KUBE_DEFAULT_RETRIES; < 0: never retry */
+	long backoff_base_ms;      /* first retry delay; 0: 200 */
+	long backoff_max_ms;       /* 0: 10000 */
+	long retry_after_max_s;    /* longest Retry-After honoured; 0: 60 */
+	const char *user_agent;    /* 0: "poolkeeper/<version>" */
 	const struct pk_kube_log *log; /* NULL: the config's */
 };
 
@@ -126,9 +137,13 @@ struct pk_kube_list_opts {
 	const char *resource_version; /* NULL: most recent; "0": any, from the watch cache */
 	const atomic_int *stop;       /* set from another thread: give up (PK_KUBE_CANCELLED)
 	                                 between pages, retries, or within a second mid-request */
+	pk_kube_skip_fn *on_skip;     /* each object left out (kube.h); may be NULL: the client
+	                                 logs every one as a warning either way */
+	void *skip_ud;
 };
 
-/* One page: the List object as served. */
+/* One page: the List object as served, less the objects that could not be decoded (see
+ * above). A page over max_response_bytes is PK_KUBE_TOO_LARGE, except with limit 1. */
 PK_MUST_CHECK enum pk_kube_reason pk_kube_client_list(struct pk_kube_client *c,
                                                       const struct pk_kube_ref *r,
                                                       const struct pk_kube_list_opts *o,
@@ -139,7 +154,10 @@ PK_MUST_CHECK enum pk_kube_reason pk_kube_client_list(struct pk_kube_client *c,
  * List: the first page's object with the items of all pages and no
  * metadata.continue. Its metadata.resourceVersion is the snapshot the pages
  * were read at, the one to start a watch from. When a continue token expires
- * mid-way (410), it lists again in one request, as client-go's pager does.
+ * mid-way (410), it lists again in one request, as client-go's pager does
+ * (and page by page from the start when that one is too large). A page too
+ * large is read again in pages of half the limit, down to 1; the smaller
+ * limit is kept for the pages after it.
  */
 PK_MUST_CHECK enum pk_kube_reason pk_kube_client_list_all(struct pk_kube_client *c,
                                                           const struct pk_kube_ref *r,
@@ -156,7 +174,8 @@ typedef int pk_kube_page_fn(void *ud, const json_t *page);
  * with a compact store needs for 100,000 objects. rv (may be NULL) gets the
  * first page's resourceVersion. A continue token that expires mid-way is
  * PK_KUBE_GONE: the pages seen so far were of a snapshot that is gone, and
- * the caller starts over.
+ * the caller starts over. Pages too large are read again smaller, as
+ * pk_kube_client_list_all does.
  */
 PK_MUST_CHECK enum pk_kube_reason pk_kube_client_list_pages(struct pk_kube_client *c,
                                                             const struct pk_kube_ref *r,

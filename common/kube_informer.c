@@ -37,10 +37,10 @@ struct pk_kube_informer {
 	size_t nbuckets, n;
 	char rv[128];
 
-	pthread_mutex_t mu; /* state, lists; the condition for waits */
+	pthread_mutex_t mu; /* state, lists, skipped; the condition for waits */
 	pthread_cond_t cv;
 	enum pk_kube_informer_state state;
-	unsigned long lists;
+	unsigned long lists, skipped, nul_fields;
 
 	atomic_int stop;
 	pthread_t thread;
@@ -199,14 +199,53 @@ static void remove_entry(struct pk_kube_informer *inf, const char *key)
 	free(e);
 }
 
+static void count(struct pk_kube_informer *inf, unsigned long *n)
+{
+	pthread_mutex_lock(&inf->mu);
+	(*n)++;
+	pthread_mutex_unlock(&inf->mu);
+}
+
+/*
+ * An object whose strings hold a NUL: it is kept, and each such field reads
+ * as invalid to whoever uses it as a C string (pk_json_cstr). Said once per
+ * version of the object, naming it and the first such field.
+ */
+static void report_nul(struct pk_kube_informer *inf, const char *ns, const char *name,
+                       const json_t *obj)
+{
+	char where[256];
+	if (!pk_json_nul_path(obj, where, sizeof(where)))
+		return;
+	count(inf, &inf->nul_fields);
+	char qn[300], qns[300] = "";
+	pk_text_quote(name, strlen(name), qn, sizeof(qn));
+	if (ns != NULL)
+		pk_text_quote(ns, strlen(ns), qns, sizeof(qns));
+	pk_kube_logf(pk_kube_client_log(inf->c), PK_KUBE_LOG_WARN,
+	             "informer %s: %s%s%s: %s holds a NUL character (\\u0000); that field reads "
+	             "as invalid",
+	             inf->resource, qns, ns ? "/" : "", qn, where);
+}
+
 /* ADDED/MODIFIED, or an item of a relist. */
 static void upsert(struct pk_kube_informer *inf, const json_t *obj)
 {
 	const char *name = pk_kube_meta_str(obj, "name");
 	const char *ns = pk_kube_meta_str(obj, "namespace");
 	const char *rv = pk_kube_meta_str(obj, "resourceVersion");
-	if (name == NULL)
+	if (name == NULL || (ns == NULL && json_object_get(json_object_get(obj, "metadata"),
+	                                                   "namespace") != NULL)) {
+		/* A name or namespace holding a NUL would alias another key. */
+		char where[64];
+		snprintf(where, sizeof(where), "metadata.%s", name == NULL ? "name" : "namespace");
+		count(inf, &inf->skipped);
+		pk_kube_logf(pk_kube_client_log(inf->c), PK_KUBE_LOG_WARN,
+		             "informer %s: an object whose %s is missing or not a plain string is "
+		             "left out",
+		             inf->resource, where);
 		return;
+	}
 	char *key = make_key(ns, name);
 	if (key == NULL)
 		return;
@@ -219,6 +258,7 @@ static void upsert(struct pk_kube_informer *inf, const json_t *obj)
 			return;
 		}
 	}
+	report_nul(inf, ns, name, obj);
 	void *item =
 	    inf->transform ? inf->transform(inf->tud, obj) : json_incref((json_t *)(uintptr_t)obj);
 	char *rvcopy = rv ? strdup(rv) : NULL;
@@ -296,6 +336,36 @@ static void relist_begin(struct pk_kube_informer *inf)
 	for (size_t i = 0; i < inf->nbuckets; i++)
 		for (struct entry *e = inf->buckets[i]; e; e = e->next)
 			e->mark = false;
+}
+
+/*
+ * An object of the relist that could not be decoded: what the store holds
+ * for it stays (the last state known) rather than being reported deleted,
+ * since it still exists.
+ */
+static void relist_skip(void *ud, const char *ns, const char *name, const char *why)
+{
+	struct pk_kube_informer *inf = ud;
+	(void)why;
+	count(inf, &inf->skipped);
+	if (name == NULL)
+		return;
+	char *key = make_key(inf->ns == NULL ? ns : inf->ns, name);
+	if (key == NULL)
+		return;
+	struct entry *e = find(inf, key, fnv1a(key), NULL); /* this thread is the only writer */
+	if (e != NULL)
+		e->mark = true;
+	free(key);
+}
+
+static void watch_skip(void *ud, const char *ns, const char *name, const char *why)
+{
+	struct pk_kube_informer *inf = ud;
+	(void)ns;
+	(void)name;
+	(void)why;
+	count(inf, &inf->skipped);
 }
 
 static int relist_page(void *ud, const json_t *page)
@@ -385,6 +455,22 @@ bool pk_kube_informer_wait_synced(struct pk_kube_informer *inf, long timeout_ms)
 	bool ok = inf->state == PK_KUBE_INFORMER_SYNCED;
 	pthread_mutex_unlock(&inf->mu);
 	return ok;
+}
+
+unsigned long pk_kube_informer_skipped(struct pk_kube_informer *inf)
+{
+	pthread_mutex_lock(&inf->mu);
+	unsigned long n = inf->skipped;
+	pthread_mutex_unlock(&inf->mu);
+	return n;
+}
+
+unsigned long pk_kube_informer_nul_fields(struct pk_kube_informer *inf)
+{
+	pthread_mutex_lock(&inf->mu);
+	unsigned long n = inf->nul_fields;
+	pthread_mutex_unlock(&inf->mu);
+	return n;
 }
 
 unsigned long pk_kube_informer_lists(struct pk_kube_informer *inf)
@@ -489,7 +575,9 @@ static void *run(void *arg)
 		struct pk_kube_list_opts lo = {.label_selector = inf->label,
 		                               .field_selector = inf->field,
 		                               .limit = inf->page_size,
-		                               .stop = &inf->stop};
+		                               .stop = &inf->stop,
+		                               .on_skip = relist_skip,
+		                               .skip_ud = inf};
 		struct pk_kube_error e;
 		char rv[128];
 		relist_begin(inf);
@@ -529,7 +617,9 @@ static void *run(void *arg)
 		                                .backoff_base_ms = inf->backoff_base_ms,
 		                                .backoff_max_ms = inf->backoff_max_ms,
 		                                .stop = &inf->stop,
-		                                .on_state = on_watch_state};
+		                                .on_state = on_watch_state,
+		                                .on_skip = watch_skip,
+		                                .skip_ud = inf};
 		rc = pk_kube_watch_run(inf->c, &inf->ref, &wo, on_event, inf, NULL, 0, &e);
 		set_state(inf, PK_KUBE_INFORMER_STALE);
 		if (rc == PK_KUBE_CANCELLED || atomic_load(&inf->stop))

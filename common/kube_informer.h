@@ -29,6 +29,17 @@
  * object already stored at the same version (a watch restarted from "now",
  * a relist) is not reported again.
  *
+ * Hostile objects: one object never stops the informer. An object that
+ * cannot be decoded (kube_client.h: over the cap on one object, too deep, a
+ * key holding "\u0000") is logged and left out of its page or passed over in
+ * the watch; the store keeps the last state it knew of it (a relist does
+ * not report it deleted), so the first list still completes and the
+ * informer syncs. An object whose name or namespace holds a NUL is left
+ * out the same way. Other string fields holding a NUL are kept as they are
+ * (jansson keeps their length) and logged naming the object and the field;
+ * readers that use a field as a C string read it with pk_json_cstr (pk.h),
+ * which treats it as invalid.
+ *
  * Threading: pk_kube_informer_start runs the list/watch loop on a thread of
  * its own; every callback (transform, release, handlers) runs on that
  * thread, one at a time, in the order the server sent the changes, and
@@ -150,5 +161,18 @@ void pk_kube_informer_resource_version(struct pk_kube_informer *inf, char *buf, 
 /* How many full lists were made (1 after start; more after 410 Gone or
  * failures). */
 unsigned long pk_kube_informer_lists(struct pk_kube_informer *inf);
+
+/*
+ * How many objects (list items and watch events) were left out because
+ * they could not be decoded (over the cap on one object, nested too deep,
+ * a key holding "\u0000", a name or namespace that is not a plain string).
+ * Each is also logged as a warning naming it. For metrics.
+ */
+unsigned long pk_kube_informer_skipped(struct pk_kube_informer *inf);
+
+/* How many object versions were stored with a string field holding a NUL
+ * (logged naming the object and the field; the field reads as invalid
+ * through pk_json_cstr). For metrics. */
+unsigned long pk_kube_informer_nul_fields(struct pk_kube_informer *inf);
 
 #endif

@@ -9,7 +9,9 @@
 /* ---- splitter ---- */
 
 /* Deeper than any event the decoder accepts; deeper input is refused here. */
-#define SPLIT_MAX_DEPTH 1024
+#define SPLIT_MAX_DEPTH (PK_KUBE_JSON_MAX_DEPTH * 2)
+/* An event over the cap is read to its end unkept; past this, it is no event. */
+#define OVERSIZE_MAX_BYTES (256u << 20)
 
 struct pk_kube_splitter {
 	char *buf; /* the unfinished object so far */
@@ -17,7 +19,20 @@ struct pk_kube_splitter {
 	unsigned depth; /* brace/bracket depth inside the object; 0 between objects */
 	bool in_str, esc;
 	uint64_t kinds[SPLIT_MAX_DEPTH / 64]; /* bit d: level d+1 opened with '[' */
+	/* an event over the cap, streaming by */
+	pk_kube_oversize_fn *ofn;
+	void *oud;
+	struct pk_kube_scan *oscan; /* non-NULL while one is */
+	size_t olen;
 };
+
+void pk_kube_splitter_on_oversize(struct pk_kube_splitter *s, pk_kube_oversize_fn *fn, void *ud)
+{
+	s->ofn = fn;
+	s->oud = ud;
+}
+
+static int append(struct pk_kube_splitter *s, const char *p, size_t n, struct pk_err *err);
 
 struct pk_kube_splitter *pk_kube_splitter_new(size_t max_event_bytes)
 {
@@ -31,6 +46,7 @@ void pk_kube_splitter_free(struct pk_kube_splitter *s)
 {
 	if (s == NULL)
 		return;
+	pk_kube_scan_free(s->oscan);
 	free(s->buf);
 	free(s);
 }
@@ -40,11 +56,48 @@ void pk_kube_splitter_reset(struct pk_kube_splitter *s)
 	s->len = 0;
 	s->depth = 0;
 	s->in_str = s->esc = false;
+	pk_kube_scan_free(s->oscan);
+	s->oscan = NULL;
+	s->olen = 0;
 }
 
 size_t pk_kube_splitter_pending(const struct pk_kube_splitter *s)
 {
-	return s->len;
+	return s->oscan != NULL ? s->olen : s->len;
+}
+
+/* The event passes the cap: what was kept and what follows go through a scan that keeps
+ * only its names. */
+static int oversize_begin(struct pk_kube_splitter *s, struct pk_err *err)
+{
+	static const char *const paths[] = {"type", "object.metadata.namespace",
+	                                    "object.metadata.name",
+	                                    "object.metadata.resourceVersion"};
+	s->oscan = pk_kube_scan_new(paths, 4);
+	if (s->oscan == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	pk_kube_scan_feed(s->oscan, s->buf ? s->buf : "", s->len);
+	s->olen = s->len;
+	s->len = 0;
+	return PK_OK;
+}
+
+/* Takes n bytes of the event being read. */
+static int take(struct pk_kube_splitter *s, const char *p, size_t n, struct pk_err *err)
+{
+	if (s->oscan == NULL && s->ofn != NULL && s->len + n > s->max) {
+		int rc = oversize_begin(s, err);
+		if (rc != PK_OK)
+			return rc;
+	}
+	if (s->oscan == NULL)
+		return append(s, p, n, err);
+	if (s->olen + n > OVERSIZE_MAX_BYTES)
+		return pk_err_set(err, PK_ERR_NOMEM, "watch event larger than %u bytes",
+		                  OVERSIZE_MAX_BYTES);
+	pk_kube_scan_feed(s->oscan, p, n);
+	s->olen += n;
+	return PK_OK;
 }
 
 static int append(struct pk_kube_splitter *s, const char *p, size_t n, struct pk_err *err)
@@ -104,17 +157,32 @@ int pk_kube_splitter_feed(struct pk_kube_splitter *s, const char *data, size_t l
 			if (c == '"') {
 				s->in_str = true;
 			} else if (c == '{' || c == '[') {
-				if (s->depth >= SPLIT_MAX_DEPTH)
+				if (s->depth >= SPLIT_MAX_DEPTH && s->ofn == NULL)
 					return pk_err_set(
 					    err, PK_ERR_NOMEM,
 					    "watch event nested deeper than %d levels",
 					    SPLIT_MAX_DEPTH);
+				if (s->depth >= SPLIT_MAX_DEPTH) {
+					/* too deep to decode: it streams by, counted only */
+					if (s->oscan == NULL) {
+						int rc = take(s, data + start, i - start, err);
+						if (rc == PK_OK && s->oscan == NULL)
+							rc = oversize_begin(s, err);
+						if (rc != PK_OK)
+							return rc;
+						start = i;
+					}
+					s->depth++;
+					continue;
+				}
 				uint64_t bit = 1ULL << (s->depth % 64);
 				if (c == '[')
 					s->kinds[s->depth / 64] |= bit;
 				else
 					s->kinds[s->depth / 64] &= ~bit;
 				s->depth++;
+			} else if ((c == '}' || c == ']') && s->depth > SPLIT_MAX_DEPTH) {
+				s->depth--;
 			} else if (c == '}' || c == ']') {
 				unsigned d = s->depth - 1;
 				bool square = (s->kinds[d / 64] >> (d % 64)) & 1;
@@ -129,10 +197,20 @@ int pk_kube_splitter_feed(struct pk_kube_splitter *s, const char *data, size_t l
 				}
 			}
 		}
-		int rc = append(s, data + start, i - start, err);
+		int rc = take(s, data + start, i - start, err);
 		if (rc != PK_OK)
 			return rc;
-		if (done) {
+		if (done && s->oscan != NULL) {
+			struct pk_kube_scan *sc = s->oscan;
+			size_t n = s->olen;
+			s->oscan = NULL;
+			s->olen = 0;
+			rc = s->ofn(s->oud, n, pk_kube_scan_value(sc, 0), pk_kube_scan_value(sc, 1),
+			            pk_kube_scan_value(sc, 2), pk_kube_scan_value(sc, 3));
+			pk_kube_scan_free(sc);
+			if (rc != 0)
+				return rc;
+		} else if (done) {
 			size_t n = s->len;
 			s->len = 0;
 			rc = fn(ud, s->buf, n);
@@ -157,7 +235,9 @@ int pk_kube_event_decode(const char *text, size_t len, unsigned max_depth, struc
 {
 	memset(ev, 0, sizeof(*ev));
 	*root = NULL;
-	int rc = pk_kube_json_parse(text, len, max_depth, root, err);
+	/* the object is one level down in the event */
+	unsigned depth = (max_depth ? max_depth : PK_KUBE_JSON_MAX_DEPTH) + 1;
+	int rc = pk_kube_json_parse(text, len, depth, root, err);
 	if (rc != PK_OK)
 		return rc;
 	const char *type = pk_kube_json_str(*root, "type");
@@ -190,7 +270,10 @@ struct wstate {
 	const struct pk_kube_watch_opts *o;
 	const struct pk_kube_log *log;
 	char rv[128];
+	const char *path;
 	unsigned max_depth;
+	size_t max_event;
+	unsigned long skipped;
 	/* how the current connection ended, when it was our decision */
 	enum pk_kube_reason end;
 	struct pk_kube_error err;
@@ -210,12 +293,75 @@ static void report_good(struct wstate *w)
 		w->o->on_state(w->ud, true);
 }
 
+static bool known_type(const char *t)
+{
+	for (unsigned i = 0; t != NULL && i < 5; i++)
+		if (strcmp(t, type_names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* An event whose object cannot be decoded: reported, its resourceVersion taken, passed
+ * over. An ERROR event, or text that names no known type, is not an object's: garbage. */
+static int skip_event(struct wstate *w, const char *type, const char *ns, const char *name,
+                      const char *rv, const char *why)
+{
+	if (!known_type(type) || strcmp(type, "ERROR") == 0) {
+		w->garbage = true;
+		return 1;
+	}
+	char qn[300] = "", qns[300] = "";
+	if (name != NULL)
+		pk_text_quote(name, strlen(name), qn, sizeof(qn));
+	if (ns != NULL)
+		pk_text_quote(ns, strlen(ns), qns, sizeof(qns));
+	pk_kube_logf(w->log, PK_KUBE_LOG_WARN,
+	             "watch %s: %s event of %s%s%s passed over, its object cannot be decoded: %s",
+	             w->path, type, qns, ns ? "/" : "", name ? qn : "(name unreadable)", why);
+	if (w->o->on_skip != NULL)
+		w->o->on_skip(w->o->skip_ud, ns, name, why);
+	w->events++;
+	w->skipped++;
+	report_good(w);
+	/* a resourceVersion is a decimal the server made; anything else is not kept */
+	if (rv != NULL && rv[0] != '\0' && strspn(rv, "0123456789") == strlen(rv) &&
+	    strlen(rv) < sizeof(w->rv))
+		snprintf(w->rv, sizeof(w->rv), "%s", rv);
+	return 0;
+}
+
+static int on_oversize(void *ud, size_t len, const char *type, const char *ns, const char *name,
+                       const char *rv)
+{
+	struct wstate *w = ud;
+	char why[160];
+	snprintf(why, sizeof(why), "an event of %zu bytes, over the %zu-byte cap", len,
+	         w->max_event);
+	return skip_event(w, type, ns, name, rv, why);
+}
+
 static int on_text(void *ud, const char *text, size_t len)
 {
 	struct wstate *w = ud;
 	struct pk_kube_event ev;
 	json_t *root;
 	int rc = pk_kube_event_decode(text, len, w->max_depth, &ev, &root, &w->perr);
+	if (rc != PK_OK && root == NULL) {
+		/* Whole JSON by structure (the splitter saw to that), yet not decoded. */
+		static const char *const paths[] = {"type", "object.metadata.namespace",
+		                                    "object.metadata.name",
+		                                    "object.metadata.resourceVersion"};
+		struct pk_kube_scan *sc = pk_kube_scan_new(paths, 4);
+		if (sc == NULL) {
+			w->garbage = true;
+			return 1;
+		}
+		pk_kube_scan_feed(sc, text, len);
+		rc = skip_event(w, pk_kube_scan_value(sc, 0), pk_kube_scan_value(sc, 1),
+		                pk_kube_scan_value(sc, 2), pk_kube_scan_value(sc, 3), w->perr.msg);
+		pk_kube_scan_free(sc);
+		return rc;
+	}
 	if (rc != PK_OK) {
 		json_decref(root);
 		w->garbage = true;
@@ -302,6 +448,9 @@ enum pk_kube_reason pk_kube_watch_run(struct pk_kube_client *c, const struct pk_
 	w.sp = pk_kube_splitter_new(o->max_event_bytes);
 	if (w.sp == NULL)
 		return pk_kube_error_set(e, PK_KUBE_NOMEM, 0, "out of memory");
+	w.path = base_path;
+	w.max_event = o->max_event_bytes ? o->max_event_bytes : PK_KUBE_EVENT_MAX_BYTES;
+	pk_kube_splitter_on_oversize(w.sp, on_oversize, &w);
 
 	for (;;) {
 		if (stopped(o)) {

@@ -11,7 +11,13 @@
  * tracks braces outside strings, so an object split anywhere (inside a
  * string, after a backslash) is reassembled. Anything between objects that
  * is not whitespace is garbage and ends the stream with an error; an event
- * over the size cap likewise.
+ * over the size cap likewise, unless an oversize callback is set: the event
+ * is then read to its end without being kept, and the callback names it.
+ *
+ * One object, one event: an event whose object cannot be decoded (over the
+ * cap on one object, nested too deep, a key holding "\u0000") is reported
+ * and passed over, and the watch goes on from the next one; the caller keeps
+ * the last state it knew of that object.
  *
  * Ownership: the splitter is the caller's (pk_kube_splitter_free). Event
  * fields are borrowed for the duration of the callback; json_incref the
@@ -34,7 +40,8 @@
 #include "kube_client.h"
 #include "pk.h"
 
-#define PK_KUBE_EVENT_MAX_BYTES (16u << 20)
+/* One object (PK_KUBE_MAX_OBJECT_BYTES) and the event around it. */
+#define PK_KUBE_EVENT_MAX_BYTES (PK_KUBE_MAX_OBJECT_BYTES + (64u << 10))
 
 /* ---- splitting ---- */
 
@@ -43,6 +50,19 @@ struct pk_kube_splitter;
 /* max_event_bytes 0: PK_KUBE_EVENT_MAX_BYTES. NULL when out of memory. */
 struct pk_kube_splitter *pk_kube_splitter_new(size_t max_event_bytes);
 void pk_kube_splitter_free(struct pk_kube_splitter *s);
+
+/*
+ * Called at the end of an event that passed the size cap, when set: len is
+ * its size; ns, name and rv its object's metadata namespace, name and
+ * resourceVersion, type the event's type, each NULL when it could not be
+ * read (borrowed for the call). Returns 0 to go on, anything else to stop
+ * (the feed then returns it).
+ */
+typedef int pk_kube_oversize_fn(void *ud, size_t len, const char *type, const char *ns,
+                                const char *name, const char *rv);
+
+/* Sets the oversize callback (NULL: an event over the cap is an error, PK_ERR_NOMEM). */
+void pk_kube_splitter_on_oversize(struct pk_kube_splitter *s, pk_kube_oversize_fn *fn, void *ud);
 
 /* Forgets any partial event (a new connection starts clean). */
 void pk_kube_splitter_reset(struct pk_kube_splitter *s);
@@ -87,7 +107,9 @@ const char *pk_kube_event_type_name(enum pk_kube_event_type t);
  * Decodes one event's text. *root gets the parsed value the event borrows
  * from (the caller json_decrefs it, also on failure). PK_ERR_INVALID when
  * it is not an event (no known type, object not an object); PK_ERR_NOMEM
- * when nested deeper than max_depth (0: PK_KUBE_JSON_MAX_DEPTH).
+ * when the object is nested deeper than max_depth (0: PK_KUBE_JSON_MAX_DEPTH;
+ * the event around it is one level more). When the text is not JSON at
+ * all, *root is NULL; when it is JSON but not an event, it is not.
  */
 PK_MUST_CHECK int pk_kube_event_decode(const char *text, size_t len, unsigned max_depth,
                                        struct pk_kube_event *ev, json_t **root, struct pk_err *err);
@@ -120,6 +142,9 @@ struct pk_kube_watch_opts {
 	long backoff_max_ms;          /* 0: 30000 */
 	const atomic_int *stop;       /* set (non-zero) to end the watch; may be NULL */
 	pk_kube_watch_state_fn *on_state; /* may be NULL */
+	pk_kube_skip_fn *on_skip;         /* each event passed over because its object cannot be
+	                                     decoded (kube.h); may be NULL: each is logged anyway */
+	void *skip_ud;
 };
 
 /*
@@ -132,8 +157,11 @@ struct pk_kube_watch_opts {
  *   PK_KUBE_CANCELLED  *opts->stop was set or fn returned non-zero;
  *   any other reason   the server refused the watch (403, 404, ...).
  * Connection failures, 5xx, 429 and garbage in the stream are retried with
- * backoff and logged through the client's log callback. rv_out (may be
- * NULL) gets the last resourceVersion seen.
+ * backoff and logged through the client's log callback. An event whose
+ * object cannot be decoded is logged, handed to opts->on_skip and passed
+ * over (its resourceVersion, when readable, still counts as seen), so one
+ * such object never makes the watch reconnect to it for ever. rv_out (may
+ * be NULL) gets the last resourceVersion seen.
  */
 PK_MUST_CHECK enum pk_kube_reason pk_kube_watch_run(struct pk_kube_client *c,
                                                     const struct pk_kube_ref *r,

@@ -65,7 +65,7 @@ static long finalizer_index(const json_t *obj, const char *finalizer)
 	const json_t *v;
 	json_array_foreach(finalizers_of(obj), i, v)
 	{
-		if (json_is_string(v) && strcmp(json_string_value(v), finalizer) == 0)
+		if (pk_json_cstr(v) != NULL && strcmp(pk_json_cstr(v), finalizer) == 0)
 			return (long)i;
 	}
 	return -1;
@@ -78,8 +78,7 @@ bool pk_objects_has_finalizer(const json_t *obj, const char *finalizer)
 
 static json_t *test_rv(const json_t *obj)
 {
-	const char *rv =
-	    json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+	const char *rv = pk_json_cstr_at(json_object_get(obj, "metadata"), "resourceVersion");
 	if (rv == NULL)
 		return NULL;
 	return json_pack("{s:s, s:s, s:s}", "op", "test", "path", "/metadata/resourceVersion",
@@ -123,7 +122,7 @@ const json_t *pk_objects_condition(const json_t *conditions, const char *type)
 	const json_t *c;
 	json_array_foreach(conditions, i, c)
 	{
-		const char *t = json_string_value(json_object_get(c, "type"));
+		const char *t = pk_json_cstr_at(c, "type");
 		if (t != NULL && strcmp(t, type) == 0)
 			return c;
 	}
@@ -132,7 +131,7 @@ const json_t *pk_objects_condition(const json_t *conditions, const char *type)
 
 static bool str_is(const json_t *o, const char *key, const char *want)
 {
-	const char *s = json_string_value(json_object_get(o, key));
+	const char *s = pk_json_cstr_at(o, key);
 	return s != NULL && want != NULL && strcmp(s, want) == 0;
 }
 
@@ -158,7 +157,7 @@ json_t *pk_objects_condition_build(const json_t *old_conditions, const struct pk
 	const char *status = c->status ? "True" : "False";
 	const json_t *old = pk_objects_condition(old_conditions, c->type);
 	char when[PK_TIME_TEXT_MAX];
-	const char *ltt = json_string_value(json_object_get(old, "lastTransitionTime"));
+	const char *ltt = pk_json_cstr_at(old, "lastTransitionTime");
 	if (old == NULL || !str_is(old, "status", status) || ltt == NULL) {
 		pk_objects_time_text(now, when);
 		ltt = when;
@@ -225,10 +224,10 @@ json_t *pk_objects_claim_status_patch(const json_t *claim, const char *address,
 json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec *s)
 {
 	const json_t *md = json_object_get(claim, "metadata");
-	const char *name = json_string_value(json_object_get(md, "name"));
-	const char *ns = json_string_value(json_object_get(md, "namespace"));
-	const char *uid = json_string_value(json_object_get(md, "uid"));
-	const char *claim_api = json_string_value(json_object_get(claim, "apiVersion"));
+	const char *name = pk_json_cstr_at(md, "name");
+	const char *ns = pk_json_cstr_at(md, "namespace");
+	const char *uid = pk_json_cstr_at(md, "uid");
+	const char *claim_api = pk_json_cstr_at(claim, "apiVersion");
 	if (name == NULL || ns == NULL || uid == NULL || s->pool_uid == NULL)
 		return NULL;
 	json_t *owners = json_pack(
@@ -254,8 +253,8 @@ json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec
 		json_decref(spec);
 		return NULL;
 	}
-	const char *cluster = json_string_value(
-	    json_object_get(json_object_get(md, "labels"), PK_CLUSTER_NAME_LABEL));
+	const char *cluster =
+	    pk_json_cstr(json_object_get(json_object_get(md, "labels"), PK_CLUSTER_NAME_LABEL));
 	if (cluster != NULL)
 		json_object_set_new(meta, "labels",
 		                    json_pack("{s:s}", PK_CLUSTER_NAME_LABEL, cluster));
@@ -317,11 +316,10 @@ void pk_objects_pool_quarantine(const json_t *pool, long long now,
 	const json_t *e;
 	json_array_foreach(q, i, e)
 	{
-		const char *a = json_string_value(json_object_get(e, "address"));
+		const char *a = pk_json_cstr_at(e, "address");
 		long long until;
 		if (a != NULL &&
-		    pk_objects_time_parse(json_string_value(json_object_get(e, "until")), &until) ==
-		        PK_OK &&
+		    pk_objects_time_parse(pk_json_cstr_at(e, "until"), &until) == PK_OK &&
 		    until > now)
 			fn(ud, a, until);
 	}

@@ -2,7 +2,8 @@
  * fuzz_jpack.c - libFuzzer target for the packed JSON form (jpack.h).
  *
  * The input is used twice:
- *   - as JSON text: when jansson parses it, packing and unpacking must give
+ *   - as JSON text (strings may hold "\u0000", as API objects may): when
+ *     jansson parses it, packing and unpacking must give
  *     an equal value that prints the same (members in the same order);
  *   - as packed bytes: decoding must not crash or leak, and whatever it
  *     gives must pack and unpack to an equal value again.
@@ -38,7 +39,7 @@ static void round_trip(const json_t *v)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	json_t *v = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
+	json_t *v = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	if (v != NULL) {
 		round_trip(v);
 		json_decref(v);

@@ -472,12 +472,13 @@ static void r_deep(void *ud, int i, const struct fs_request *q, struct fs_respon
 	(void)ud;
 	(void)i;
 	(void)q;
-	static char deep[1000];
-	for (size_t k = 0; k < 500; k++) {
+	/* one level deeper than the cap on one object */
+	static char deep[2 * (PK_KUBE_JSON_MAX_DEPTH + 1) + 1];
+	for (size_t k = 0; k <= PK_KUBE_JSON_MAX_DEPTH; k++) {
 		deep[k] = '[';
-		deep[999 - k - 1] = ']';
+		deep[sizeof(deep) - 2 - k] = ']';
 	}
-	deep[999] = '\0';
+	deep[sizeof(deep) - 1] = '\0';
 	o->body = deep;
 }
 
@@ -610,6 +611,153 @@ static void test_list_all_paging(void **state)
 	pages = -1;
 	assert_int_equal(pk_kube_client_list_pages(cli, &coll, &o, count_page, &pages, NULL, 0, &e),
 	                 PK_KUBE_CANCELLED);
+}
+
+/* ---- caps per object, not per page ---- */
+
+#define HP_OBJECTS 8
+#define HP_GOOD    (30 * 1024) /* annotation bytes of a good object */
+#define HP_HUGE    (200 * 1024)
+#define HP_OBJECT  (100 * 1024) /* the client's cap on one object */
+
+/* One object of the hostile collection: o3 has "\u0000" in a key (cannot be decoded), o5 is
+ * over the cap on one object, o2 has "\u0000" in a value (decodes). */
+static size_t hp_object(char *buf, size_t len, int k)
+{
+	size_t ann = k == 5 ? HP_HUGE : HP_GOOD;
+	size_t n = (size_t)snprintf(buf, len, "{\"metadata\":{\"annotations\":{\"a\":\"");
+	memset(buf + n, 'a' + k, ann);
+	n += ann;
+	n += (size_t)snprintf(buf + n, len - n,
+	                      "\",\"b\":\"%s\"},\"name\":\"o%d\",\"namespace\":\"t\"},"
+	                      "\"spec\":{\"%s\":1}}",
+	                      k == 2 ? "x\\u0000y" : "xy", k, k == 3 ? "k\\u0000" : "k");
+	return n;
+}
+
+/* Pages as a custom resource's List is served: metadata after the items. */
+static void r_hostile_pages(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)i;
+	const char *l = strstr(q->path, "limit="), *c = strstr(q->path, "continue=");
+	int limit = l ? (int)strtol(l + 6, NULL, 10) : HP_OBJECTS;
+	int from = c ? (int)strtol(c + 9, NULL, 10) : 0;
+	size_t cap = 16 + (size_t)HP_OBJECTS * (HP_HUGE + 256) + 256;
+	char *b = malloc(cap);
+	assert_non_null(b);
+	size_t n = (size_t)snprintf(b, cap, "{\"apiVersion\":\"v1\",\"items\":[");
+	int k = from;
+	for (; k < HP_OBJECTS && k < from + limit; k++) {
+		if (k > from)
+			b[n++] = ',';
+		n += hp_object(b + n, cap - n, k);
+	}
+	n += (size_t)snprintf(b + n, cap - n, "],\"kind\":\"ConfigMapList\",\"metadata\":{");
+	if (k < HP_OBJECTS)
+		n += (size_t)snprintf(b + n, cap - n, "\"continue\":\"%d\",", k);
+	n += (size_t)snprintf(b + n, cap - n, "\"resourceVersion\":\"50\"}}");
+	o->body = o->owned = b;
+	o->body_len = n;
+	o->chunked = true;
+	o->chunk_size = 16384;
+}
+
+struct skipped {
+	char names[256];
+};
+
+static void on_skip(void *ud, const char *ns, const char *name, const char *why)
+{
+	struct skipped *k = ud;
+	size_t l = strlen(k->names);
+	assert_non_null(why);
+	snprintf(k->names + l, sizeof(k->names) - l, "%s/%s ", ns ? ns : "-", name ? name : "-");
+}
+
+struct names {
+	char text[256];
+	int pages;
+};
+
+static int page_names(void *ud, const json_t *page)
+{
+	struct names *nm = ud;
+	size_t i;
+	const json_t *it;
+	json_array_foreach(json_object_get(page, "items"), i, it)
+	{
+		size_t l = strlen(nm->text);
+		snprintf(nm->text + l, sizeof(nm->text) - l, "%s ", pk_kube_meta_str(it, "name"));
+		/* o2's NUL survives whole: as a C string the field is invalid */
+		const json_t *b = json_object_get(
+		    json_object_get(json_object_get(it, "metadata"), "annotations"), "b");
+		if (strcmp(pk_kube_meta_str(it, "name"), "o2") == 0) {
+			assert_int_equal(json_string_length(b), 3);
+			assert_null(pk_json_cstr(b));
+		} else {
+			assert_string_equal(pk_json_cstr(b), "xy");
+		}
+	}
+	nm->pages++;
+	return 0;
+}
+
+static void test_list_caps_per_object(void **state)
+{
+	(void)state;
+	struct pk_kube_client_opts co = {.qps = -1,
+	                                 .max_retries = -1,
+	                                 .max_response_bytes = 50 * 1024,
+	                                 .max_object_bytes = HP_OBJECT};
+	struct pk_kube_client *k;
+	struct pk_err err;
+	assert_int_equal(pk_kube_client_new(cfg, &co, &k, &err), PK_OK);
+	cur = r_hostile_pages;
+	struct pk_kube_ref coll = {.version = "v1", .resource = "configmaps"};
+	struct skipped sk = {.names = ""};
+	struct pk_kube_list_opts o = {.limit = HP_OBJECTS, .on_skip = on_skip, .skip_ud = &sk};
+	struct names nm = {.text = ""};
+	struct pk_kube_error e;
+	char rv[32];
+	assert_int_equal(
+	    pk_kube_client_list_pages(k, &coll, &o, page_names, &nm, rv, sizeof(rv), &e),
+	    PK_KUBE_OK);
+	/* every object that can be decoded arrives; the two that cannot are named */
+	assert_string_equal(nm.text, "o0 o1 o2 o4 o6 o7 ");
+	assert_string_equal(sk.names, "t/o3 t/o5 ");
+	assert_string_equal(rv, "50");
+	/* a page too large is read again with half the limit, down to 1; the smaller limit
+	 * stays; o5 alone is over its cap and streams by, its continue token read past it */
+	static const char *const want[] = {
+	    "limit=8",
+	    "limit=4",
+	    "limit=4&continue=4",
+	    "limit=2&continue=4",
+	    "limit=1&continue=4",
+	    "limit=1&continue=5",
+	    "limit=1&continue=6",
+	    "limit=1&continue=7",
+	};
+	assert_int_equal(srv.nreq, 8);
+	for (int i = 0; i < 8; i++)
+		assert_non_null(strstr(srv.reqs[i].path, want[i]));
+	assert_int_equal(nm.pages, 5); /* 0-3, 4, 5 (empty: o5 left out), 6, 7 */
+
+	/* the same through list_all, in one List */
+	fs_reset(&srv);
+	sk.names[0] = '\0';
+	json_t *list;
+	assert_int_equal(pk_kube_client_list_all(k, &coll, &o, &list, &e), PK_KUBE_OK);
+	assert_int_equal(json_array_size(json_object_get(list, "items")), 6);
+	assert_string_equal(sk.names, "t/o3 t/o5 ");
+	json_decref(list);
+
+	/* one page of its own: over the response cap is TooLarge (no halving here) */
+	fs_reset(&srv);
+	assert_int_equal(pk_kube_client_list(k, &coll, &o, &list, &e), PK_KUBE_TOO_LARGE);
+	assert_null(list);
+	pk_kube_client_free(k);
 }
 
 static void r_echo(void *ud, int i, const struct fs_request *q, struct fs_response *o)
@@ -1475,6 +1623,7 @@ int main(void)
 	    T(test_bad_bodies),
 	    T(test_timeout),
 	    T(test_list_all_paging),
+	    T(test_list_caps_per_object),
 	    T(test_write_requests),
 	    T(test_discovery),
 	    T(test_preferred_version_first),

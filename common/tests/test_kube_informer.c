@@ -232,6 +232,87 @@ static void test_informer_list_watch_relist(void **state)
 	assert_int_equal(live_items, 0);
 }
 
+/* ---- hostile objects never stop the informer ---- */
+
+#define NULV(name, rv)                                                                        \
+	"{\"metadata\":{\"namespace\":\"ns\",\"name\":\"" name "\",\"resourceVersion\":\"" rv \
+	"\","                                                                                 \
+	"\"annotations\":{\"x\":\"a\\u0000b\"}}}"
+#define NULK(name, rv)                                                                        \
+	"{\"metadata\":{\"namespace\":\"ns\",\"name\":\"" name "\",\"resourceVersion\":\"" rv \
+	"\"},\"spec\":{\"k\\u0000\":1}}"
+
+/* list: a, b, one with a NUL in a value, one with a NUL in a key; watch: c, then b turns
+ * undecodable, 410; relist: b still undecodable; a quiet watch. */
+static void r_hostile(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	bool watch = strstr(q->path, "watch=true") != NULL;
+	if (!watch && i == 0) {
+		o->body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+		          "\"items\":[" OBJ("a", "1") "," OBJ("b", "2") "," NULV(
+		              "nul", "3") "," NULK("badkey", "4") "]}";
+		return;
+	}
+	if (watch && i == 1) {
+		o->chunked = true;
+		o->chunk_size = 50;
+		o->body = EV("ADDED", "c", "11") "{\"type\":\"MODIFIED\",\"object\":" NULK(
+		    "b", "12") "}\n"
+		               "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":"
+		               "\"Expired\",\"code\":410}}\n";
+		return;
+	}
+	if (!watch) {
+		o->body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"20\"},"
+		          "\"items\":[" OBJ("a", "1") "," NULK("b", "12") "," NULV(
+		              "nul", "3") "," OBJ("c", "11") "]}";
+		return;
+	}
+	o->delay_ms = 300;
+	o->body = "";
+}
+
+static void test_informer_hostile_objects(void **state)
+{
+	(void)state;
+	cur = r_hostile;
+	hlog[0] = '\0';
+	struct pk_kube_informer_opts o = {
+	    .ref = {.version = "v1", .resource = "configmaps", .namespace = "ns"},
+	    .transform = transform,
+	    .release = release,
+	    .handlers = {.on_add = on_add,
+	                 .on_update = on_update,
+	                 .on_delete = on_delete,
+	                 .on_synced = on_synced},
+	    .watch_timeout_s = 30,
+	    .backoff_base_ms = 10,
+	};
+	struct pk_err err;
+	assert_int_equal(pk_kube_informer_new(cli, &o, &the_inf, &err), PK_OK);
+	assert_int_equal(pk_kube_informer_start(the_inf, &err), PK_OK);
+	/* the first list completes although one object in it cannot be decoded */
+	assert_true(pk_kube_informer_wait_synced(the_inf, 5000));
+	for (int t = 0; t < 500 && pk_kube_informer_lists(the_inf) < 2; t++)
+		fs_sleep_ms(10);
+	assert_true(pk_kube_informer_wait_synced(the_inf, 5000));
+	assert_int_equal(pk_kube_informer_lists(the_inf), 2);
+	/* b keeps its last decodable state: not reported deleted, not updated */
+	assert_string_equal(hlog, "add:ns/a@1 add:ns/b@2 add:ns/nul@3 synced add:ns/c@11 ");
+	assert_int_equal(pk_kube_informer_count(the_inf), 4);
+	long rv = 0;
+	assert_true(pk_kube_informer_get(the_inf, "ns", "b", visit, &rv));
+	assert_int_equal(rv, 2);
+	assert_false(pk_kube_informer_get(the_inf, "ns", "badkey", NULL, NULL));
+	/* badkey in the list, b in the watch, b in the relist */
+	assert_int_equal(pk_kube_informer_skipped(the_inf), 3);
+	/* the NUL in a value is stored and reported once for that version */
+	assert_int_equal(pk_kube_informer_nul_fields(the_inf), 1);
+	pk_kube_informer_free(the_inf);
+	assert_int_equal(live_items, 0);
+}
+
 static void r_down(void *ud, int i, const struct fs_request *q, struct fs_response *o)
 {
 	(void)ud;
@@ -582,6 +663,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_informer_list_watch_relist, reset),
+	    cmocka_unit_test_setup(test_informer_hostile_objects, reset),
 	    cmocka_unit_test_setup(test_informer_never_synced_when_down, reset),
 	    cmocka_unit_test_setup(test_informer_json_store, reset),
 	    cmocka_unit_test_setup(test_informer_stop_in_turn, reset),

@@ -158,7 +158,7 @@ static void test_splitter_cap_stop_reset(void **state)
 
 	/* nesting past the splitter's depth cap */
 	s = pk_kube_splitter_new(0);
-	static char deep[1200];
+	static char deep[2 * PK_KUBE_JSON_MAX_DEPTH + 100];
 	deep[0] = '{';
 	memset(deep + 1, '[', sizeof(deep) - 2);
 	assert_int_equal(pk_kube_splitter_feed(s, deep, sizeof(deep) - 1, collect, &g, &err),
@@ -504,6 +504,152 @@ static void test_watch_quiet_connection_becomes_good(void **state)
 	assert_int_equal(s.connects, 1);
 }
 
+/* ---- hostile objects: one object never stops the watch ---- */
+
+struct skips {
+	char names[512];
+	int n;
+};
+
+static void on_skip(void *ud, const char *ns, const char *name, const char *why)
+{
+	struct skips *k = ud;
+	size_t l = strlen(k->names);
+	assert_non_null(why);
+	snprintf(k->names + l, sizeof(k->names) - l, "%s/%s ", ns ? ns : "-", name ? name : "-");
+	k->n++;
+}
+
+#define HOSTILE_MAX_EVENT 4000
+
+/* Connection 0: a good event; one with "\u0000" in an annotation value (decodes); one with
+ * "\u0000" in a key, one nested past the cap, one over the event cap (all three passed over);
+ * a good one. Connection 1: ERROR 410. */
+static void r_hostile(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)q;
+	static char body[16384];
+	o->chunked = true;
+	o->chunk_size = 97;
+	if (i > 0) {
+		o->body =
+		    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":\"Expired\","
+		    "\"code\":410}}\n";
+		return;
+	}
+	size_t n = 0;
+	n += (size_t)snprintf(body + n, sizeof(body) - n, "%s", EV("ADDED", "21"));
+	n += (size_t)snprintf(body + n, sizeof(body) - n,
+	                      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"nul\","
+	                      "\"namespace\":\"t\",\"resourceVersion\":\"22\",\"annotations\":"
+	                      "{\"x\":\"a\\u0000b\"}}}}\n");
+	n += (size_t)snprintf(
+	    body + n, sizeof(body) - n,
+	    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"badkey\","
+	    "\"namespace\":\"t\",\"resourceVersion\":\"23\"},\"spec\":{\"k\\u0000\":"
+	    "1}}}\n");
+	n += (size_t)snprintf(body + n, sizeof(body) - n,
+	                      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"deep\","
+	                      "\"namespace\":\"t\",\"resourceVersion\":\"24\"},\"spec\":");
+	for (int d = 0; d < PK_KUBE_JSON_MAX_DEPTH; d++)
+		body[n++] = '[';
+	for (int d = 0; d < PK_KUBE_JSON_MAX_DEPTH; d++)
+		body[n++] = ']';
+	n += (size_t)snprintf(body + n, sizeof(body) - n, "}}\n");
+	n += (size_t)snprintf(body + n, sizeof(body) - n,
+	                      "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"annotations\":{"
+	                      "\"big\":\"");
+	memset(body + n, 'x', HOSTILE_MAX_EVENT);
+	n += HOSTILE_MAX_EVENT;
+	n +=
+	    (size_t)snprintf(body + n, sizeof(body) - n,
+	                     "\"},\"name\":\"huge\",\"namespace\":\"t\",\"resourceVersion\":\"25\"}"
+	                     "}}\n");
+	n += (size_t)snprintf(body + n, sizeof(body) - n, "%s", EV("MODIFIED", "26"));
+	assert_true(n < sizeof(body) - 1);
+	o->body = body;
+}
+
+static int on_event_nul(void *ud, const struct pk_kube_event *ev)
+{
+	const json_t *x = json_object_get(
+	    json_object_get(json_object_get(ev->object, "metadata"), "annotations"), "x");
+	if (x != NULL) {
+		/* the whole value, NUL included; as a C string it is invalid */
+		assert_int_equal(json_string_length(x), 3);
+		assert_true(pk_json_has_nul(x));
+		assert_null(pk_json_cstr(x));
+		assert_null(pk_kube_meta_str(ev->object, "annotations"));
+	}
+	return on_event(ud, ev);
+}
+
+static void test_watch_passes_over_undecodable_objects(void **state)
+{
+	(void)state;
+	cur = r_hostile;
+	struct pk_kube_ref r = {.version = "v1", .resource = "configmaps"};
+	struct seen s = {.log = ""};
+	struct skips k = {.names = ""};
+	struct pk_kube_watch_opts o = {.resource_version = "20",
+	                               .timeout_s = 60,
+	                               .backoff_base_ms = 10,
+	                               .max_event_bytes = HOSTILE_MAX_EVENT,
+	                               .on_skip = on_skip,
+	                               .skip_ud = &k};
+	char rv[64];
+	struct pk_kube_error e;
+	assert_int_equal(pk_kube_watch_run(cli, &r, &o, on_event_nul, &s, rv, sizeof(rv), &e),
+	                 PK_KUBE_GONE);
+	/* the good ones and the one with a NUL in a value arrive, in order */
+	assert_string_equal(s.log, "ADDED:21 ADDED:22 MODIFIED:26 ");
+	/* the others are reported by name, and the stream went on past them */
+	assert_string_equal(k.names, "t/badkey t/deep t/huge ");
+	assert_int_equal(srv.nreq, 2);
+	assert_non_null(strstr(srv.reqs[1].path, "&resourceVersion=26&"));
+	assert_string_equal(rv, "26");
+}
+
+/* The splitter alone: an event over the cap is named at its end, and the next one is whole. */
+struct oversized {
+	size_t len;
+	char what[256];
+};
+
+static int on_over(void *ud, size_t len, const char *type, const char *ns, const char *name,
+                   const char *rv)
+{
+	struct oversized *v = ud;
+	v->len = len;
+	snprintf(v->what, sizeof(v->what), "%s %s/%s %s", type ? type : "-", ns ? ns : "-",
+	         name ? name : "-", rv ? rv : "-");
+	return 0;
+}
+
+static void test_splitter_oversize_named(void **state)
+{
+	(void)state;
+	struct pk_kube_splitter *s = pk_kube_splitter_new(100); /* E1 fits, big does not */
+	struct oversized v = {0};
+	struct got g = {.n = 0};
+	struct pk_err err;
+	pk_kube_splitter_on_oversize(s, on_over, &v);
+	const char *big = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"annotations\":{\"a\":"
+	                  "\"0123456789012345678901234567890123456789\"},\"name\":\"n\\\"q\","
+	                  "\"namespace\":\"ns\",\"resourceVersion\":\"77\"}}}";
+	static const size_t cuts[] = {5, 40, 99, 101, 120, 0};
+	char stream[512];
+	snprintf(stream, sizeof(stream), "%s\n%s", big, E1);
+	assert_int_equal(feed_cut(s, stream, cuts, &g, &err), PK_OK);
+	assert_int_equal(v.len, strlen(big));
+	assert_string_equal(v.what, "ADDED ns/n\"q 77");
+	assert_int_equal(g.n, 1);
+	assert_string_equal(g.text[0], E1);
+	assert_int_equal(pk_kube_splitter_pending(s), 0);
+	pk_kube_splitter_free(s);
+}
+
 #define T(f) cmocka_unit_test_setup(f, reset)
 
 int main(void)
@@ -513,12 +659,14 @@ int main(void)
 	    cmocka_unit_test(test_splitter_every_cut),
 	    cmocka_unit_test(test_splitter_cap_stop_reset),
 	    cmocka_unit_test(test_event_decode),
+	    cmocka_unit_test(test_splitter_oversize_named),
 	};
 	const struct CMUnitTest net[] = {
 	    T(test_watch_resumes_then_gone),
 	    T(test_watch_http_errors),
 	    T(test_watch_stop),
 	    T(test_watch_quiet_connection_becomes_good),
+	    T(test_watch_passes_over_undecodable_objects),
 	};
 	int fails = cmocka_run_group_tests_name("splitter", pure, NULL, NULL);
 	fails += cmocka_run_group_tests_name("watch", net, setup, teardown);

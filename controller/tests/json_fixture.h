@@ -21,7 +21,7 @@ static inline json_t *load(const char *text)
 		if (*p == '\'')
 			*p = '"';
 	json_error_t e;
-	json_t *j = json_loads(s, JSON_DECODE_ANY, &e);
+	json_t *j = json_loads(s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
 	if (j == NULL)
 		fail_msg("fixture does not parse: %s: %s", e.text, s);
 	free(s);

@@ -259,13 +259,45 @@ static void test_pool_quarantine(void **state)
 	json_decref(q);
 }
 
+/* A NUL inside a string makes that field invalid: it never reads as the shorter string. */
+static void test_nul_fields_invalid(void **state)
+{
+	(void)state;
+	/* a claim whose uid holds a NUL: no owner reference can name it */
+	json_t *claim = load("{'metadata':{'name':'m','namespace':'t','uid':'u\\u0000-other'}}");
+	struct pk_ipaddress_spec s = {
+	    "ipam.cluster.x-k8s.io/v1beta2", "10.0.0.5", 24, NULL, "IPPool", "nodes", "p-1"};
+	assert_null(pk_objects_ipaddress(claim, &s));
+	json_decref(claim);
+	/* "ours\u0000" is not our finalizer: nothing to remove, ours still to add */
+	json_t *obj = load("{'metadata':{'resourceVersion':'5','finalizers':["
+	                   "'ipam.poolkeeper.io/release-address\\u0000x']}}");
+	assert_false(pk_objects_has_finalizer(obj, "ipam.poolkeeper.io/release-address"));
+	assert_null(pk_objects_finalizer_remove_patch(obj, "ipam.poolkeeper.io/release-address"));
+	json_t *p = pk_objects_finalizer_add_patch(obj, "ipam.poolkeeper.io/release-address");
+	assert_non_null(p);
+	json_decref(p);
+	json_decref(obj);
+	/* a resourceVersion holding a NUL cannot guard a patch */
+	obj = load("{'metadata':{'resourceVersion':'5\\u0000','finalizers':[]}}");
+	assert_null(pk_objects_finalizer_add_patch(obj, "ipam.poolkeeper.io/release-address"));
+	json_decref(obj);
+	/* a condition whose message holds a NUL is not "the same": it is written again */
+	json_t *conds =
+	    load("[{'type':'Ready','status':'True','reason':'Allocated',"
+	         "'message':'ok\\u0000x','lastTransitionTime':'2026-01-02T03:04:05Z'}]");
+	struct pk_condition c = {"Ready", true, "Allocated", "ok", -1, false};
+	assert_false(pk_objects_condition_same(conds, &c));
+	json_decref(conds);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_time_text),       cmocka_unit_test(test_finalizer_patches),
 	    cmocka_unit_test(test_conditions),      cmocka_unit_test(test_claim_status_patch),
 	    cmocka_unit_test(test_ipaddress),       cmocka_unit_test(test_pool_status_patch),
-	    cmocka_unit_test(test_pool_quarantine),
+	    cmocka_unit_test(test_pool_quarantine), cmocka_unit_test(test_nul_fields_invalid),
 	};
 	return cmocka_run_group_tests_name("objects", tests, NULL, NULL);
 }

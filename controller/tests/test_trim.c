@@ -640,6 +640,25 @@ static const struct change changes[] = {
     {CLUSTER_, {"spec"}, NULL},
     {CLUSTER_, {"spec", "paused"}, "'true'"},
     {CLUSTER_, {"spec", "paused"}, "1"},
+    /* a NUL inside a string the controller reads: that field is invalid, in the whole
+     * object and the trimmed one alike */
+    {CLAIM_, {"spec", "poolRef", "name"}, "'nodes\\u0000x'"},
+    {CLAIM_, {"spec", "poolRef", "kind"}, "'IPPool\\u0000'"},
+    {CLAIM_, {"spec", "clusterName"}, "'prod\\u0000'"},
+    {CLAIM_, {"metadata", "finalizers", "1"}, "'ipam.poolkeeper.io/release-address\\u0000'"},
+    {CLAIM_, {"metadata", "labels", PK_CLUSTER_NAME_LABEL}, "'\\u0000prod'"},
+    {CLAIM_, {"status", "addressRef", "name"}, "'prod-md-0-x7k2p-ip-0\\u0000'"},
+    {CLAIM_, {"status", "conditions", "0", "message"}, "'a\\u0000b'"},
+    {ADDRESS_, {"spec", "address"}, "'10.0.0.5\\u0000x'"},
+    {ADDRESS_,
+     {"metadata", "ownerReferences", "0", "uid"},
+     "'5b0c7a1e-0000-4000-8000-000000000001\\u0000'"},
+    {ADDRESS_, {"metadata", "ownerReferences", "0", "kind"}, "'IPAddressClaim\\u0000'"},
+    {POOL_, {"metadata", "annotations", PK_PAUSED_ANNOTATION}, "'\\u0000'"},
+    {POOL_,
+     {"status", "quarantinedAddresses"},
+     "[{'address':'10.0.0.9\\u0000','until':'2099-01-01T00:00:00Z'}]"},
+    {CLUSTER_, {"metadata", "annotations", PK_PAUSED_ANNOTATION}, "'x\\u0000'"},
 };
 
 static void test_readers_agree(void **state)
@@ -689,6 +708,30 @@ static void test_readers_agree_without_the_others(void **state)
 	free_all(&w);
 }
 
+/* Strings holding a NUL are kept whole (length and all), never cut at the NUL. */
+static void test_nul_strings_kept_whole(void **state)
+{
+	(void)state;
+	json_t *a = load("{'metadata':{'name':'a','namespace':'t'},'spec':{'address':"
+	                 "'10.0.0.5\\u0000x','poolRef':{'name':'p\\u0000q'}}}");
+	json_t *t = pk_trim_address(a);
+	const json_t *addr = json_object_get(json_object_get(t, "spec"), "address");
+	assert_int_equal(json_string_length(addr), 10);
+	assert_memory_equal(json_string_value(addr), "10.0.0.5\0x", 10);
+	assert_null(pk_json_cstr(addr));
+	assert_true(json_equal(json_object_get(a, "spec"), json_object_get(t, "spec")));
+	/* and through the packed store */
+	unsigned char *b;
+	size_t n;
+	assert_int_equal(pk_jpack_encode(t, &b, &n), PK_OK);
+	json_t *back = pk_jpack_decode(b, n);
+	assert_true(json_equal(back, t));
+	free(b);
+	json_decref(back);
+	json_decref(t);
+	json_decref(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -696,6 +739,7 @@ int main(void)
 	    cmocka_unit_test(test_annotations_kept),
 	    cmocka_unit_test(test_shares_nothing),
 	    cmocka_unit_test(test_not_objects),
+	    cmocka_unit_test(test_nul_strings_kept_whole),
 	    cmocka_unit_test(test_readers_agree),
 	    cmocka_unit_test(test_readers_agree_on_changed_and_malformed_objects),
 	    cmocka_unit_test(test_readers_agree_without_the_others),
