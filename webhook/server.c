@@ -300,6 +300,16 @@ static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, co
 		                  "{\"error\":\"method not allowed: use POST\"}", "POST");
 	long long clen = content_length(conn);
 	/*
+	 * The apiserver always sends Content-Length. Answering a chunked upload
+	 * here, before its body, also keeps libmicrohttpd's own (HTML) answers
+	 * to broken chunk framing from being reached.
+	 */
+	if (clen < 0) {
+		pk_metrics_observe_request(s->cfg.metrics, ep, PK_METRICS_ERROR, 0);
+		return send_error(s, conn, MHD_HTTP_LENGTH_REQUIRED,
+		                  "{\"error\":\"Content-Length is required\"}", NULL);
+	}
+	/*
 	 * Too big and announced: answer before the body when the client waits for
 	 * 100 Continue or the body is not worth reading; otherwise the body is
 	 * read and dropped first, so a client that writes it all before reading
