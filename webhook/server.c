@@ -47,9 +47,10 @@ struct request {
 	struct timespec start;
 	enum pk_admission_endpoint endpoint;
 	char *body;
-	size_t len;      /* bytes kept in body */
-	size_t cap;      /* bytes allocated */
-	size_t received; /* bytes seen, kept or not */
+	size_t len;       /* bytes kept in body */
+	size_t cap;       /* bytes allocated */
+	size_t received;  /* bytes seen, kept or not */
+	size_t announced; /* Content-Length, when within the cap */
 	bool too_big;
 	bool late;   /* body still arriving after request_timeout */
 	bool costly; /* used enough memory to be worth handing back afterwards */
@@ -252,7 +253,8 @@ static enum MHD_Result take_body(struct pk_server *s, struct request *rq, const 
 		return MHD_YES;
 	}
 	if (rq->len + n + 1 > rq->cap) {
-		size_t ncap = rq->cap ? rq->cap : 16384;
+		/* The announced length, at once: no doubling, no copies, no 2 MiB + 3 MiB peak. */
+		size_t ncap = rq->cap ? rq->cap : rq->announced + 1;
 		while (ncap < rq->len + n + 1)
 			ncap *= 2;
 		if (ncap > PK_ADMISSION_MAX_BODY + 1)
@@ -327,6 +329,7 @@ static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, co
 	clock_gettime(CLOCK_MONOTONIC, &rq->start);
 	rq->endpoint = ep;
 	rq->too_big = clen > (long long)PK_ADMISSION_MAX_BODY;
+	rq->announced = rq->too_big ? 0 : (size_t)clen;
 	*con_cls = rq;
 	atomic_fetch_add(&s->in_flight, 1);
 	return MHD_YES;

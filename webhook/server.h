@@ -45,7 +45,7 @@
  * that needs more is answered 413 naming this limit. A real AdmissionReview
  * of PK_ADMISSION_MAX_BODY bytes takes a few times its size.
  */
-#define PK_SERVER_PARSE_BUDGET (16u * 1024u * 1024u)
+#define PK_SERVER_PARSE_BUDGET (8u * 1024u * 1024u)
 
 struct pk_server_config {
 	struct pk_hostport webhook_address; /* port 0: any free port (see pk_server_port) */

@@ -638,7 +638,7 @@ static void test_hostile_clients(void **state)
 	many[len - 1] = ']';
 	tls_post(n, many, len, buf, sizeof(buf));
 	if (strncmp(buf, "HTTP/1.1 413", 12) != 0 || strstr(buf, "application/json") == NULL ||
-	    strstr(buf, "16777216 are allowed") == NULL)
+	    strstr(buf, "8388608 are allowed") == NULL)
 		fail_msg("want a 413 JSON error naming the parse limit, got: %.400s", buf);
 	/* Ten thousand values parse, and are refused for what they are. */
 	many[30000] = ']';
