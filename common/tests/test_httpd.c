@@ -370,6 +370,54 @@ static void test_limit_closes_at_once(void **state)
 	pk_httpd_stop(h);
 }
 
+/*
+ * The protocol errors libmicrohttpd answers itself, before any handler sees
+ * a request (docs/webhook.md lists them): their statuses, and the
+ * connection closed after them. The handler never runs.
+ */
+static void test_library_errors(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_echo(&e, 16, 5);
+	uint16_t port = pk_httpd_port(h);
+	static char huge[20000];
+	memset(huge, 'a', sizeof(huge) - 1);
+	struct {
+		const char *head, *tail;
+		int status;
+	} cases[] = {
+	    {"GARBAGE LINE\r\n\r\n", "", 400},
+	    {"GET / HTTP/1.1\r\nHost: t\r\nNoColonHere\r\n\r\n", "", 400},
+	    {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n", "", 400},
+	    {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n", "",
+	     413},
+	    {"GET / HTTP/1.1\r\nHost: t\r\nX-Big: ", "\r\n\r\n", 431},
+	    {"GET /", " HTTP/1.1\r\nHost: t\r\n\r\n", 414},
+	    {"GET / HTTP/2.0\r\nHost: t\r\n\r\n", "", 505},
+	    {"GET / HTTP/0.9\r\nHost: t\r\n\r\n", "", 505},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = dial(port);
+		say(fd, cases[i].head);
+		if (cases[i].tail[0] != '\0') {
+			(void)send(fd, huge, strlen(huge), MSG_NOSIGNAL);
+			(void)send(fd, cases[i].tail, strlen(cases[i].tail), MSG_NOSIGNAL);
+		}
+		char buf[4096];
+		hear(fd, buf, sizeof(buf), 3);
+		close(fd);
+		char want[32];
+		snprintf(want, sizeof(want), "HTTP/1.1 %d ", cases[i].status);
+		if (strncmp(buf, want, strlen(want)) != 0 ||
+		    strstr(buf, "Connection: close") == NULL)
+			fail_msg("case %zu: want %s with Connection: close, got: %.200s", i, want,
+			         buf);
+	}
+	assert_int_equal(e.requests, 0);
+	pk_httpd_stop(h);
+}
+
 static void test_start_errors(void **state)
 {
 	(void)state;
@@ -409,6 +457,7 @@ int main(void)
 	    cmocka_unit_test(test_request_deadline),
 	    cmocka_unit_test(test_limit_makes_room),
 	    cmocka_unit_test(test_limit_closes_at_once),
+	    cmocka_unit_test(test_library_errors),
 	    cmocka_unit_test(test_start_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
