@@ -2,21 +2,16 @@
  * main.c - poolkeeper-controller: flags, API access, leader election, the
  * health and metrics listeners, signals. The reconciler is reconcile.c's.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "flags.h"
+#include "httpd.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_lease.h"
@@ -202,152 +197,19 @@ static int parse_options(int argc, char **argv, struct options *o, struct pk_err
 	                           err);
 }
 
-/* ---- health and metrics listeners: plain HTTP/1.0, one short request per connection ---- */
+/* ---- health and metrics: the shared listeners (httpd.h) ---- */
 
-struct listeners {
-	int health_fd, metrics_fd;
-	int wake[2];
-	pthread_t thread;
-	struct pk_controller *ctl;
-	atomic_int live;
-};
-
-/* A listening socket on `at`; *bound is the port it got. -1 with err on failure. */
-static int listen_on(const struct pk_hostport *at, unsigned *bound, struct pk_err *err)
+static bool probe_ready(void *ud, char *why, size_t len)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	bool any;
-	pk_hostport_sockaddr(at, &ss, &sl, &any);
-	int fd = -1;
-	if (any) {
-		/* Every address: dual-stack [::], or 0.0.0.0 on a host without IPv6. */
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-		s6->sin6_family = AF_INET6;
-		s6->sin6_addr = in6addr_any;
-		s6->sin6_port = htons(at->port);
-		sl = sizeof(*s6);
-		fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int off = 0;
-		if (fd >= 0)
-			(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-		else if (errno == EAFNOSUPPORT) {
-			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-			memset(&ss, 0, sizeof(ss));
-			s4->sin_family = AF_INET;
-			s4->sin_addr.s_addr = htonl(INADDR_ANY);
-			s4->sin_port = htons(at->port);
-			sl = sizeof(*s4);
-		}
-	}
-	if (fd < 0)
-		fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	char where[INET6_ADDRSTRLEN + 16];
-	pk_hostport_format(at, where, sizeof(where));
-	if (fd < 0)
-		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s: %s", where,
-		                  strerror(errno));
-	int one = 1;
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 64) != 0) {
-		int en = errno;
-		close(fd);
-		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s: %s", where,
-		                  strerror(en));
-	}
-	struct sockaddr_storage got;
-	socklen_t gl = sizeof(got);
-	if (getsockname(fd, (struct sockaddr *)&got, &gl) == 0)
-		*bound = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
-		                                        : ((struct sockaddr_in6 *)&got)->sin6_port);
-	return fd;
+	if (pk_controller_ready(ud))
+		return true;
+	snprintf(why, len, "informers not synced");
+	return false;
 }
 
-static int write_all(int fd, const char *p, size_t n)
+static char *probe_metrics(void *ud, size_t *len)
 {
-	struct pollfd w = {.fd = fd, .events = POLLOUT};
-	while (n > 0) {
-		ssize_t r = write(fd, p, n);
-		if (r < 0 && (errno == EAGAIN || errno == EINTR) && poll(&w, 1, 2000) == 1)
-			continue;
-		if (r <= 0)
-			return -1;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static void answer(int fd, bool metrics, struct listeners *l)
-{
-	char req[2048];
-	size_t n = 0;
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	/* A request line and headers, capped; a slow client gets 2 s. */
-	while (n < sizeof(req) - 1 && poll(&p, 1, 2000) == 1) {
-		ssize_t r = read(fd, req + n, sizeof(req) - 1 - n);
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-		req[n] = '\0';
-		if (strstr(req, "\r\n\r\n") != NULL || strstr(req, "\n\n") != NULL)
-			break;
-	}
-	req[n] = '\0';
-	char small[64];
-	char *body = small, *big = NULL;
-	const char *status = "200 OK";
-	size_t blen;
-	if (metrics && strncmp(req, "GET /metrics", 12) == 0) {
-		big = pk_controller_metrics(l->ctl, &blen);
-		if (big != NULL) {
-			body = big;
-		} else {
-			status = "500 Internal Server Error";
-			blen = (size_t)snprintf(small, sizeof(small), "out of memory\n");
-		}
-	} else if (!metrics && strncmp(req, "GET /healthz", 12) == 0) {
-		blen = (size_t)snprintf(small, sizeof(small), "ok\n");
-	} else if (!metrics && strncmp(req, "GET /readyz", 11) == 0) {
-		bool ready = pk_controller_ready(l->ctl);
-		status = ready ? "200 OK" : "503 Service Unavailable";
-		blen = (size_t)snprintf(small, sizeof(small),
-		                        ready ? "ok\n" : "informers not synced\n");
-	} else {
-		status = "404 Not Found";
-		blen = (size_t)snprintf(small, sizeof(small), "not found\n");
-	}
-	char head[256];
-	int hl = snprintf(head, sizeof(head),
-	                  "HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4\r\n"
-	                  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-	                  status, blen);
-	if (write(fd, head, (size_t)hl) == hl && write_all(fd, body, blen) != 0)
-		pk_log_debug("cannot answer",
-		             PK_LOG_STR("listener", metrics ? "metrics" : "health"));
-	free(big);
-}
-
-static void *listeners_main(void *arg)
-{
-	struct listeners *l = arg;
-	while (atomic_load(&l->live)) {
-		struct pollfd p[3] = {{.fd = l->health_fd, .events = POLLIN},
-		                      {.fd = l->metrics_fd, .events = POLLIN},
-		                      {.fd = l->wake[0], .events = POLLIN}};
-		if (poll(p, 3, 1000) <= 0)
-			continue;
-		for (int i = 0; i < 2; i++) {
-			if (!(p[i].revents & POLLIN))
-				continue;
-			int fd = accept(p[i].fd, NULL, NULL);
-			if (fd < 0)
-				continue;
-			answer(fd, i == 1, l);
-			close(fd);
-		}
-	}
-	return NULL;
+	return pk_controller_metrics(ud, len);
 }
 
 /* ---- leadership ---- */
@@ -450,8 +312,7 @@ int main(int argc, char **argv)
 	struct pk_kube_client *client = NULL;
 	struct pk_controller *ctl = NULL;
 	struct pk_kube_elector *el = NULL;
-	struct listeners ls = {.health_fd = -1, .metrics_fd = -1, .wake = {-1, -1}};
-	bool ls_started = false;
+	struct pk_httpd_probes *probes = NULL;
 	struct leader ld = {0};
 	struct pk_kube_log klog;
 	char claim_buf[16], cluster_buf[16];
@@ -501,37 +362,24 @@ int main(int argc, char **argv)
 		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
 		goto out;
 	}
-	ls.ctl = ctl;
-	unsigned hp = 0, mp = 0;
-	int fd = listen_on(&o.health, &hp, &err);
-	if (fd < 0) {
-		pk_log_error("cannot start", PK_LOG_STR("listener", "health"),
-		             PK_LOG_STR("error", err.msg));
+	struct pk_httpd_probes_config pc = {.health_address = o.health,
+	                                    .metrics_address = o.metrics,
+	                                    .metrics_off = o.metrics_off,
+	                                    .ready = probe_ready,
+	                                    .metrics = probe_metrics,
+	                                    .ud = ctl};
+	if (pk_httpd_probes_start(&pc, &probes, &err) != PK_OK) {
+		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
 		goto out;
 	}
-	ls.health_fd = fd;
-	if (!o.metrics_off && (fd = listen_on(&o.metrics, &mp, &err)) < 0) {
-		pk_log_error("cannot start", PK_LOG_STR("listener", "metrics"),
-		             PK_LOG_STR("error", err.msg));
-		goto out;
-	}
-	ls.metrics_fd = o.metrics_off ? -1 : fd;
-	if (pipe(ls.wake) != 0) {
-		pk_log_errno(PK_LOG_ERROR, "cannot start");
-		goto out;
-	}
-	atomic_store(&ls.live, 1);
-	if (pthread_create(&ls.thread, NULL, listeners_main, &ls) != 0) {
-		pk_log_error("cannot start the listener thread");
-		goto out;
-	}
-	ls_started = true;
-	pk_log_info("listening", PK_LOG_STR("listener", "health"), PK_LOG_UINT("port", hp),
+	pk_log_info("listening", PK_LOG_STR("listener", "health"),
+	            PK_LOG_UINT("port", pk_httpd_probes_port(probes, false)),
 	            PK_LOG_STR("address", *o.health.host ? o.health.host : "all"));
 	if (o.metrics_off)
 		pk_log_info("metrics off", PK_LOG_STR("flag", "--metrics-bind-address=0"));
 	else
-		pk_log_info("listening", PK_LOG_STR("listener", "metrics"), PK_LOG_UINT("port", mp),
+		pk_log_info("listening", PK_LOG_STR("listener", "metrics"),
+		            PK_LOG_UINT("port", pk_httpd_probes_port(probes, true)),
 		            PK_LOG_STR("address", *o.metrics.host ? o.metrics.host : "all"));
 
 	if (pk_controller_start(ctl, &err) != PK_OK) {
@@ -624,20 +472,8 @@ out:
 		pk_kube_elector_stop(el);
 		pk_kube_elector_free(el);
 	}
-	if (ls_started) {
-		atomic_store(&ls.live, 0);
-		if (write(ls.wake[1], "x", 1) < 0)
-			pk_log_debug("wake failed");
-		pthread_join(ls.thread, NULL);
-	}
-	if (ls.health_fd >= 0)
-		close(ls.health_fd);
-	if (ls.metrics_fd >= 0)
-		close(ls.metrics_fd);
-	if (ls.wake[0] >= 0) {
-		close(ls.wake[0]);
-		close(ls.wake[1]);
-	}
+	/* The listeners read the controller: they stop before it is freed. */
+	pk_httpd_probes_stop(probes);
 	pk_controller_free(ctl);
 	pk_kube_client_free(client);
 	pk_kube_config_free(cfg);

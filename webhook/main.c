@@ -2,6 +2,7 @@
  * main.c - poolkeeper-webhook: flags, start-up, signals. The listeners are
  * server.c's, the certificate watch certs.c's, the decisions admission.c's.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -143,6 +144,10 @@ int main(int argc, char **argv)
 	 * reads every AdmissionReview. It is read at the first handshake, so
 	 * removing it here, before any listener starts, keeps the keys out. */
 	bool keylog = getenv("SSLKEYLOGFILE") != NULL;
+	/* A fixed threshold: request bodies (up to 3 MiB) are mapped and unmapped
+	 * on their own instead of raising glibc's moving threshold and staying in
+	 * the worker threads' heaps after the request. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	if (keylog)
 		unsetenv("SSLKEYLOGFILE");
 	struct options o;

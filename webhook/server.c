@@ -13,8 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <malloc.h>
 #include <microhttpd.h>
+#include <pthread.h>
 
+#include "httpd.h"
 #include "log.h"
 
 /*
@@ -29,14 +32,14 @@
 
 struct pk_server {
 	struct pk_server_config cfg;
-	struct MHD_Daemon *webhook;
-	struct MHD_Daemon *health;
-	struct MHD_Daemon *metrics;
+	struct pk_httpd *webhook;
+	struct pk_httpd_probes *probes;
 	uint16_t ports[3];
 	atomic_bool ready;
 	atomic_bool stopping;
 	atomic_uint in_flight;
-	char too_big_json[96]; /* the 413 body, naming the limit */
+	char too_big_json[96];   /* the 413 body, naming the limit */
+	char too_deep_json[200]; /* the 413 body of a parse over its memory budget */
 };
 
 /* One admission request, from its headers to its answer (MHD's con_cls). */
@@ -44,11 +47,13 @@ struct request {
 	struct timespec start;
 	enum pk_admission_endpoint endpoint;
 	char *body;
-	size_t len;      /* bytes kept in body */
-	size_t cap;      /* bytes allocated */
-	size_t received; /* bytes seen, kept or not */
+	size_t len;       /* bytes kept in body */
+	size_t cap;       /* bytes allocated */
+	size_t received;  /* bytes seen, kept or not */
+	size_t announced; /* Content-Length, when within the cap */
 	bool too_big;
-	bool late; /* body still arriving after request_timeout */
+	bool late;   /* body still arriving after request_timeout */
+	bool costly; /* used enough memory to be worth handing back afterwards */
 };
 
 static double seconds_since(const struct timespec *t)
@@ -70,28 +75,63 @@ void pk_server_default_config(struct pk_server_config *cfg)
 	cfg->idle_timeout = 120;
 }
 
+/* ---- the parse budget ---- */
+
+/*
+ * jansson's allocator is process-wide (json_set_alloc_funcs); the budget
+ * is per thread and armed only while a request body is test-parsed, so
+ * every other use of jansson (the lookups, the admission module) is
+ * unaffected. Allocations are counted, frees are not: the figure is what
+ * the parse asked for in total, a bound on what it can hold.
+ */
+static _Thread_local struct {
+	size_t used, limit; /* limit 0: not armed */
+	bool over;
+} budget;
+
+static void *budget_malloc(size_t n)
+{
+	if (budget.limit != 0) {
+		if (budget.over || n > budget.limit - budget.used) {
+			budget.over = true;
+			return NULL;
+		}
+		budget.used += n;
+	}
+	return malloc(n);
+}
+
+static void install_budget(void)
+{
+	json_set_alloc_funcs(budget_malloc, free);
+}
+
+/*
+ * True when the body parses within PK_SERVER_PARSE_BUDGET bytes, or fails
+ * to parse for another reason (the admission module then names it). A
+ * million empty objects in 3 MB would otherwise take 250 MB.
+ */
+static bool parse_fits(const char *body, size_t len, size_t *used)
+{
+	budget.used = 0;
+	budget.over = false;
+	budget.limit = PK_SERVER_PARSE_BUDGET;
+	json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+	bool over = budget.over;
+	*used = budget.used;
+	budget.limit = 0;
+	json_decref(doc);
+	return !over;
+}
+
 /* ---- responses ---- */
 
 static enum MHD_Result send_buffer(struct pk_server *s, struct MHD_Connection *conn,
                                    unsigned status, char *body, size_t len, bool owned,
                                    const char *content_type, const char *allow)
 {
-	struct MHD_Response *r =
-	    owned ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
-	          : MHD_create_response_from_buffer(len, body, MHD_RESPMEM_PERSISTENT);
-	if (r == NULL) {
-		if (owned)
-			free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-	if (allow != NULL)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-	if (s != NULL && atomic_load(&s->stopping))
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-	enum MHD_Result ret = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return pk_httpd_respond(conn, status, content_type, body, len, owned, allow,
+	                        atomic_load(&s->stopping));
 }
 
 /* A constant {"error": ...} body. */
@@ -109,23 +149,20 @@ static enum MHD_Result send_json(struct pk_server *s, struct MHD_Connection *con
 	if (text == NULL)
 		return send_error(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 		                  "{\"error\":\"cannot encode the response\"}", NULL);
-	/* jansson allocates with malloc (no custom allocator is installed). */
+	/* jansson allocates with malloc (budget_malloc ends in malloc). */
 	return send_buffer(s, conn, status, text, strlen(text), true, "application/json", NULL);
 }
 
 /* ---- the admission listener ---- */
 
-/* The Content-Length the client announced, or -1 when absent or unreadable. */
+/* The Content-Length the client announced (libmicrohttpd has checked its syntax), or -1. */
 static long long content_length(struct MHD_Connection *conn)
 {
 	const char *v =
 	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (v == NULL || *v < '0' || *v > '9')
-		return -1;
-	errno = 0;
-	char *end;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (errno != 0 || *end != '\0' || n > (unsigned long long)INT64_MAX)
+	uint64_t n;
+	struct pk_err e;
+	if (v == NULL || pk_parse_uint(v, 0, INT64_MAX, &n, &e) != PK_OK)
 		return -1;
 	return (long long)n;
 }
@@ -135,11 +172,6 @@ static bool expects_continue(struct MHD_Connection *conn)
 {
 	const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
 	return v != NULL && strcasecmp(v, "100-continue") == 0;
-}
-
-static void set_timeout(struct MHD_Connection *conn, unsigned seconds)
-{
-	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
 }
 
 static enum pk_metrics_result result_of(int status, const json_t *resp)
@@ -164,6 +196,16 @@ static enum MHD_Result finish_request(struct pk_server *s, struct MHD_Connection
 		return send_error(s, conn, MHD_HTTP_REQUEST_TIMEOUT,
 		                  "{\"error\":\"request body took longer than the read timeout\"}",
 		                  NULL);
+	}
+	size_t used = 0;
+	bool fits = parse_fits(rq->body ? rq->body : "", rq->len, &used);
+	rq->costly = used > PK_SERVER_PARSE_BUDGET / 8;
+	if (!fits) {
+		pk_metrics_observe_request(s->cfg.metrics, rq->endpoint, PK_METRICS_ERROR,
+		                           seconds_since(&rq->start));
+		pk_log_debug("admission request refused: parsing it takes too much memory",
+		             PK_LOG_UINT("bytes", rq->len));
+		return send_error(s, conn, MHD_HTTP_CONTENT_TOO_LARGE, s->too_deep_json, NULL);
 	}
 	int status = 500;
 	json_t *resp = NULL;
@@ -211,7 +253,8 @@ static enum MHD_Result take_body(struct pk_server *s, struct request *rq, const 
 		return MHD_YES;
 	}
 	if (rq->len + n + 1 > rq->cap) {
-		size_t ncap = rq->cap ? rq->cap : 16384;
+		/* The announced length, at once: no doubling, no copies, no 2 MiB + 3 MiB peak. */
+		size_t ncap = rq->cap ? rq->cap : rq->announced + 1;
 		while (ncap < rq->len + n + 1)
 			ncap *= 2;
 		if (ncap > PK_ADMISSION_MAX_BODY + 1)
@@ -229,11 +272,9 @@ static enum MHD_Result take_body(struct pk_server *s, struct request *rq, const 
 }
 
 static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                      const char *method, const char *version,
-                                      const char *upload_data, size_t *upload_data_size,
-                                      void **con_cls)
+                                      const char *method, const char *upload_data,
+                                      size_t *upload_data_size, void **con_cls)
 {
-	(void)version;
 	struct pk_server *s = cls;
 	struct request *rq = *con_cls;
 	if (rq != NULL) {
@@ -261,6 +302,16 @@ static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, co
 		                  "{\"error\":\"method not allowed: use POST\"}", "POST");
 	long long clen = content_length(conn);
 	/*
+	 * The apiserver always sends Content-Length. Answering a chunked upload
+	 * here, before its body, also keeps libmicrohttpd's own (HTML) answers
+	 * to broken chunk framing from being reached.
+	 */
+	if (clen < 0) {
+		pk_metrics_observe_request(s->cfg.metrics, ep, PK_METRICS_ERROR, 0);
+		return send_error(s, conn, MHD_HTTP_LENGTH_REQUIRED,
+		                  "{\"error\":\"Content-Length is required\"}", NULL);
+	}
+	/*
 	 * Too big and announced: answer before the body when the client waits for
 	 * 100 Continue or the body is not worth reading; otherwise the body is
 	 * read and dropped first, so a client that writes it all before reading
@@ -278,117 +329,57 @@ static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, co
 	clock_gettime(CLOCK_MONOTONIC, &rq->start);
 	rq->endpoint = ep;
 	rq->too_big = clen > (long long)PK_ADMISSION_MAX_BODY;
+	rq->announced = rq->too_big ? 0 : (size_t)clen;
 	*con_cls = rq;
 	atomic_fetch_add(&s->in_flight, 1);
-	set_timeout(conn, s->cfg.request_timeout);
 	return MHD_YES;
 }
 
 static void webhook_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                               enum MHD_RequestTerminationCode toe)
 {
+	(void)conn;
+	(void)toe;
 	struct pk_server *s = cls;
 	struct request *rq = *con_cls;
 	if (rq == NULL)
 		return;
 	*con_cls = NULL;
+	bool costly = rq->costly || rq->cap > PK_ADMISSION_MAX_BODY / 4;
 	free(rq->body);
 	free(rq);
 	atomic_fetch_sub(&s->in_flight, 1);
-	/* The connection lives on for the next request only after a clean answer. */
-	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-		set_timeout(conn, s->cfg.idle_timeout);
+	/* glibc keeps what a thread freed in that thread's arena; a large
+	 * request's memory goes back to the system rather than staying with
+	 * each worker thread for ever. */
+	if (costly)
+		malloc_trim(0);
 }
 
 /* Gives a closing TLS connection's certificate pair reference back. */
-static void webhook_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
-                           enum MHD_ConnectionNotificationCode toe)
+static void webhook_closed(void *cls, struct MHD_Connection *conn)
 {
-	(void)socket_context;
 	struct pk_server *s = cls;
-	if (toe != MHD_CONNECTION_NOTIFY_CLOSED)
-		return;
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	if (ci != NULL && ci->tls_session != NULL)
 		pk_certs_session_closed(s->cfg.certs, (gnutls_session_t)ci->tls_session);
 }
 
-/* ---- health and metrics listeners ---- */
-
-static enum MHD_Result health_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                     const char *method, const char *version,
-                                     const char *upload_data, size_t *upload_data_size,
-                                     void **con_cls)
-{
-	(void)version;
-	(void)upload_data;
-	(void)upload_data_size;
-	(void)con_cls;
-	struct pk_server *s = cls;
-	bool head = !strcmp(method, MHD_HTTP_METHOD_HEAD);
-	if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz")) {
-		if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && !head)
-			return send_buffer(NULL, conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-			                   (char *)(uintptr_t) "method not allowed\n", 19, false,
-			                   "text/plain", "GET, HEAD");
-		if (!strcmp(url, "/readyz") && !pk_server_ready(s))
-			return send_buffer(NULL, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
-			                   (char *)(uintptr_t) "not ready\n", 10, false,
-			                   "text/plain", NULL);
-		return send_buffer(NULL, conn, MHD_HTTP_OK, (char *)(uintptr_t) "ok\n", 3, false,
-		                   "text/plain", NULL);
-	}
-	return send_buffer(NULL, conn, MHD_HTTP_NOT_FOUND, (char *)(uintptr_t) "not found\n", 10,
-	                   false, "text/plain", NULL);
-}
-
-static enum MHD_Result metrics_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                      const char *method, const char *version,
-                                      const char *upload_data, size_t *upload_data_size,
-                                      void **con_cls)
-{
-	(void)version;
-	(void)upload_data;
-	(void)upload_data_size;
-	(void)con_cls;
-	struct pk_server *s = cls;
-	if (strcmp(url, "/metrics") != 0)
-		return send_buffer(NULL, conn, MHD_HTTP_NOT_FOUND,
-		                   (char *)(uintptr_t) "not found\n", 10, false, "text/plain",
-		                   NULL);
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return send_buffer(NULL, conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-		                   (char *)(uintptr_t) "method not allowed\n", 19, false,
-		                   "text/plain", "GET, HEAD");
-	size_t len = 0;
-	char *text = s->cfg.metrics ? pk_metrics_render(s->cfg.metrics, &len) : NULL;
-	if (text == NULL)
-		return send_buffer(NULL, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
-		                   (char *)(uintptr_t) "metrics unavailable\n", 20, false,
-		                   "text/plain", NULL);
-	return send_buffer(NULL, conn, MHD_HTTP_OK, text, len, true,
-	                   "text/plain; version=0.0.4; charset=utf-8", NULL);
-}
-
 /* ---- start and stop ---- */
 
-static void mhd_log(void *cls, const char *fmt, va_list ap) PK_PRINTF(2, 0);
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+static bool server_ready(void *ud, char *why, size_t len)
 {
-	const struct pk_server *s = cls;
-	/* Before start-up finishes these explain a failure; afterwards they are
-	 * mostly clients misbehaving (failed handshakes), which are not ours to
-	 * shout about. */
-	enum pk_log_level level = pk_server_ready(s) ? PK_LOG_DEBUG : PK_LOG_WARN;
-	if (!pk_log_enabled(level))
-		return;
-	char buf[512];
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	size_t n = strlen(buf);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		buf[--n] = '\0';
-	pk_log_write(level, 0, "libmicrohttpd", PK_LOG_STR("detail", buf), PK_LOG_END);
+	if (pk_server_ready(ud))
+		return true;
+	snprintf(why, len, "not ready");
+	return false;
+}
+
+static char *server_metrics(void *ud, size_t *len)
+{
+	const struct pk_server *s = ud;
+	return s->cfg.metrics != NULL ? pk_metrics_render(s->cfg.metrics, len) : NULL;
 }
 
 static unsigned default_threads(void)
@@ -397,78 +388,38 @@ static unsigned default_threads(void)
 	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
-static unsigned family_flags(const struct sockaddr_storage *ss, bool any, bool dual)
-{
-	if (any)
-		return dual ? MHD_USE_DUAL_STACK : 0;
-	return ss->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
-}
-
-static struct MHD_Daemon *start_plain(struct pk_server *s, const struct pk_hostport *at,
-                                      MHD_AccessHandlerCallback handler)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	bool any;
-	pk_hostport_sockaddr(at, &ss, &sl, &any);
-	const struct sockaddr *sa = any ? NULL : (const struct sockaddr *)&ss;
-	struct MHD_Daemon *d = NULL;
-	for (int dual = 1; dual >= 0 && d == NULL; dual--) {
-		unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-		                 MHD_USE_ERROR_LOG | family_flags(&ss, any, dual);
-		d = MHD_start_daemon(
-		    flags, at->port, NULL, NULL, handler, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT,
-		    (unsigned)30, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
-		    sa ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, sa, MHD_OPTION_END);
-		if (!any)
-			break; /* a given address has one family: no dual-stack fallback */
-	}
-	return d;
-}
-
-static struct MHD_Daemon *start_webhook(struct pk_server *s)
+static int start_webhook(struct pk_server *s, struct pk_err *err)
 {
 	const struct pk_server_config *c = &s->cfg;
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	bool any;
-	pk_hostport_sockaddr(&c->webhook_address, &ss, &sl, &any);
-	const struct sockaddr *sa = any ? NULL : (const struct sockaddr *)&ss;
-	struct MHD_Daemon *d = NULL;
-	unsigned threads = c->threads ? c->threads : default_threads();
-	for (int dual = 1; dual >= 0 && d == NULL; dual--) {
-		unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-		                 MHD_USE_ITC | MHD_USE_ERROR_LOG | family_flags(&ss, any, dual);
-		d = MHD_start_daemon(
-		    flags, c->webhook_address.port, NULL, NULL, webhook_access, s,
-		    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_HTTPS_CERT_CALLBACK,
-		    pk_certs_retrieve, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
-		    MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
-		    c->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory,
-		    MHD_OPTION_CONNECTION_TIMEOUT, c->request_timeout, MHD_OPTION_NOTIFY_COMPLETED,
-		    webhook_completed, s, MHD_OPTION_NOTIFY_CONNECTION, webhook_notify, s,
-		    sa ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, sa, MHD_OPTION_END);
-		if (!any)
-			break;
-	}
-	return d;
-}
-
-static uint16_t bound_port(struct MHD_Daemon *d)
-{
-	const union MHD_DaemonInfo *i = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	return i ? i->port : 0;
+	const struct MHD_OptionItem tls[] = {
+	    {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)(uintptr_t)pk_certs_retrieve},
+	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)(uintptr_t)TLS_PRIORITIES},
+	    {MHD_OPTION_END, 0, NULL},
+	};
+	struct pk_httpd_config hc = {
+	    .name = "webhook",
+	    .address = c->webhook_address,
+	    .threads = c->threads ? c->threads : default_threads(),
+	    /* A body may trickle on to twice the request timeout (then 408), see server.h. */
+	    .limits = {.max_connections = c->max_connections,
+	               .header_timeout = c->request_timeout,
+	               .request_timeout = 2 * c->request_timeout,
+	               .idle_timeout = c->idle_timeout,
+	               .connection_memory = c->connection_memory},
+	    .mhd_flags = MHD_USE_TLS,
+	    .options = tls,
+	    .handler = webhook_access,
+	    .completed = webhook_completed,
+	    .closed = webhook_closed,
+	    .ud = s,
+	};
+	return pk_httpd_start(&hc, &s->webhook, err);
 }
 
 static void stop_all(struct pk_server *s)
 {
-	if (s->webhook != NULL)
-		MHD_stop_daemon(s->webhook);
-	if (s->health != NULL)
-		MHD_stop_daemon(s->health);
-	if (s->metrics != NULL)
-		MHD_stop_daemon(s->metrics);
+	pk_httpd_stop(s->webhook);
+	pk_httpd_probes_stop(s->probes);
 	pk_certs_set_active(NULL);
 	free(s);
 }
@@ -494,30 +445,29 @@ int pk_server_start(const struct pk_server_config *cfg, struct pk_server **out, 
 	atomic_init(&s->in_flight, 0);
 	pk_certs_set_active(cfg->certs);
 
-	char at[INET6_ADDRSTRLEN + 16];
-	s->webhook = start_webhook(s);
-	if (s->webhook == NULL) {
+	snprintf(s->too_deep_json, sizeof(s->too_deep_json),
+	         "{\"error\":\"request body takes more than %u bytes of memory to parse (too "
+	         "many JSON values); at most %u are allowed\"}",
+	         PK_SERVER_PARSE_BUDGET, PK_SERVER_PARSE_BUDGET);
+	static pthread_once_t budget_once = PTHREAD_ONCE_INIT;
+	pthread_once(&budget_once, install_budget);
+
+	int rc = start_webhook(s, err);
+	struct pk_httpd_probes_config pc = {.health_address = cfg->health_address,
+	                                    .metrics_address = cfg->metrics_address,
+	                                    .metrics_off = cfg->metrics_off,
+	                                    .ready = server_ready,
+	                                    .metrics = server_metrics,
+	                                    .ud = s};
+	if (rc == PK_OK)
+		rc = pk_httpd_probes_start(&pc, &s->probes, err);
+	if (rc != PK_OK) {
 		stop_all(s);
-		pk_hostport_format(&cfg->webhook_address, at, sizeof(at));
-		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s (webhook, TLS)", at);
+		return rc;
 	}
-	s->health = start_plain(s, &cfg->health_address, health_access);
-	if (s->health == NULL) {
-		stop_all(s);
-		pk_hostport_format(&cfg->health_address, at, sizeof(at));
-		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s (health)", at);
-	}
-	if (!cfg->metrics_off) {
-		s->metrics = start_plain(s, &cfg->metrics_address, metrics_access);
-		if (s->metrics == NULL) {
-			stop_all(s);
-			pk_hostport_format(&cfg->metrics_address, at, sizeof(at));
-			return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s (metrics)", at);
-		}
-		s->ports[PK_SERVER_METRICS] = bound_port(s->metrics);
-	}
-	s->ports[PK_SERVER_WEBHOOK] = bound_port(s->webhook);
-	s->ports[PK_SERVER_HEALTH] = bound_port(s->health);
+	s->ports[PK_SERVER_WEBHOOK] = pk_httpd_port(s->webhook);
+	s->ports[PK_SERVER_HEALTH] = pk_httpd_probes_port(s->probes, false);
+	s->ports[PK_SERVER_METRICS] = pk_httpd_probes_port(s->probes, true);
 	/* Ready: the TLS listener is up and pk_certs_open guaranteed a pair. */
 	atomic_store(&s->ready, true);
 	*out = s;
@@ -540,10 +490,7 @@ void pk_server_stop(struct pk_server *s, unsigned grace_seconds)
 		return;
 	atomic_store(&s->ready, false);
 	atomic_store(&s->stopping, true);
-	/* Stop accepting; quiesce hands the listening socket back for us to close. */
-	MHD_socket fd = MHD_quiesce_daemon(s->webhook);
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
+	pk_httpd_quiesce(s->webhook);
 	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (atomic_load(&s->in_flight) > 0 && seconds_since(&start) < (double)grace_seconds) {

@@ -40,6 +40,12 @@
 
 /* Bodies between PK_ADMISSION_MAX_BODY and this are read and discarded before the 413. */
 #define PK_SERVER_DISCARD_MAX (16u * 1024u * 1024u)
+/*
+ * What jansson may allocate, in total, to parse one request body; a body
+ * that needs more is answered 413 naming this limit. A real AdmissionReview
+ * of PK_ADMISSION_MAX_BODY bytes takes a few times its size.
+ */
+#define PK_SERVER_PARSE_BUDGET (8u * 1024u * 1024u)
 
 struct pk_server_config {
 	struct pk_hostport webhook_address; /* port 0: any free port (see pk_server_port) */

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -522,13 +523,195 @@ static void test_keylog_cleared(void **state)
 		fail_msg("the webhook wrote TLS secrets to %s", keylog);
 }
 
+/* Reads one answer (up to the server's close or `cap`) from a TLS session. */
+static size_t tls_read(gnutls_session_t s, char *buf, size_t cap)
+{
+	size_t len = 0;
+	for (;;) {
+		ssize_t r = gnutls_record_recv(s, buf + len, cap - 1 - len);
+		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		buf[len] = '\0';
+		const char *body = strstr(buf, "\r\n\r\n");
+		const char *cl = strstr(buf, "Content-Length: ");
+		if (body != NULL && cl != NULL &&
+		    (size_t)(buf + len - (body + 4)) >= strtoul(cl + 16, NULL, 10))
+			break;
+		if (len + 1 >= cap)
+			break;
+	}
+	buf[len] = '\0';
+	return len;
+}
+
+/* One TLS POST on a new connection; the answer into buf. */
+static void tls_post(uint16_t port, const char *body, size_t len, char *buf, size_t cap)
+{
+	struct sockaddr_in sa;
+	int fd;
+	gnutls_certificate_credentials_t cred;
+	gnutls_session_t s;
+	tls_connect(port, &sa, &fd, &cred, &s);
+	char head[160];
+	snprintf(head, sizeof(head),
+	         "POST /validate HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: "
+	         "%zu\r\n\r\n",
+	         len);
+	assert_true(gnutls_record_send(s, head, strlen(head)) > 0);
+	for (size_t off = 0; off < len;) {
+		ssize_t w =
+		    gnutls_record_send(s, body + off, len - off > 16384 ? 16384 : len - off);
+		if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
+			continue;
+		assert_true(w > 0);
+		off += (size_t)w;
+	}
+	tls_read(s, buf, cap);
+	gnutls_deinit(s);
+	gnutls_certificate_free_credentials(cred);
+	close(fd);
+}
+
+static int tcp_dial(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* True when the server closes fd within `ms`. */
+static bool closed_within(int fd, int ms)
+{
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	char c[512];
+	while (poll(&pf, 1, ms) == 1) {
+		ssize_t r = recv(fd, c, sizeof(c), 0);
+		if (r <= 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The real binary against hostile clients, with generous limits: a body of
+ * a million empty objects is refused naming the parse limit; with every
+ * connection busy a new one is closed at once; /healthz answers while slow
+ * clients fill the health listener; a valid review still gets through.
+ */
+static void test_hostile_clients(void **state)
+{
+	(void)state;
+	char buf[16384], addr[64], health[64];
+	uint16_t n = free_port(), hp = free_port();
+	snprintf(addr, sizeof(addr), "--webhook-bind-address=127.0.0.1:%u", n);
+	snprintf(health, sizeof(health), "--health-probe-bind-address=127.0.0.1:%u", hp);
+	const char *args[] = {"--tls-cert-file",
+	                      pki.cert,
+	                      "--tls-private-key-file",
+	                      pki.key,
+	                      addr,
+	                      health,
+	                      "--metrics-bind-address=0",
+	                      "--max-connections=4",
+	                      NULL};
+	struct proc p;
+	start(&p, args);
+	if (!wait_for(&p, "listener=webhook port=", buf, sizeof(buf))) {
+		kill(p.pid, SIGKILL);
+		finish(&p);
+		fail_msg("the webhook did not start: %s", buf);
+	}
+
+	/* [{},{},...]: 3 MB, a million values. */
+	size_t len = 3000000;
+	char *many = malloc(len);
+	assert_non_null(many);
+	many[0] = '[';
+	for (size_t i = 1; i + 3 < len; i += 3)
+		memcpy(many + i, "{},", 3);
+	len = 1 + (len - 4) / 3 * 3;
+	many[len - 1] = ']';
+	tls_post(n, many, len, buf, sizeof(buf));
+	if (strncmp(buf, "HTTP/1.1 413", 12) != 0 || strstr(buf, "application/json") == NULL ||
+	    strstr(buf, "8388608 are allowed") == NULL)
+		fail_msg("want a 413 JSON error naming the parse limit, got: %.400s", buf);
+	/* Ten thousand values parse, and are refused for what they are. */
+	many[30000] = ']';
+	tls_post(n, many, 30001, buf, sizeof(buf));
+	if (strncmp(buf, "HTTP/1.1 400", 12) != 0 ||
+	    strstr(buf, "not an admission.k8s.io/v1 AdmissionReview") == NULL)
+		fail_msg("want 400 naming the AdmissionReview, got: %.400s", buf);
+	free(many);
+
+	/* Four requests in progress fill --max-connections=4: a fifth is closed at once. */
+	struct {
+		struct sockaddr_in sa;
+		int fd;
+		gnutls_certificate_credentials_t cred;
+		gnutls_session_t s;
+	} busy[4];
+	const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
+	for (int i = 0; i < 4; i++) {
+		tls_connect(n, &busy[i].sa, &busy[i].fd, &busy[i].cred, &busy[i].s);
+		assert_true(gnutls_record_send(busy[i].s, head, strlen(head)) > 0);
+	}
+	struct timespec t = {0, 300 * 1000 * 1000};
+	nanosleep(&t, NULL);
+	int extra = tcp_dial(n);
+	assert_true(closed_within(extra, 1000));
+	close(extra);
+	for (int i = 0; i < 4; i++) {
+		gnutls_deinit(busy[i].s);
+		gnutls_certificate_free_credentials(busy[i].cred);
+		close(busy[i].fd);
+	}
+
+	/* Slow clients on the health port, more than it takes at once. */
+	int slow[80];
+	for (int i = 0; i < 80; i++) {
+		slow[i] = tcp_dial(hp);
+		assert_int_equal(send(slow[i], "GET /hea", 8, MSG_NOSIGNAL), 8);
+	}
+	for (int round = 0; round < 3; round++) {
+		int fd = tcp_dial(hp);
+		const char *get = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+		assert_int_equal(send(fd, get, strlen(get), MSG_NOSIGNAL), (ssize_t)strlen(get));
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		assert_int_equal(poll(&pf, 1, 5000), 1);
+		ssize_t r = recv(fd, buf, sizeof(buf) - 1, 0);
+		assert_true(r > 0);
+		buf[r] = '\0';
+		if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
+			fail_msg("/healthz with slow clients: %s", buf);
+		close(fd);
+	}
+	for (int i = 0; i < 80; i++)
+		close(slow[i]);
+
+	/* After all that, a valid request is answered. */
+	tls_post(n, "{}", 2, buf, sizeof(buf));
+	assert_true(strncmp(buf, "HTTP/1.1 400", 12) == 0);
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_help),          cmocka_unit_test(test_version),
-	    cmocka_unit_test(test_bad_flags),     cmocka_unit_test(test_metrics_off),
-	    cmocka_unit_test(test_bad_files),     cmocka_unit_test(test_start_and_stop),
-	    cmocka_unit_test(test_graceful_stop), cmocka_unit_test(test_keylog_cleared),
+	    cmocka_unit_test(test_help),
+	    cmocka_unit_test(test_version),
+	    cmocka_unit_test(test_bad_flags),
+	    cmocka_unit_test(test_metrics_off),
+	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_start_and_stop),
+	    cmocka_unit_test(test_graceful_stop),
+	    cmocka_unit_test(test_keylog_cleared),
+	    cmocka_unit_test(test_hostile_clients),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

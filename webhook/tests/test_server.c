@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <gnutls/gnutls.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -673,6 +674,33 @@ static void test_slow_clients(void **state)
 	tls_read_all(&c, buf, sizeof(buf));
 	assert_true(now_seconds() - t0 < 5.0);
 	assert_int_equal(buf[0], '\0');
+	tls_close(&c);
+
+	/* Headers trickling in, a byte every 0.3 s, never idle: cut at the 1 s deadline,
+	 * well before the 3 s idle timeout. */
+	tls_connect(&c, port);
+	const char *trickle = "POST /validate HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaa";
+	t0 = now_seconds();
+	bool cut = false;
+	for (size_t i = 0; trickle[i] != '\0' && !cut; i++) {
+		cut = gnutls_record_send(c.s, trickle + i, 1) != 1;
+		usleep(300 * 1000);
+		struct pollfd pf = {.fd = c.fd, .events = POLLIN};
+		cut = cut || poll(&pf, 1, 0) == 1;
+	}
+	assert_true(cut);
+	assert_true(now_seconds() - t0 < 2.5);
+	tls_close(&c);
+
+	/* A chunked upload is answered before its body, in JSON, so that broken chunk
+	 * framing never reaches libmicrohttpd's own HTML answer. */
+	tls_connect(&c, port);
+	tls_send(&c, "POST /validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+	             "ZZ\r\nnot hex\r\n0\r\n\r\n");
+	tls_read_all(&c, buf, sizeof(buf));
+	if (strncmp(buf, "HTTP/1.1 411", 12) != 0 || strstr(buf, "application/json") == NULL ||
+	    strstr(buf, "{\"error\":\"Content-Length is required\"}") == NULL)
+		fail_msg("want a 411 JSON answer, got: %s", buf);
 	tls_close(&c);
 
 	/* A kept-alive connection lives past the request timeout between requests. */

@@ -1,0 +1,543 @@
+/* httpd.c - libmicrohttpd daemons with absolute deadlines and a limit that never queues. */
+#include "httpd.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* How often the deadlines are checked. */
+#define TICK_NS (100 * 1000 * 1000L)
+
+enum phase {
+	WAITING, /* accepted; the first request's headers are not in yet */
+	BUSY,    /* a request's headers are in; its answer is not sent yet */
+	IDLE,    /* kept alive between requests */
+};
+
+/* One open connection (libmicrohttpd's socket context). */
+struct slot {
+	struct slot *prev, *next;
+	int fd;
+	enum phase phase;
+	double since; /* when the phase began, monotonic seconds */
+	bool shut;    /* shut down by us; libmicrohttpd has yet to close it */
+};
+
+struct pk_httpd {
+	struct pk_httpd_config cfg;
+	struct MHD_Daemon *d;
+	uint16_t port;
+	atomic_bool started;
+	pthread_mutex_t mu; /* everything below */
+	pthread_cond_t wake;
+	bool stopping;
+	bool watchdog_running;
+	pthread_t watchdog;
+	struct slot list; /* circular, in accept order */
+	unsigned open, shut;
+	unsigned long long accepted, refused, evicted, timed_out;
+};
+
+static double now_seconds(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static double deadline(const struct pk_httpd *h, const struct slot *s)
+{
+	const struct pk_httpd_limits *l = &h->cfg.limits;
+	unsigned t = s->phase == WAITING ? l->header_timeout
+	             : s->phase == BUSY  ? l->request_timeout
+	                                 : l->idle_timeout;
+	return s->since + (double)t;
+}
+
+/* Called with h->mu held. */
+static void shut_slot(struct pk_httpd *h, struct slot *s)
+{
+	/* libmicrohttpd reads the end of the stream and closes the connection. */
+	(void)shutdown(s->fd, SHUT_RDWR);
+	s->shut = true;
+	h->shut++;
+}
+
+static struct slot *slot_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci != NULL ? ci->socket_context : NULL;
+}
+
+static void set_phase(struct pk_httpd *h, struct slot *s, enum phase p)
+{
+	pthread_mutex_lock(&h->mu);
+	s->phase = p;
+	s->since = now_seconds();
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- libmicrohttpd callbacks ---- */
+
+/* Before a connection is added: make room or close it at once, never queue. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	(void)addr;
+	(void)addrlen;
+	struct pk_httpd *h = cls;
+	enum MHD_Result ok = MHD_YES;
+	pthread_mutex_lock(&h->mu);
+	if (h->open - h->shut >= h->cfg.limits.max_connections) {
+		struct slot *victim = NULL;
+		for (struct slot *s = h->list.next; s != &h->list; s = s->next)
+			if (!s->shut && s->phase != BUSY &&
+			    (victim == NULL || s->since < victim->since))
+				victim = s;
+		if (victim != NULL) {
+			shut_slot(h, victim);
+			h->evicted++;
+		} else {
+			h->refused++;
+			ok = MHD_NO;
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (ok == MHD_NO)
+		pk_log_debug("connection refused: every connection has a request in progress",
+		             PK_LOG_STR("listener", h->cfg.name),
+		             PK_LOG_UINT("maxConnections", h->cfg.limits.max_connections));
+	return ok;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+	struct pk_httpd *h = cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct slot *s = ci != NULL ? calloc(1, sizeof(*s)) : NULL;
+		*socket_context = s;
+		if (s == NULL)
+			return; /* untracked: libmicrohttpd's own idle timeout still applies */
+		s->fd = ci->connect_fd;
+		s->phase = WAITING;
+		s->since = now_seconds();
+		pthread_mutex_lock(&h->mu);
+		s->prev = h->list.prev;
+		s->next = &h->list;
+		h->list.prev->next = s;
+		h->list.prev = s;
+		h->open++;
+		h->accepted++;
+		pthread_mutex_unlock(&h->mu);
+		return;
+	}
+	if (code != MHD_CONNECTION_NOTIFY_CLOSED)
+		return;
+	if (h->cfg.closed != NULL)
+		h->cfg.closed(h->cfg.ud, conn);
+	struct slot *s = *socket_context;
+	if (s == NULL)
+		return;
+	/* Unlinked before libmicrohttpd closes the descriptor: never shut down a reused one. */
+	pthread_mutex_lock(&h->mu);
+	s->prev->next = s->next;
+	s->next->prev = s->prev;
+	h->open--;
+	if (s->shut)
+		h->shut--;
+	pthread_mutex_unlock(&h->mu);
+	free(s);
+	*socket_context = NULL;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req)
+{
+	(void)version;
+	struct pk_httpd *h = cls;
+	struct slot *s = slot_of(conn);
+	/* Only this connection's thread writes its phase, so reading it here needs no lock. */
+	if (s != NULL && s->phase != BUSY)
+		set_phase(h, s, BUSY);
+	return h->cfg.handler(h->cfg.ud, conn, url, method, upload_data, upload_data_size, req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req,
+                         enum MHD_RequestTerminationCode how)
+{
+	struct pk_httpd *h = cls;
+	if (h->cfg.completed != NULL)
+		h->cfg.completed(h->cfg.ud, conn, req, how);
+	struct slot *s = slot_of(conn);
+	if (s != NULL)
+		set_phase(h, s, IDLE);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) PK_PRINTF(2, 0);
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	const struct pk_httpd *h = cls;
+	/* Before start-up finishes these explain a failure; afterwards they are
+	 * mostly clients misbehaving, which are not ours to shout about. */
+	enum pk_log_level level = atomic_load(&h->started) ? PK_LOG_DEBUG : PK_LOG_WARN;
+	if (!pk_log_enabled(level))
+		return;
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	size_t n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	pk_log_write(level, 0, "libmicrohttpd", PK_LOG_STR("listener", h->cfg.name),
+	             PK_LOG_STR("detail", buf), PK_LOG_END);
+}
+
+/* ---- the deadline thread ---- */
+
+static void *watchdog_main(void *arg)
+{
+	struct pk_httpd *h = arg;
+	pthread_mutex_lock(&h->mu);
+	while (!h->stopping) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += TICK_NS;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&h->wake, &h->mu, &until);
+		double t = now_seconds();
+		unsigned cut = 0;
+		for (struct slot *s = h->list.next; s != &h->list; s = s->next) {
+			if (s->shut || t < deadline(h, s))
+				continue;
+			shut_slot(h, s);
+			h->timed_out++;
+			cut++;
+		}
+		if (cut > 0 && pk_log_enabled(PK_LOG_DEBUG)) {
+			pthread_mutex_unlock(&h->mu);
+			pk_log_debug("connections past their deadline closed",
+			             PK_LOG_STR("listener", h->cfg.name),
+			             PK_LOG_UINT("closed", cut));
+			pthread_mutex_lock(&h->mu);
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static unsigned family_flags(const struct sockaddr_storage *ss, bool any, bool dual)
+{
+	if (any)
+		return dual ? MHD_USE_DUAL_STACK : 0;
+	return ss->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
+}
+
+#define OPT(o, v, p) ((struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
+
+static struct MHD_Daemon *start_daemon(struct pk_httpd *h)
+{
+	const struct pk_httpd_config *c = &h->cfg;
+	const struct pk_httpd_limits *l = &c->limits;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	bool any;
+	pk_hostport_sockaddr(&c->address, &ss, &sl, &any);
+
+	size_t extra = 0;
+	while (c->options != NULL && c->options[extra].option != MHD_OPTION_END)
+		extra++;
+	struct MHD_OptionItem *opts = calloc(extra + 12, sizeof(*opts));
+	if (opts == NULL)
+		return NULL;
+	unsigned threads = c->threads > 1 ? c->threads : 1;
+	/* libmicrohttpd splits its limit between the pool's threads and stops
+	 * accepting (leaving connections queued) when one thread's share is
+	 * used: keep it out of reach, on_accept holds the real limit. */
+	unsigned long mhd_limit = ((unsigned long)l->max_connections + 16ul) * threads;
+	if (mhd_limit > 1000000ul)
+		mhd_limit = 1000000ul;
+	unsigned idle = l->idle_timeout;
+	if (l->header_timeout > idle)
+		idle = l->header_timeout;
+	if (l->request_timeout > idle)
+		idle = l->request_timeout;
+	size_t n = 0;
+	opts[n++] = OPT(MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h);
+	opts[n++] = OPT(MHD_OPTION_CONNECTION_LIMIT, mhd_limit, NULL);
+	/* A backstop only: the deadline thread closes connections first. */
+	opts[n++] = OPT(MHD_OPTION_CONNECTION_TIMEOUT, idle + 1, NULL);
+	opts[n++] = OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, l->connection_memory, NULL);
+	opts[n++] = OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, h);
+	opts[n++] = OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, h);
+	if (threads > 1)
+		opts[n++] = OPT(MHD_OPTION_THREAD_POOL_SIZE, threads, NULL);
+	if (!any)
+		opts[n++] = OPT(MHD_OPTION_SOCK_ADDR, 0, &ss);
+	for (size_t i = 0; i < extra; i++)
+		opts[n++] = c->options[i];
+	opts[n] = OPT(MHD_OPTION_END, 0, NULL);
+
+	struct MHD_Daemon *d = NULL;
+	for (int dual = 1; dual >= 0 && d == NULL; dual--) {
+		unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
+		                 MHD_USE_ERROR_LOG | c->mhd_flags | family_flags(&ss, any, dual);
+		d = MHD_start_daemon(flags, c->address.port, on_accept, h, on_request, h,
+		                     MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+		if (!any)
+			break; /* a given address has one family: no dual-stack fallback */
+	}
+	free(opts);
+	return d;
+}
+
+static void free_httpd(struct pk_httpd *h)
+{
+	if (h->watchdog_running) {
+		pthread_mutex_lock(&h->mu);
+		h->stopping = true;
+		pthread_cond_signal(&h->wake);
+		pthread_mutex_unlock(&h->mu);
+		pthread_join(h->watchdog, NULL);
+	}
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}
+
+int pk_httpd_start(const struct pk_httpd_config *cfg, struct pk_httpd **out, struct pk_err *err)
+{
+	char at[INET6_ADDRSTRLEN + 16];
+	pk_hostport_format(&cfg->address, at, sizeof(at));
+	const struct pk_httpd_limits *l = &cfg->limits;
+	if (cfg->handler == NULL || l->max_connections == 0 || l->header_timeout == 0 ||
+	    l->request_timeout == 0 || l->idle_timeout == 0 || l->connection_memory < 4096)
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "%s listener: a handler, positive timeouts and connection limit, "
+		                  "and at least 4096 bytes per connection are required",
+		                  cfg->name);
+	struct pk_httpd *h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	h->cfg = *cfg;
+	h->list.prev = h->list.next = &h->list;
+	atomic_init(&h->started, false);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&h->mu, NULL);
+	h->d = start_daemon(h);
+	h->cfg.options = NULL; /* copied into the daemon's options; not kept */
+	if (h->d == NULL) {
+		free_httpd(h);
+		return pk_err_set(err, PK_ERR_INVALID, "cannot listen on %s (%s)", at, cfg->name);
+	}
+	if (pthread_create(&h->watchdog, NULL, watchdog_main, h) != 0) {
+		MHD_stop_daemon(h->d);
+		free_httpd(h);
+		return pk_err_set(err, PK_ERR_NOMEM,
+		                  "%s listener: cannot start its deadline thread", cfg->name);
+	}
+	h->watchdog_running = true;
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = i != NULL ? i->port : 0;
+	atomic_store(&h->started, true);
+	*out = h;
+	return PK_OK;
+}
+
+uint16_t pk_httpd_port(const struct pk_httpd *h)
+{
+	return h != NULL ? h->port : 0;
+}
+
+void pk_httpd_quiesce(struct pk_httpd *h)
+{
+	/* Stop accepting; quiesce hands the listening socket back for us to close. */
+	MHD_socket fd = MHD_quiesce_daemon(h->d);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+}
+
+void pk_httpd_stop(struct pk_httpd *h)
+{
+	if (h == NULL)
+		return;
+	/* Every connection is closed (and unlinked) before the deadline thread stops. */
+	MHD_stop_daemon(h->d);
+	free_httpd(h);
+}
+
+void pk_httpd_get_stats(struct pk_httpd *h, struct pk_httpd_stats *out)
+{
+	pthread_mutex_lock(&h->mu);
+	out->open = h->open;
+	out->accepted = h->accepted;
+	out->refused = h->refused;
+	out->evicted = h->evicted;
+	out->timed_out = h->timed_out;
+	pthread_mutex_unlock(&h->mu);
+}
+
+enum MHD_Result pk_httpd_respond(struct MHD_Connection *conn, unsigned status,
+                                 const char *content_type, const char *body, size_t len, bool owned,
+                                 const char *allow, bool close)
+{
+	struct MHD_Response *r = owned
+	                             ? MHD_create_response_from_buffer(len, (void *)(uintptr_t)body,
+	                                                               MHD_RESPMEM_MUST_FREE)
+	                             : MHD_create_response_from_buffer(len, (void *)(uintptr_t)body,
+	                                                               MHD_RESPMEM_MUST_COPY);
+	if (r == NULL) {
+		if (owned)
+			free((void *)(uintptr_t)body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	if (allow != NULL)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	if (close)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	enum MHD_Result ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* ---- health and metrics ---- */
+
+struct pk_httpd_probes {
+	struct pk_httpd_probes_config cfg;
+	struct pk_httpd *health, *metrics;
+};
+
+#define TEXT "text/plain; charset=utf-8"
+
+static enum MHD_Result plain(struct MHD_Connection *conn, unsigned status, const char *text,
+                             const char *allow)
+{
+	return pk_httpd_respond(conn, status, TEXT, text, strlen(text), false, allow, false);
+}
+
+/* GET and HEAD only (libmicrohttpd leaves the body out of a HEAD answer). */
+static bool readable(const char *method)
+{
+	return !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+}
+
+static enum MHD_Result health_request(void *ud, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *upload_data,
+                                      size_t *upload_data_size, void **req)
+{
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)req;
+	struct pk_httpd_probes *p = ud;
+	bool healthz = !strcmp(url, "/healthz"), readyz = !strcmp(url, "/readyz");
+	if (!healthz && !readyz)
+		return plain(conn, MHD_HTTP_NOT_FOUND, "not found\n", NULL);
+	if (!readable(method))
+		return plain(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n",
+		             "GET, HEAD");
+	if (healthz)
+		return plain(conn, MHD_HTTP_OK, "ok\n", NULL);
+	char why[120] = "not ready";
+	if (p->cfg.ready != NULL && !p->cfg.ready(p->cfg.ud, why, sizeof(why) - 1)) {
+		why[sizeof(why) - 2] = '\0';
+		size_t n = strlen(why);
+		why[n] = '\n';
+		return pk_httpd_respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, why, n + 1, false,
+		                        NULL, false);
+	}
+	return plain(conn, MHD_HTTP_OK, "ok\n", NULL);
+}
+
+static enum MHD_Result metrics_request(void *ud, struct MHD_Connection *conn, const char *url,
+                                       const char *method, const char *upload_data,
+                                       size_t *upload_data_size, void **req)
+{
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)req;
+	struct pk_httpd_probes *p = ud;
+	if (strcmp(url, "/metrics") != 0)
+		return plain(conn, MHD_HTTP_NOT_FOUND, "not found\n", NULL);
+	if (!readable(method))
+		return plain(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n",
+		             "GET, HEAD");
+	size_t len = 0;
+	char *text = p->cfg.metrics != NULL ? p->cfg.metrics(p->cfg.ud, &len) : NULL;
+	if (text == NULL)
+		return plain(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "metrics unavailable\n", NULL);
+	return pk_httpd_respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text,
+	                        len, true, NULL, false);
+}
+
+static int start_probe(struct pk_httpd_probes *p, const char *name, const struct pk_hostport *at,
+                       pk_httpd_handler_fn handler, struct pk_httpd **out, struct pk_err *err)
+{
+	struct pk_httpd_config c = {
+	    .name = name,
+	    .address = *at,
+	    .threads = 1,
+	    .limits = {.max_connections = PK_HTTPD_PROBE_MAX_CONNECTIONS,
+	               .header_timeout = PK_HTTPD_PROBE_TIMEOUT,
+	               .request_timeout = PK_HTTPD_PROBE_TIMEOUT,
+	               .idle_timeout = PK_HTTPD_PROBE_IDLE_TIMEOUT,
+	               .connection_memory = 16384},
+	    .handler = handler,
+	    .ud = p,
+	};
+	return pk_httpd_start(&c, out, err);
+}
+
+int pk_httpd_probes_start(const struct pk_httpd_probes_config *cfg, struct pk_httpd_probes **out,
+                          struct pk_err *err)
+{
+	struct pk_httpd_probes *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	p->cfg = *cfg;
+	int rc = start_probe(p, "health", &cfg->health_address, health_request, &p->health, err);
+	if (rc == PK_OK && !cfg->metrics_off)
+		rc = start_probe(p, "metrics", &cfg->metrics_address, metrics_request, &p->metrics,
+		                 err);
+	if (rc != PK_OK) {
+		pk_httpd_probes_stop(p);
+		return rc;
+	}
+	*out = p;
+	return PK_OK;
+}
+
+uint16_t pk_httpd_probes_port(const struct pk_httpd_probes *p, bool metrics)
+{
+	return pk_httpd_port(metrics ? p->metrics : p->health);
+}
+
+void pk_httpd_probes_stop(struct pk_httpd_probes *p)
+{
+	if (p == NULL)
+		return;
+	pk_httpd_stop(p->health);
+	pk_httpd_stop(p->metrics);
+	free(p);
+}

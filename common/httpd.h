@@ -1,0 +1,136 @@
+/*
+ * httpd.h - poolkeeper's HTTP listeners: libmicrohttpd daemons that a
+ * hostile client cannot hold, and the health and metrics listeners both
+ * daemons serve through them.
+ *
+ * libmicrohttpd's own timeout is an idle timeout, reset by every byte, and
+ * at its connection limit it stops accepting, so connections wait in the
+ * kernel's queue. A pk_httpd adds, per connection:
+ *
+ *   - absolute deadlines, checked ten times a second: a connection's first
+ *     request headers (the TLS handshake included) must be in within
+ *     header_timeout of accept; a request must be answered, its answer
+ *     sent, within request_timeout of its headers; a kept-alive connection
+ *     must have the next request's headers in within idle_timeout of the
+ *     previous answer. Past its deadline a connection is shut down;
+ *   - a connection limit that never queues: at max_connections, a new
+ *     connection takes the place of the connection that has waited longest
+ *     without a request in progress (a slow or idle client), which is shut
+ *     down; when every connection has a request in progress, the new one is
+ *     closed at once.
+ *
+ * Shutting a socket down (shutdown(2), never close(2)) is safe from another
+ * thread: libmicrohttpd sees the end of the stream and closes the
+ * connection itself, telling us before it closes the descriptor.
+ */
+#ifndef PK_HTTPD_H
+#define PK_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <microhttpd.h>
+
+#include "parse.h"
+#include "pk.h"
+
+struct pk_httpd_limits {
+	unsigned max_connections;
+	unsigned header_timeout;  /* seconds: accept to the first request's headers */
+	unsigned request_timeout; /* seconds: a request's headers to its answer sent */
+	unsigned idle_timeout;    /* seconds: an answer to the next request's headers */
+	size_t connection_memory; /* per connection: request line, headers, read buffer */
+};
+
+/*
+ * One request, as libmicrohttpd's access handler: `*req` is the handler's
+ * per-request state (NULL on the first call, when the headers are in).
+ */
+typedef enum MHD_Result (*pk_httpd_handler_fn)(void *ud, struct MHD_Connection *conn,
+                                               const char *url, const char *method,
+                                               const char *upload_data, size_t *upload_data_size,
+                                               void **req);
+/* A request ended (answered, or its connection went); frees `*req`. */
+typedef void (*pk_httpd_completed_fn)(void *ud, struct MHD_Connection *conn, void **req,
+                                      enum MHD_RequestTerminationCode how);
+/* A connection is about to be closed. */
+typedef void (*pk_httpd_closed_fn)(void *ud, struct MHD_Connection *conn);
+
+struct pk_httpd_config {
+	const char *name; /* "webhook", "health", "metrics": in logs and errors */
+	struct pk_hostport address;
+	unsigned threads; /* 0 or 1: one thread; more: a pool of that many */
+	struct pk_httpd_limits limits;
+	unsigned mhd_flags; /* extra MHD_USE_* flags (MHD_USE_TLS) */
+	const struct MHD_OptionItem
+	    *options; /* extra options ending with MHD_OPTION_END; or NULL */
+	pk_httpd_handler_fn handler;
+	pk_httpd_completed_fn completed; /* may be NULL */
+	pk_httpd_closed_fn closed;       /* may be NULL */
+	void *ud;
+};
+
+struct pk_httpd;
+
+/* Starts listening. On failure nothing runs and err names the listener and the address. */
+PK_MUST_CHECK int pk_httpd_start(const struct pk_httpd_config *cfg, struct pk_httpd **out,
+                                 struct pk_err *err);
+/* The bound port (the chosen one for port 0). */
+uint16_t pk_httpd_port(const struct pk_httpd *h);
+/* Stops accepting new connections; connections open keep being served. */
+void pk_httpd_quiesce(struct pk_httpd *h);
+/* Closes every connection, stops, frees. NULL is ignored. */
+void pk_httpd_stop(struct pk_httpd *h);
+
+struct pk_httpd_stats {
+	unsigned open;                /* connections now */
+	unsigned long long accepted;  /* since start */
+	unsigned long long refused;   /* closed at accept: at the limit, all busy */
+	unsigned long long evicted;   /* shut down to make room for a new one */
+	unsigned long long timed_out; /* shut down past a deadline */
+};
+void pk_httpd_get_stats(struct pk_httpd *h, struct pk_httpd_stats *out);
+
+/*
+ * Queues an answer. `body` is copied unless `owned`, in which case
+ * libmicrohttpd frees it with free(). `allow` (may be NULL) is sent as the
+ * Allow header; `close` adds "Connection: close".
+ */
+enum MHD_Result pk_httpd_respond(struct MHD_Connection *conn, unsigned status,
+                                 const char *content_type, const char *body, size_t len, bool owned,
+                                 const char *allow, bool close);
+
+/* ---- the health and metrics listeners ---- */
+
+/*
+ * /readyz: true when ready; otherwise a short reason ("informers not
+ * synced") into why, which the 503 answer carries.
+ */
+typedef bool (*pk_httpd_ready_fn)(void *ud, char *why, size_t len);
+/* /metrics: the Prometheus text, malloc'd (the caller frees it), or NULL. */
+typedef char *(*pk_httpd_metrics_fn)(void *ud, size_t *len);
+
+struct pk_httpd_probes_config {
+	struct pk_hostport health_address;  /* GET /healthz, /readyz */
+	struct pk_hostport metrics_address; /* GET /metrics */
+	bool metrics_off;
+	pk_httpd_ready_fn ready;
+	pk_httpd_metrics_fn metrics;
+	void *ud;
+};
+
+/* What the probes listeners allow each client (PK_HTTPD_PROBE_* below). */
+#define PK_HTTPD_PROBE_MAX_CONNECTIONS 64
+#define PK_HTTPD_PROBE_TIMEOUT         5 /* seconds: headers, and the answer */
+#define PK_HTTPD_PROBE_IDLE_TIMEOUT    30
+
+struct pk_httpd_probes;
+
+PK_MUST_CHECK int pk_httpd_probes_start(const struct pk_httpd_probes_config *cfg,
+                                        struct pk_httpd_probes **out, struct pk_err *err);
+/* The health (false) or metrics (true) listener's port; 0 when off. */
+uint16_t pk_httpd_probes_port(const struct pk_httpd_probes *p, bool metrics);
+void pk_httpd_probes_stop(struct pk_httpd_probes *p);
+
+#endif

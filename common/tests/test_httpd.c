@@ -1,0 +1,464 @@
+/*
+ * test_httpd.c - the shared listeners on 127.0.0.1 driven over raw
+ * sockets: the health and metrics answers, the header deadline against a
+ * client that is never idle, the limit that closes or makes room at once,
+ * /healthz with its connection pool full of slow clients, and
+ * libmicrohttpd's own error answers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "httpd.h"
+#include "log.h"
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int dial(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void say(int fd, const char *text)
+{
+	assert_int_equal(send(fd, text, strlen(text), MSG_NOSIGNAL), (ssize_t)strlen(text));
+}
+
+/* Reads until the peer closes or `wait_s` pass; returns what came (NUL-terminated). */
+static size_t hear(int fd, char *buf, size_t cap, double wait_s)
+{
+	size_t len = 0;
+	double end = now_s() + wait_s;
+	buf[0] = '\0';
+	while (len + 1 < cap) {
+		int left = (int)((end - now_s()) * 1000);
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (left <= 0 || poll(&p, 1, left) != 1)
+			break;
+		ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+	}
+	return len;
+}
+
+/* True when the peer has closed the connection within `wait_s`. */
+static bool closed_within(int fd, double wait_s)
+{
+	char buf[4096];
+	double end = now_s() + wait_s;
+	for (;;) {
+		int left = (int)((end - now_s()) * 1000);
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (left <= 0 || poll(&p, 1, left) != 1)
+			return false;
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return true;
+		if (n < 0)
+			return false;
+	}
+}
+
+/* One GET on a new connection: the status code, the whole answer into buf. */
+static int get(uint16_t port, const char *method, const char *path, char *buf, size_t cap)
+{
+	int fd = dial(port);
+	char req[256];
+	snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", method,
+	         path);
+	say(fd, req);
+	hear(fd, buf, cap, 5);
+	close(fd);
+	int status = 0;
+	if (strncmp(buf, "HTTP/1.1 ", 9) == 0)
+		status = (int)strtol(buf + 9, NULL, 10);
+	return status;
+}
+
+/* ---- the health and metrics listeners ---- */
+
+struct probe_state {
+	bool ready;
+	int metrics_calls;
+};
+
+static bool ready_fn(void *ud, char *why, size_t len)
+{
+	struct probe_state *st = ud;
+	if (!st->ready)
+		snprintf(why, len, "informers not synced");
+	return st->ready;
+}
+
+static char *metrics_fn(void *ud, size_t *len)
+{
+	struct probe_state *st = ud;
+	st->metrics_calls++;
+	char *t = strdup("poolkeeper_up 1\n");
+	*len = t ? strlen(t) : 0;
+	return t;
+}
+
+static struct pk_httpd_probes *start_probes(struct probe_state *st, bool metrics_off)
+{
+	struct pk_httpd_probes_config c = {
+	    .metrics_off = metrics_off, .ready = ready_fn, .metrics = metrics_fn, .ud = st};
+	snprintf(c.health_address.host, sizeof(c.health_address.host), "127.0.0.1");
+	snprintf(c.metrics_address.host, sizeof(c.metrics_address.host), "127.0.0.1");
+	struct pk_httpd_probes *p = NULL;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_httpd_probes_start(&c, &p, &err), PK_OK);
+	return p;
+}
+
+static void test_probes(void **state)
+{
+	(void)state;
+	struct probe_state st = {.ready = false};
+	struct pk_httpd_probes *p = start_probes(&st, false);
+	uint16_t hp = pk_httpd_probes_port(p, false), mp = pk_httpd_probes_port(p, true);
+	assert_true(hp != 0 && mp != 0 && hp != mp);
+	char buf[4096];
+
+	assert_int_equal(get(hp, "GET", "/healthz", buf, sizeof(buf)), 200);
+	assert_non_null(strstr(buf, "\r\n\r\nok\n"));
+	assert_int_equal(get(hp, "GET", "/readyz", buf, sizeof(buf)), 503);
+	assert_non_null(strstr(buf, "informers not synced\n"));
+	st.ready = true;
+	assert_int_equal(get(hp, "GET", "/readyz", buf, sizeof(buf)), 200);
+	assert_int_equal(get(hp, "HEAD", "/healthz", buf, sizeof(buf)), 200);
+	assert_int_equal(get(hp, "POST", "/healthz", buf, sizeof(buf)), 405);
+	assert_non_null(strstr(buf, "Allow: GET, HEAD"));
+	assert_int_equal(get(hp, "GET", "/metrics", buf, sizeof(buf)), 404);
+	assert_int_equal(get(hp, "GET", "/healthz/x", buf, sizeof(buf)), 404);
+
+	assert_int_equal(get(mp, "GET", "/metrics", buf, sizeof(buf)), 200);
+	assert_non_null(strstr(buf, "text/plain; version=0.0.4"));
+	assert_non_null(strstr(buf, "poolkeeper_up 1\n"));
+	assert_int_equal(st.metrics_calls, 1);
+	assert_int_equal(get(mp, "GET", "/healthz", buf, sizeof(buf)), 404);
+	assert_int_equal(get(mp, "DELETE", "/metrics", buf, sizeof(buf)), 405);
+	pk_httpd_probes_stop(p);
+
+	/* Metrics off: no second listener. */
+	p = start_probes(&st, true);
+	assert_int_equal(pk_httpd_probes_port(p, true), 0);
+	assert_int_equal(get(pk_httpd_probes_port(p, false), "GET", "/healthz", buf, sizeof(buf)),
+	                 200);
+	pk_httpd_probes_stop(p);
+}
+
+/* 64 slow clients fill the health listener; kubelet's probe still gets its answer. */
+static void test_probes_with_slow_clients(void **state)
+{
+	(void)state;
+	struct probe_state st = {.ready = true};
+	struct pk_httpd_probes *p = start_probes(&st, true);
+	uint16_t hp = pk_httpd_probes_port(p, false);
+	int slow[PK_HTTPD_PROBE_MAX_CONNECTIONS + 8];
+	size_t n = sizeof(slow) / sizeof(slow[0]);
+	for (size_t i = 0; i < n; i++) {
+		slow[i] = dial(hp);
+		say(slow[i], "G");
+	}
+	usleep(200 * 1000);
+	for (size_t i = 0; i < n; i++)
+		(void)send(slow[i], "E", 1, MSG_NOSIGNAL);
+	char buf[4096];
+	for (int round = 0; round < 3; round++) {
+		double t0 = now_s();
+		assert_int_equal(get(hp, "GET", "/healthz", buf, sizeof(buf)), 200);
+		assert_true(now_s() - t0 < 2.0);
+	}
+	for (size_t i = 0; i < n; i++)
+		close(slow[i]);
+	pk_httpd_probes_stop(p);
+}
+
+/* ---- limits, on a listener of their own ---- */
+
+struct echo {
+	int requests;
+};
+
+/* Reads a request to its end, then answers {} (the connection is kept alive). */
+static enum MHD_Result echo_handler(void *ud, struct MHD_Connection *conn, const char *url,
+                                    const char *method, const char *upload_data,
+                                    size_t *upload_data_size, void **req)
+{
+	(void)url;
+	(void)method;
+	(void)upload_data;
+	struct echo *e = ud;
+	if (*req == NULL) {
+		*req = e;
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	e->requests++;
+	return pk_httpd_respond(conn, 200, "application/json", "{}", 2, false, NULL, false);
+}
+
+static struct pk_httpd *start_echo(struct echo *e, unsigned max, unsigned header_timeout)
+{
+	struct pk_httpd_config c = {
+	    .name = "test",
+	    .threads = 2,
+	    .limits = {.max_connections = max,
+	               .header_timeout = header_timeout,
+	               .request_timeout = 2,
+	               .idle_timeout = 20,
+	               .connection_memory = 8192},
+	    .handler = echo_handler,
+	    .ud = e,
+	};
+	snprintf(c.address.host, sizeof(c.address.host), "127.0.0.1");
+	struct pk_httpd *h = NULL;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_httpd_start(&c, &h, &err), PK_OK);
+	return h;
+}
+
+/* The header deadline counts from accept: a client that is never idle is still cut. */
+static void test_header_deadline(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_echo(&e, 16, 1);
+	int fd = dial(pk_httpd_port(h));
+	const char *req = "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	double t0 = now_s();
+	bool cut = false;
+	for (size_t i = 0; req[i] != '\0' && !cut; i++) {
+		if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1)
+			cut = true;
+		else
+			cut = closed_within(fd, 0.2);
+	}
+	double took = now_s() - t0;
+	assert_true(cut);
+	/* At 1 s, well before the 21 s idle backstop; the byte every 0.2 s never let it idle. */
+	assert_true(took > 0.8 && took < 4.0);
+	close(fd);
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_true(s.timed_out >= 1);
+	assert_int_equal(e.requests, 0);
+
+	/* A client in time is answered, and its kept-alive connection outlives the header
+	 * deadline: the idle timeout applies between requests. */
+	fd = dial(pk_httpd_port(h));
+	char buf[2048];
+	say(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(fd, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	assert_false(closed_within(fd, 1.5));
+	say(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(fd, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	close(fd);
+	pk_httpd_stop(h);
+}
+
+/* A request whose body stops is cut at the request deadline. */
+static void test_request_deadline(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_echo(&e, 16, 5);
+	int fd = dial(pk_httpd_port(h));
+	say(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{");
+	double t0 = now_s();
+	bool cut = false;
+	for (int i = 0; i < 40 && !cut; i++) {
+		(void)send(fd, " ", 1, MSG_NOSIGNAL);
+		cut = closed_within(fd, 0.2);
+	}
+	assert_true(cut);
+	assert_true(now_s() - t0 < 4.0);
+	close(fd);
+	pk_httpd_stop(h);
+}
+
+/* At the limit, the connection that waited longest without a request makes room. */
+static void test_limit_makes_room(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_echo(&e, 4, 30);
+	uint16_t port = pk_httpd_port(h);
+	int idle[4];
+	for (int i = 0; i < 4; i++) {
+		idle[i] = dial(port);
+		usleep(50 * 1000); /* a clear order of arrival */
+	}
+	char buf[2048];
+	double t0 = now_s();
+	assert_int_equal(get(port, "GET", "/", buf, sizeof(buf)), 200);
+	assert_true(now_s() - t0 < 2.0);
+	/* The oldest went; the others are still open. */
+	assert_true(closed_within(idle[0], 1.0));
+	for (int i = 1; i < 4; i++)
+		assert_false(closed_within(idle[i], 0.1));
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.evicted, 1);
+	assert_int_equal(s.refused, 0);
+	for (int i = 0; i < 4; i++)
+		close(idle[i]);
+	pk_httpd_stop(h);
+}
+
+/* When every connection has a request in progress, a new one is closed at once. */
+static void test_limit_closes_at_once(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_echo(&e, 4, 30);
+	uint16_t port = pk_httpd_port(h);
+	int busy[4];
+	for (int i = 0; i < 4; i++) {
+		busy[i] = dial(port);
+		say(busy[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n{");
+	}
+	usleep(300 * 1000);
+	int fd = dial(port);
+	double t0 = now_s();
+	assert_true(closed_within(fd, 1.0));
+	assert_true(now_s() - t0 < 1.0);
+	close(fd);
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_true(s.refused >= 1);
+	assert_int_equal(s.evicted, 0);
+	/* The busy ones were not touched, and finish. */
+	char buf[2048];
+	say(busy[0], "        }");
+	hear(busy[0], buf, sizeof(buf), 1.0);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	for (int i = 0; i < 4; i++)
+		close(busy[i]);
+	pk_httpd_stop(h);
+}
+
+/*
+ * The protocol errors libmicrohttpd answers itself, before any handler sees
+ * a request (docs/webhook.md lists them): their statuses, and the
+ * connection closed after them. The handler never runs.
+ */
+static void test_library_errors(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_echo(&e, 16, 5);
+	uint16_t port = pk_httpd_port(h);
+	static char huge[20000];
+	memset(huge, 'a', sizeof(huge) - 1);
+	struct {
+		const char *head, *tail;
+		int status;
+	} cases[] = {
+	    {"GARBAGE LINE\r\n\r\n", "", 400},
+	    {"GET / HTTP/1.1\r\nHost: t\r\nNoColonHere\r\n\r\n", "", 400},
+	    {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n", "", 400},
+	    {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n", "",
+	     413},
+	    {"GET / HTTP/1.1\r\nHost: t\r\nX-Big: ", "\r\n\r\n", 431},
+	    {"GET /", " HTTP/1.1\r\nHost: t\r\n\r\n", 414},
+	    {"GET / HTTP/2.0\r\nHost: t\r\n\r\n", "", 505},
+	    {"GET / HTTP/0.9\r\nHost: t\r\n\r\n", "", 505},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = dial(port);
+		say(fd, cases[i].head);
+		if (cases[i].tail[0] != '\0') {
+			(void)send(fd, huge, strlen(huge), MSG_NOSIGNAL);
+			(void)send(fd, cases[i].tail, strlen(cases[i].tail), MSG_NOSIGNAL);
+		}
+		char buf[4096];
+		hear(fd, buf, sizeof(buf), 3);
+		close(fd);
+		char want[32];
+		snprintf(want, sizeof(want), "HTTP/1.1 %d ", cases[i].status);
+		if (strncmp(buf, want, strlen(want)) != 0 ||
+		    strstr(buf, "Connection: close") == NULL)
+			fail_msg("case %zu: want %s with Connection: close, got: %.200s", i, want,
+			         buf);
+	}
+	assert_int_equal(e.requests, 0);
+	pk_httpd_stop(h);
+}
+
+static void test_start_errors(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_echo(&e, 4, 5);
+	struct pk_httpd_config c = {
+	    .name = "second",
+	    .limits = {.max_connections = 4,
+	               .header_timeout = 1,
+	               .request_timeout = 1,
+	               .idle_timeout = 1,
+	               .connection_memory = 8192},
+	    .handler = echo_handler,
+	};
+	snprintf(c.address.host, sizeof(c.address.host), "127.0.0.1");
+	c.address.port = pk_httpd_port(h);
+	struct pk_httpd *h2 = NULL;
+	struct pk_err err = {{0}};
+	assert_int_not_equal(pk_httpd_start(&c, &h2, &err), PK_OK);
+	char want[64];
+	snprintf(want, sizeof(want), "127.0.0.1:%u (second)", c.address.port);
+	assert_non_null(strstr(err.msg, want));
+	c.address.port = 0;
+	c.limits.header_timeout = 0;
+	assert_int_not_equal(pk_httpd_start(&c, &h2, &err), PK_OK);
+	assert_non_null(strstr(err.msg, "second listener"));
+	pk_httpd_stop(h);
+}
+
+int main(void)
+{
+	pk_log_set_level(PK_LOG_ERROR);
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_probes),
+	    cmocka_unit_test(test_probes_with_slow_clients),
+	    cmocka_unit_test(test_header_deadline),
+	    cmocka_unit_test(test_request_deadline),
+	    cmocka_unit_test(test_limit_makes_room),
+	    cmocka_unit_test(test_limit_closes_at_once),
+	    cmocka_unit_test(test_library_errors),
+	    cmocka_unit_test(test_start_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
