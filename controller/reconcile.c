@@ -1032,12 +1032,14 @@ struct released {
 	long long grace;
 	char pool_key[KEY_MAX];
 	char text[PK_ADDR_STRLEN];
+	char still_held_by[KEY_MAX]; /* a duplicate: the IPAddress that still holds it, or "" */
 };
 
 struct shared_probe {
 	const char *key, *pool_key;
 	pk_u128 addr;
 	bool found;
+	const char *other; /* the first other holder found (a key of c->held) */
 };
 
 static void probe_shared(void *ud, const char *key, void *value)
@@ -1045,8 +1047,10 @@ static void probe_shared(void *ud, const char *key, void *value)
 	struct shared_probe *p = ud;
 	const struct held *h = value;
 	if (!p->found && h->addr == p->addr && strcmp(key, p->key) != 0 &&
-	    strcmp(h->pool_key, p->pool_key) == 0)
+	    strcmp(h->pool_key, p->pool_key) == 0) {
 		p->found = true;
+		p->other = key;
+	}
 }
 
 /* Under c->mu: whether another IPAddress of its pool holds the address the IPAddress `key` does. */
@@ -1059,7 +1063,7 @@ static bool held_elsewhere(struct pk_controller *c, const char *key)
 	const struct pool_state *s = state_find(c, h->pool_key);
 	if (s != NULL && s->alloc != NULL && s->duplicates == 0)
 		return false;
-	struct shared_probe p = {key, h->pool_key, h->addr, false};
+	struct shared_probe p = {key, h->pool_key, h->addr, false, NULL};
 	pk_strmap_foreach(c->held, probe_shared, &p);
 	return p.found;
 }
@@ -1091,11 +1095,14 @@ static void release_held_locked(struct pk_controller *c, const char *key, struct
 	struct pool_state *s = state_find(c, h->pool_key);
 	if (s != NULL && s->alloc != NULL) {
 		/* A duplicate (two IPAddresses, one address): the other one still holds it. */
-		struct shared_probe p = {key, h->pool_key, h->addr, false};
+		struct shared_probe p = {key, h->pool_key, h->addr, false, NULL};
 		if (s->duplicates > 0)
 			pk_strmap_foreach(c->held, probe_shared, &p);
 		if (p.found) {
 			s->duplicates--;
+			/* Its claim may have been refused adoption for the duplicate: look again.
+			 */
+			snprintf(out->still_held_by, sizeof(out->still_held_by), "%s", p.other);
 		} else {
 			long long now = wall_now();
 			out->grace = s->valid ? s->pool.grace_seconds : 0;
@@ -1136,6 +1143,12 @@ static void released_after(struct pk_controller *c, const char *key, const struc
 	pool_sync_later(c, r->pool_key);
 	if (r->wake)
 		requeue_claims_of_pool(c, r->pool_key, true);
+	if (r->still_held_by[0] != '\0') {
+		char buf[KEY_MAX];
+		const char *ns, *name;
+		key_split(r->still_held_by, buf, sizeof(buf), &ns, &name);
+		queue_key(c, "c", ns, name, NULL, 0);
+	}
 }
 
 /* Whether the IPAddress is really gone: the cache may lag, the API does not. */
