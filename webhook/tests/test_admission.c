@@ -797,6 +797,20 @@ static void review_ip(const struct pk_admission_config *cfg, json_t *ip, json_t 
 	       old, a);
 }
 
+/* A CREATE of that IPAddress is denied saying `want`, and the message lacks `absent` (or NULL). */
+static void ip_denied(const char *name, const char *addr, const char *kind, const char *pool_name,
+                      const char *want, const char *absent)
+{
+	struct answer a;
+	json_t *ip = ipaddress("team-a", name, addr, kind, pool_name);
+	review_ip(&CFG_API, ip, NULL, &a);
+	assert_denied_with(&a, want);
+	if (absent != NULL && strstr(a.message, absent) != NULL)
+		fail_msg("\"%s\" tells \"%s\"", a.message, absent);
+	done(&a);
+	json_decref(ip);
+}
+
 /*
  * A tenant who may create IPAddresses takes or duplicates nothing: the
  * address must be free in its pool, and spec.claimRef must name a claim of
@@ -822,23 +836,15 @@ static void test_ipaddress_claim_and_duplicates(void **state)
 	                      ipaddress("team-b", "b-6", "fd00::1", "GlobalIPPool", "six"));
 
 	/* (a) another namespace's address on a GlobalIPPool: taken, and nothing more is said */
-	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.5", "GlobalIPPool", "shared");
-	review_ip(&CFG_API, ip, NULL, &a);
-	assert_denied_with(&a, "spec.address: \"10.0.0.5\" is already held by another IPAddress "
-	                       "of the pool");
-	assert_null(strstr(a.message, "team-b"));
-	assert_null(strstr(a.message, "b-1"));
-	done(&a);
-	json_decref(ip);
+	const char *taken = "spec.address: \"10.0.0.5\" is already held by another IPAddress of "
+	                    "the pool";
+	ip_denied("m-1", "10.0.0.5", "GlobalIPPool", "shared", taken, "team-b");
+	ip_denied("m-1", "10.0.0.5", "GlobalIPPool", "shared", taken, "b-1");
 	/* compared as addresses, not as text */
-	ip = ipaddress("team-a", "m-6", "fd00:0:0::1", "GlobalIPPool", "six");
-	review_ip(&CFG_API, ip, NULL, &a);
-	assert_denied_with(&a, "is already held by another IPAddress");
-	assert_null(strstr(a.message, "b-6"));
-	done(&a);
-	json_decref(ip);
+	ip_denied("m-6", "fd00:0:0::1", "GlobalIPPool", "six",
+	          "is already held by another IPAddress", "b-6");
 	/* a free address of the pool, for the tenant's own claim on it: admitted */
-	ip = ipaddress("team-a", "m-1", "10.0.0.6", "GlobalIPPool", "shared");
+	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.6", "GlobalIPPool", "shared");
 	review_ip(&CFG_API, ip, NULL, &a);
 	assert_allowed(&a);
 	done(&a);
@@ -895,34 +901,19 @@ static void test_ipaddress_claim_and_duplicates(void **state)
 	json_decref(holder);
 
 	/* (b) spec.claimRef names no claim of the namespace */
-	ip = ipaddress("team-a", "ghost", "10.0.0.7", "GlobalIPPool", "shared");
-	review_ip(&CFG_API, ip, NULL, &a);
-	assert_denied_with(&a, "spec.claimRef.name: \"ghost\" must name an IPAddressClaim of the "
-	                       "IPAddress's namespace whose spec.poolRef is the IPAddress's pool "
-	                       "(GlobalIPPool \"shared\"); there is no such claim");
-	done(&a);
-	json_decref(ip);
+	ip_denied("ghost", "10.0.0.7", "GlobalIPPool", "shared",
+	          "spec.claimRef.name: \"ghost\" must name an IPAddressClaim of the IPAddress's "
+	          "namespace whose spec.poolRef is the IPAddress's pool (GlobalIPPool \"shared\"); "
+	          "there is no such claim",
+	          NULL);
 	/* ... a claim of that name in another namespace does not count */
-	ip = ipaddress("team-a", "b-1", "10.0.0.7", "GlobalIPPool", "shared");
-	review_ip(&CFG_API, ip, NULL, &a);
-	assert_denied_with(&a, "there is no such claim");
-	done(&a);
-	json_decref(ip);
+	ip_denied("b-1", "10.0.0.7", "GlobalIPPool", "shared", "there is no such claim", NULL);
 	/* ... nor a claim of the namespace on another pool, and the words are the same: the
 	 * claim's own pool is not told */
-	ip = ipaddress("team-a", "c-ip", "10.0.0.7", "GlobalIPPool", "shared");
-	review_ip(&CFG_API, ip, NULL, &a);
-	assert_denied_with(&a, "there is no such claim");
-	assert_null(strstr(a.message, "nodes"));
-	done(&a);
-	json_decref(ip);
+	ip_denied("c-ip", "10.0.0.7", "GlobalIPPool", "shared", "there is no such claim", "nodes");
 	/* ... and a poolRef of the same name but another kind is another pool */
 	json_array_append_new(W.claims, pool_claim("team-a", "k-1", "IPPool", "shared"));
-	ip = ipaddress("team-a", "k-1", "10.0.0.7", "GlobalIPPool", "shared");
-	review_ip(&CFG_API, ip, NULL, &a);
-	assert_denied_with(&a, "there is no such claim");
-	done(&a);
-	json_decref(ip);
+	ip_denied("k-1", "10.0.0.7", "GlobalIPPool", "shared", "there is no such claim", NULL);
 
 	/* a lookup that fails denies (500): the check did not run */
 	W.fail_claims = true;
