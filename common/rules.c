@@ -307,6 +307,34 @@ void pk_rules_check_pool_overlap(const struct pk_pool *pool, const struct pk_poo
 	}
 }
 
+enum holding {
+	HOLD_USABLE,  /* the pool hands it out */
+	HOLD_DRAINED, /* in spec.addresses, excluded since: its IPAddress keeps it */
+	HOLD_OUT,     /* the pool cannot hold it */
+};
+
+/*
+ * Where an address stands in a pool whose spec decoded. For HOLD_OUT, *why
+ * is "the gateway" or a reserved subnet role, or NULL (outside
+ * spec.addresses, or of the other family).
+ */
+static enum holding pool_holding(const struct pk_pool *pool, const struct pk_addr *a,
+                                 const char **why)
+{
+	*why = NULL;
+	if (a->family != pool->family)
+		return HOLD_OUT;
+	if (pk_range_set_contains(pool->usable, a->v))
+		return HOLD_USABLE;
+	if (pool->has_gateway && a->v == pool->gateway)
+		*why = "the gateway";
+	else
+		*why = reserved_role(pool, a->v);
+	if (*why == NULL && pk_range_set_contains(pool->addresses, a->v))
+		return HOLD_DRAINED;
+	return HOLD_OUT;
+}
+
 /* Appends "addr" or "addr (why)" to a list; false once the list is full. */
 static bool list_append(char *buf, size_t len, size_t *shown, const char *addr, const char *why)
 {
@@ -348,20 +376,14 @@ void pk_rules_check_pool_shrink(const struct pk_pool *pool, const char *const *i
 		if (in_use[i] == NULL || pk_address_parse(in_use[i], &a, NULL, NULL) != PK_OK)
 			continue;
 		pk_address_format(&a, text);
-		if (a.family == pool->family && pk_range_set_contains(pool->usable, a.v))
-			continue;
 		const char *why = NULL;
-		if (a.family == pool->family) {
-			if (pool->has_gateway && a.v == pool->gateway)
-				why = "the gateway";
-			else
-				why = reserved_role(pool, a.v);
-			if (why == NULL && pk_range_set_contains(pool->addresses, a.v)) {
-				n_drained++;
-				(void)list_append(drained, sizeof(drained), &shown_drained, text,
-				                  NULL);
-				continue;
-			}
+		enum holding h = pool_holding(pool, &a, &why);
+		if (h == HOLD_USABLE)
+			continue;
+		if (h == HOLD_DRAINED) {
+			n_drained++;
+			(void)list_append(drained, sizeof(drained), &shown_drained, text, NULL);
+			continue;
 		}
 		n_gone++;
 		(void)list_append(gone, sizeof(gone), &shown_gone, text, why);
@@ -939,4 +961,98 @@ bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref)
 	const json_t *kind = json_object_get(pool_ref, "kind");
 	return json_string_is(json_object_get(pool_ref, "apiGroup"), PK_POOL_GROUP) &&
 	       (json_string_is(kind, PK_POOL_KIND) || json_string_is(kind, PK_GLOBAL_POOL_KIND));
+}
+
+/* ------------------------------------- an IPAddress against its claim and pool */
+
+/* spec.address parsed, or false when it is missing or does not parse (reported elsewhere). */
+static bool ipaddress_value(const json_t *addr, struct pk_addr *a, const json_t **text)
+{
+	*text = json_object_get(json_object_get(addr, "spec"), "address");
+	return json_is_string(*text) &&
+	       strlen(json_string_value(*text)) == json_string_length(*text) &&
+	       pk_address_parse(json_string_value(*text), a, NULL, NULL) == PK_OK;
+}
+
+void pk_rules_check_ipaddress_claim(const json_t *addr, const json_t *claim,
+                                    struct pk_violations *out)
+{
+	char q[QUOTE_MAX], k[QUOTE_MAX], n[QUOTE_MAX];
+	const json_t *spec = json_object_get(addr, "spec");
+	const json_t *name = json_object_get(json_object_get(spec, "claimRef"), "name");
+	const json_t *ref = json_object_get(spec, "poolRef");
+	if (!json_is_string(name) || !json_is_object(ref))
+		return; /* pk_rules_check_ipaddress reports a missing claimRef or poolRef */
+	quote_json_string(name, q, sizeof(q));
+	const json_t *cname = json_object_get(json_object_get(claim, "metadata"), "name");
+	if (claim != NULL && json_is_string(cname) && !json_strings_equal(cname, name)) {
+		char c[QUOTE_MAX];
+		pk_violations_add(out, PK_SEV_DENY, "spec.claimRef.name",
+		                  "\"%s\" is not IPAddressClaim \"%s\", which owns this IPAddress",
+		                  q, quote_json_string(cname, c, sizeof(c)));
+		return;
+	}
+	const json_t *cref = json_object_get(json_object_get(claim, "spec"), "poolRef");
+	static const char *const keys[] = {"apiGroup", "kind", "name"};
+	bool same = claim != NULL;
+	for (size_t i = 0; same && i < 3; i++)
+		same = json_strings_equal(json_object_get(ref, keys[i]),
+		                          json_object_get(cref, keys[i]));
+	if (same)
+		return;
+	/* One message for "no such claim" and "a claim on another pool": it tells nothing
+	 * about the claim that the IPAddress's own spec does not say. */
+	const json_t *kind = json_object_get(ref, "kind"), *pool = json_object_get(ref, "name");
+	pk_violations_add(out, PK_SEV_DENY, "spec.claimRef.name",
+	                  "\"%s\" must name an IPAddressClaim of the IPAddress's namespace whose "
+	                  "spec.poolRef is the IPAddress's pool (%s \"%s\"); there is no such "
+	                  "claim",
+	                  q, json_is_string(kind) ? quote_json_string(kind, k, sizeof(k)) : "?",
+	                  json_is_string(pool) ? quote_json_string(pool, n, sizeof(n)) : "?");
+}
+
+void pk_rules_check_ipaddress_in_pool(const json_t *addr, const struct pk_pool *pool,
+                                      const char *pool_name, bool allocated,
+                                      struct pk_violations *out)
+{
+	struct pk_addr a;
+	const json_t *text;
+	char q[QUOTE_MAX], role[64] = "";
+	if (pool == NULL || pool->usable == NULL || !ipaddress_value(addr, &a, &text))
+		return;
+	const char *why = NULL;
+	enum holding h = pool_holding(pool, &a, &why);
+	if (h == HOLD_USABLE || (h == HOLD_DRAINED && allocated))
+		return;
+	if (h == HOLD_DRAINED)
+		why = "in spec.excludedAddresses";
+	if (why != NULL)
+		snprintf(role, sizeof(role), " (it is %s)", why);
+	pk_violations_add(out, PK_SEV_DENY, "spec.address",
+	                  "\"%s\" is not a usable address of %s%s",
+	                  quote_json_string(text, q, sizeof(q)),
+	                  pool_name != NULL ? pool_name : "its pool", role);
+}
+
+void pk_rules_check_ipaddress_unique(const json_t *addr, const char *const *others, size_t n,
+                                     struct pk_violations *out)
+{
+	struct pk_addr a, b;
+	const json_t *text;
+	char q[QUOTE_MAX];
+	if (others == NULL || !ipaddress_value(addr, &a, &text))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (others[i] == NULL || pk_address_parse(others[i], &b, NULL, NULL) != PK_OK ||
+		    b.family != a.family || b.v != a.v)
+			continue;
+		/* Taken, and nothing more: the holder may be in a namespace the requester
+		 * cannot read. */
+		pk_violations_add(out, PK_SEV_DENY, "spec.address",
+		                  "\"%s\" is already held by another IPAddress of the pool; an "
+		                  "address of a pool is held once (create an IPAddressClaim and "
+		                  "let poolkeeper allocate a free one)",
+		                  quote_json_string(text, q, sizeof(q)));
+		return;
+	}
 }

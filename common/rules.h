@@ -72,6 +72,41 @@ void pk_rules_check_claim(const json_t *claim, const json_t *old, struct pk_viol
  */
 void pk_rules_check_ipaddress(const json_t *addr, const json_t *old, struct pk_violations *out);
 
+/*
+ * An IPAddress against the claim its spec.claimRef.name names (claim NULL
+ * when no IPAddressClaim of that name exists in the IPAddress's
+ * namespace). One DENY on spec.claimRef.name unless the claim is that
+ * one and its spec.poolRef names the IPAddress's pool (apiGroup, kind and
+ * name). A missing claim and a claim on another pool get the same words:
+ * the message says nothing of the claim beyond what the IPAddress's own
+ * spec says.
+ */
+void pk_rules_check_ipaddress_claim(const json_t *addr, const json_t *claim,
+                                    struct pk_violations *out);
+
+/*
+ * An IPAddress against its decoded pool (named `pool_name` in messages):
+ * one DENY on spec.address unless the address is of the pool's family and
+ * one the pool hands out. With `allocated` (the address was handed out
+ * before: the controller adopting an IPAddress), an address excluded
+ * since is fine too, as pk_rules_check_pool_shrink lets it stay with its
+ * IPAddress. A pool without a usable set, or an address that does not
+ * parse, is reported elsewhere.
+ */
+void pk_rules_check_ipaddress_in_pool(const json_t *addr, const struct pk_pool *pool,
+                                      const char *pool_name, bool allocated,
+                                      struct pk_violations *out);
+
+/*
+ * "No address is held by two IPAddresses of the same pool": `others` are
+ * the spec.address texts of the pool's other IPAddresses. One DENY on
+ * spec.address when one of them is the same address, compared parsed
+ * ("::1" is "0:0::1"). It says the address is taken, never where or by
+ * whom.
+ */
+void pk_rules_check_ipaddress_unique(const json_t *addr, const char *const *others, size_t n,
+                                     struct pk_violations *out);
+
 /* True when the poolRef object names an IPPool or GlobalIPPool of ipam.poolkeeper.io. */
 bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref);
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "decide.h"
+#include "pool.h"
 #include "rules.h"
 
 const char *pk_claim_action_name(enum pk_claim_action a)
@@ -129,10 +130,26 @@ void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d
 	switch (f->address) {
 	case PK_ADDRESS_OURS:
 		/* An address already held stays held, whatever became of the pool. */
-		if (f->bound)
+		if (f->bound) {
 			set(d, PK_ACT_NONE, "Allocated", "bound");
-		else
+		} else if (f->address_check == PK_ADDRESS_INCONSISTENT) {
+			/* Never adopted, never changed: it may be someone's by mistake, and the
+			 * address it names may be another claim's. */
+			set(d, PK_ACT_NOT_READY, PK_REASON_INCONSISTENT,
+			    "the IPAddress named like the claim is not adopted: %s; it is left as "
+			    "it is, and the claim gets an address once it is deleted",
+			    f->address_problem);
+		} else if (f->address_check == PK_ADDRESS_UNCHECKED) {
+			set(d, PK_ACT_NOT_READY, "PoolNotReady",
+			    "%s %s; the existing IPAddress is adopted once it can be checked "
+			    "against the pool",
+			    f->pool_text,
+			    f->pool == PK_POOL_MISSING    ? "does not exist"
+			    : f->pool == PK_POOL_DELETING ? "is being deleted"
+			                                  : "has an invalid spec");
+		} else {
 			set(d, PK_ACT_SET_READY, "Allocated", "adopting the existing IPAddress");
+		}
 		return;
 	case PK_ADDRESS_OURS_DELETING:
 		/* Deleted under a live claim: let it go, then re-create it identically. */
@@ -306,4 +323,33 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 		f->address = deleting(address) ? PK_ADDRESS_OURS_DELETING : PK_ADDRESS_OURS;
 	f->address_has_finalizer =
 	    has_string(json_object_get(amd, "finalizers"), PK_ADDRESS_FINALIZER);
+}
+
+void pk_claim_facts_check_address(struct pk_claim_facts *f, const json_t *claim,
+                                  const json_t *address, const struct pk_pool *pool, bool taken)
+{
+	f->address_check = PK_ADDRESS_CONSISTENT;
+	f->address_problem[0] = '\0';
+	if (f->address != PK_ADDRESS_OURS || f->bound)
+		return;
+	struct pk_violations vs;
+	pk_violations_init(&vs);
+	pk_rules_check_ipaddress_claim(address, claim, &vs);
+	if (pk_violations_count(&vs, PK_SEV_DENY) == 0 && pool == NULL) {
+		f->address_check = PK_ADDRESS_UNCHECKED;
+		return;
+	}
+	pk_rules_check_ipaddress_in_pool(address, pool, f->pool_text, true, &vs);
+	const char *text = str_at(json_object_get(address, "spec"), "address", NULL);
+	if (taken && text != NULL)
+		pk_rules_check_ipaddress_unique(address, &text, 1, &vs);
+	/* An address that does not parse was never handed out by a pool. */
+	struct pk_addr a;
+	if (text == NULL || pk_address_parse(text, &a, NULL, NULL) != PK_OK)
+		pk_violations_add(&vs, PK_SEV_DENY, "spec.address",
+		                  "missing, or not an IP address");
+	if (pk_violations_count(&vs, PK_SEV_DENY) == 0)
+		return;
+	f->address_check = PK_ADDRESS_INCONSISTENT;
+	pk_violations_join(&vs, PK_SEV_DENY, f->address_problem, sizeof(f->address_problem));
 }

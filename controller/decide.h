@@ -15,7 +15,12 @@
  *   3. Put the finalizer on the claim before allocating.
  *   4. Adopt an IPAddress named like the claim and owned by its UID (after
  *      a restart, or after clusterctl move, which recreates objects without
- *      status); otherwise allocate and create it.
+ *      status), but only a consistent one: its claimRef names the claim,
+ *      its poolRef the claim's pool, its address is one the pool holds and
+ *      no other IPAddress of the pool holds it. An inconsistent one is
+ *      never adopted nor changed: the claim is Ready=False
+ *      (InconsistentIPAddress) until someone deletes it. Otherwise
+ *      allocate and create the IPAddress.
  *   5. Set status.addressRef and the Ready condition.
  *   6. On deletion: take the IPAddress's finalizer off and delete it; the
  *      address is released only once the IPAddress is seen gone; then the
@@ -37,6 +42,8 @@
 #define PK_CLAIM_FINALIZER   "ipam.poolkeeper.io/release-address"
 #define PK_ADDRESS_FINALIZER "ipam.poolkeeper.io/protect-address"
 #define PK_PAUSED_ANNOTATION "cluster.x-k8s.io/paused"
+/* The claim's Ready reason while the IPAddress named like it is not adopted. */
+#define PK_REASON_INCONSISTENT "InconsistentIPAddress"
 
 enum pk_cluster_state {
 	PK_CLUSTER_UNNAMED = 0, /* neither spec.clusterName nor the label: go on */
@@ -60,6 +67,13 @@ enum pk_address_state {
 	PK_ADDRESS_FOREIGN,       /* named like the claim, owned by something else */
 };
 
+/* Whether the IPAddress the claim owns may be adopted as its allocation. */
+enum pk_address_check {
+	PK_ADDRESS_CONSISTENT = 0, /* or nothing to check: no IPAddress of the claim's */
+	PK_ADDRESS_UNCHECKED,      /* its pool is missing or invalid: not checkable yet */
+	PK_ADDRESS_INCONSISTENT,   /* address_problem says why */
+};
+
 /* What the controller knows about one claim. */
 struct pk_claim_facts {
 	bool ours;            /* poolRef names an IPPool or GlobalIPPool of ipam.poolkeeper.io */
@@ -72,9 +86,11 @@ struct pk_claim_facts {
 	enum pk_cluster_state cluster;
 	enum pk_pool_state pool;
 	enum pk_address_state address;
-	bool address_has_finalizer; /* PK_ADDRESS_FINALIZER on the IPAddress */
-	char pool_text[320];        /* "IPPool ns/name", for messages */
-	char cluster_text[320];     /* "Cluster ns/name", for messages */
+	bool address_has_finalizer;          /* PK_ADDRESS_FINALIZER on the IPAddress */
+	enum pk_address_check address_check; /* set by pk_claim_facts_check_address */
+	char address_problem[PK_ERR_MSG_MAX / 2];
+	char pool_text[320];    /* "IPPool ns/name", for messages */
+	char cluster_text[320]; /* "Cluster ns/name", for messages */
 };
 
 enum pk_claim_action {
@@ -108,6 +124,22 @@ const char *pk_claim_action_name(enum pk_claim_action a);
  */
 void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_named,
                          const json_t *cluster, const json_t *address, struct pk_claim_facts *f);
+
+struct pk_pool;
+
+/*
+ * Checks the IPAddress the claim owns before it is adopted (rules.h): its
+ * spec.claimRef names the claim and its spec.poolRef the claim's pool; its
+ * address is one `pool` (decoded; NULL when the pool is missing or its spec
+ * is invalid) holds, an address excluded since it was handed out included;
+ * and `taken` is false (the caller's record of held addresses shows no
+ * other IPAddress of the pool with it). Sets f->address_check and, when
+ * inconsistent, f->address_problem. Only an IPAddress of the claim's
+ * (PK_ADDRESS_OURS) that is not bound yet is checked: a bound claim was
+ * checked when it was adopted, and the spec is immutable.
+ */
+void pk_claim_facts_check_address(struct pk_claim_facts *f, const json_t *claim,
+                                  const json_t *address, const struct pk_pool *pool, bool taken);
 
 /* The Cluster a claim names: spec.clusterName, else the deprecated label; NULL when neither. */
 const char *pk_claim_cluster_name(const json_t *claim);

@@ -88,6 +88,7 @@ struct pk_controller {
 	/* metrics */
 	atomic_ullong allocations, releases, reconciles;
 	atomic_ullong failures_exhausted, failures_other, failures_not_ready;
+	atomic_ullong inconsistent; /* IPAddresses found inconsistent and not adopted */
 	atomic_ullong ready_count[NBUCKETS + 1];
 	atomic_ullong ready_sum_us;
 };
@@ -960,10 +961,14 @@ static int json_patch(struct pk_controller *c, const struct pk_kube_ref *r, json
 	return PK_OK;
 }
 
-/* Writes the claim's Ready condition (and addressRef) unless it already says so. */
-static int claim_status(struct pk_controller *c, const json_t *claim, const char *key,
-                        const char *address, bool ready, const char *reason, const char *message)
+/* Writes the claim's Ready condition (and addressRef) unless it already says so; *wrote (when
+ * not NULL) says whether it wrote. */
+static int claim_status_w(struct pk_controller *c, const json_t *claim, const char *key,
+                          const char *address, bool ready, const char *reason, const char *message,
+                          bool *wrote)
 {
+	if (wrote != NULL)
+		*wrote = false;
 	const json_t *g = json_object_get(json_object_get(claim, "metadata"), "generation");
 	struct pk_condition cond = {.type = "Ready",
 	                            .status = ready,
@@ -996,6 +1001,8 @@ static int claim_status(struct pk_controller *c, const json_t *claim, const char
 		return write_failed("claim status", key, &e);
 	expect_write(c, key, false, written);
 	json_decref(written);
+	if (wrote != NULL)
+		*wrote = true;
 	pk_log_info(ready ? "claim ready" : "claim not ready", PK_LOG_STR("claim", key),
 	            PK_LOG_STR("reason", reason), PK_LOG_STR("message", message));
 	if (ready)
@@ -1003,6 +1010,12 @@ static int claim_status(struct pk_controller *c, const json_t *claim, const char
 	else
 		CLAIM_EVENT(c, claim, true, reason, "Allocate", "%s", message);
 	return PK_OK;
+}
+
+static int claim_status(struct pk_controller *c, const json_t *claim, const char *key,
+                        const char *address, bool ready, const char *reason, const char *message)
+{
+	return claim_status_w(c, claim, key, address, ready, reason, message, NULL);
 }
 
 static void pool_sync_later(struct pk_controller *c, const char *pool_key)
@@ -1019,12 +1032,14 @@ struct released {
 	long long grace;
 	char pool_key[KEY_MAX];
 	char text[PK_ADDR_STRLEN];
+	char still_held_by[KEY_MAX]; /* a duplicate: the IPAddress that still holds it, or "" */
 };
 
 struct shared_probe {
 	const char *key, *pool_key;
 	pk_u128 addr;
 	bool found;
+	const char *other; /* the first other holder found (a key of c->held) */
 };
 
 static void probe_shared(void *ud, const char *key, void *value)
@@ -1032,8 +1047,40 @@ static void probe_shared(void *ud, const char *key, void *value)
 	struct shared_probe *p = ud;
 	const struct held *h = value;
 	if (!p->found && h->addr == p->addr && strcmp(key, p->key) != 0 &&
-	    strcmp(h->pool_key, p->pool_key) == 0)
+	    strcmp(h->pool_key, p->pool_key) == 0) {
 		p->found = true;
+		p->other = key;
+	}
+}
+
+/* Under c->mu: whether another IPAddress of its pool holds the address the IPAddress `key` does. */
+static bool held_elsewhere(struct pk_controller *c, const char *key)
+{
+	const struct held *h = pk_strmap_get(c->held, key);
+	if (h == NULL)
+		return false;
+	/* A pool without duplicates (the allocator adopted every address once) needs no scan. */
+	const struct pool_state *s = state_find(c, h->pool_key);
+	if (s != NULL && s->alloc != NULL && s->duplicates == 0)
+		return false;
+	struct shared_probe p = {key, h->pool_key, h->addr, false, NULL};
+	pk_strmap_foreach(c->held, probe_shared, &p);
+	return p.found;
+}
+
+/*
+ * Under c->mu: the address recorded for the claim's IPAddress `key` (now
+ * gone) may not be handed to it again: it is of another pool, no longer
+ * one the pool hands out, or held by another IPAddress of the pool too.
+ * Re-creating it would repeat what was wrong (invariant 1).
+ */
+static bool held_stale(struct pk_controller *c, const struct pool_state *s, const char *key)
+{
+	const struct held *h = pk_strmap_get(c->held, key);
+	if (h == NULL)
+		return false;
+	return strcmp(h->pool_key, s->key) != 0 || h->family != s->pool.family ||
+	       !pk_range_set_contains(s->pool.usable, h->addr) || held_elsewhere(c, key);
 }
 
 /* Under c->mu: releases what the IPAddress `key` held (it is gone). */
@@ -1048,11 +1095,14 @@ static void release_held_locked(struct pk_controller *c, const char *key, struct
 	struct pool_state *s = state_find(c, h->pool_key);
 	if (s != NULL && s->alloc != NULL) {
 		/* A duplicate (two IPAddresses, one address): the other one still holds it. */
-		struct shared_probe p = {key, h->pool_key, h->addr, false};
+		struct shared_probe p = {key, h->pool_key, h->addr, false, NULL};
 		if (s->duplicates > 0)
 			pk_strmap_foreach(c->held, probe_shared, &p);
 		if (p.found) {
 			s->duplicates--;
+			/* Its claim may have been refused adoption for the duplicate: look again.
+			 */
+			snprintf(out->still_held_by, sizeof(out->still_held_by), "%s", p.other);
 		} else {
 			long long now = wall_now();
 			out->grace = s->valid ? s->pool.grace_seconds : 0;
@@ -1093,6 +1143,12 @@ static void released_after(struct pk_controller *c, const char *key, const struc
 	pool_sync_later(c, r->pool_key);
 	if (r->wake)
 		requeue_claims_of_pool(c, r->pool_key, true);
+	if (r->still_held_by[0] != '\0') {
+		char buf[KEY_MAX];
+		const char *ns, *name;
+		key_split(r->still_held_by, buf, sizeof(buf), &ns, &name);
+		queue_key(c, "c", ns, name, NULL, 0);
+	}
 }
 
 /* Whether the IPAddress is really gone: the cache may lag, the API does not. */
@@ -1222,9 +1278,25 @@ static int allocate(struct pk_controller *c, const json_t *claim, const char *ke
 	char f_text[330];
 	snprintf(f_text, sizeof(f_text), "%.63s%s%.253s", pool_ns ? pool_ns : "",
 	         pool_ns ? "/" : "", pk_kube_meta_str(pool, "name"));
-	struct tentative t;
 	pthread_mutex_lock(&c->mu);
 	struct pool_state *s = pool_state(c, pool_key, pool);
+	bool stale = s != NULL && s->valid && held_stale(c, s, key);
+	pthread_mutex_unlock(&c->mu);
+	if (stale) {
+		/* The record goes once the API confirms the IPAddress is gone; a fresh address
+		 * follows. */
+		bool gone = false;
+		int grc = release_if_gone(c, ns, name, key, claim, &gone);
+		if (grc != PK_OK)
+			return grc;
+		if (!gone) {
+			queue_key(c, "c", ns, name, NULL, 1000); /* the cache lags */
+			return PK_OK;
+		}
+	}
+	struct tentative t;
+	pthread_mutex_lock(&c->mu);
+	s = pool_state(c, pool_key, pool);
 	int rc = s == NULL   ? PK_ERR_NOMEM
 	         : !s->valid ? PK_ERR_INVALID
 	                     : take_address(c, s, key, &t);
@@ -1364,6 +1436,11 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 			pthread_mutex_lock(&c->mu);
 			struct pool_state *s = pool_state(c, pk, pool);
 			bool valid = s != NULL && s->valid;
+			/* Before an existing IPAddress is taken as the claim's allocation. */
+			if (s != NULL)
+				pk_claim_facts_check_address(&f, claim, address,
+				                             valid ? &s->pool : NULL,
+				                             valid && held_elsewhere(c, key));
 			pthread_mutex_unlock(&c->mu);
 			if (s == NULL) {
 				rc = PK_ERR_NOMEM;
@@ -1371,6 +1448,8 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 			}
 			if (!valid)
 				f.pool = PK_POOL_INVALID;
+		} else {
+			pk_claim_facts_check_address(&f, claim, address, NULL, false);
 		}
 		struct pk_claim_decision d;
 		pk_decide_claim(&f, &d);
@@ -1398,11 +1477,21 @@ static int reconcile_claim(struct pk_controller *c, const char *ns, const char *
 			}
 			break;
 		}
-		case PK_ACT_NOT_READY:
+		case PK_ACT_NOT_READY: {
 			if (strcmp(d.reason, "PoolNotReady") == 0 && !pk_claim_ready(claim))
 				atomic_fetch_add(&c->failures_not_ready, 1);
-			rc = claim_status(c, claim, key, NULL, false, d.reason, d.message);
+			bool wrote = false;
+			rc =
+			    claim_status_w(c, claim, key, NULL, false, d.reason, d.message, &wrote);
+			if (wrote && strcmp(d.reason, PK_REASON_INCONSISTENT) == 0) {
+				/* Once per claim and finding: the condition says it from then on.
+				 */
+				atomic_fetch_add(&c->inconsistent, 1);
+				pk_log_warn("IPAddress not adopted", PK_LOG_STR("claim", key),
+				            PK_LOG_STR("why", f.address_problem));
+			}
 			break;
+		}
 		case PK_ACT_ALLOCATE: {
 			json_t *made = NULL;
 			rc = allocate(c, claim, key, pool, kind, pk, &made);
@@ -2125,6 +2214,13 @@ char *pk_controller_metrics(struct pk_controller *c, size_t *len)
 	        (unsigned long long)atomic_load(&c->failures_exhausted),
 	        (unsigned long long)atomic_load(&c->failures_not_ready),
 	        (unsigned long long)atomic_load(&c->failures_other));
+	metric_head(f, "poolkeeper_inconsistent_ipaddresses_total", "counter",
+	            "IPAddresses named like a claim and owned by it that were not adopted: "
+	            "another claim or pool, an address the pool does not hand out, or one "
+	            "another IPAddress of the pool holds. Counted when the claim's Ready "
+	            "condition first says so.");
+	fprintf(f, "poolkeeper_inconsistent_ipaddresses_total %llu\n",
+	        (unsigned long long)atomic_load(&c->inconsistent));
 	metric_head(f, "poolkeeper_claim_ready_seconds", "histogram",
 	            "Seconds from a claim being seen unbound to its Ready condition written.");
 	unsigned long long cum = 0;

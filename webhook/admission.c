@@ -192,6 +192,32 @@ static const char *pool_kind_of(const char *resource)
 	return NULL;
 }
 
+/*
+ * How a message names another object: by name only when it lives in the
+ * requested object's own namespace, since the requester may not be allowed
+ * to read anything else (another namespace's pools and addresses, or
+ * cluster-scoped pools). Anything else is described by its kind alone; an
+ * admin finds it with kubectl or `poolkeeper audit`.
+ */
+static bool nameable(const char *req_ns, const char *other_ns)
+{
+	return req_ns != NULL && req_ns[0] != '\0' && other_ns != NULL &&
+	       strcmp(req_ns, other_ns) == 0;
+}
+
+/* Another pool, seen from a request for a pool in namespace ns (NULL: a GlobalIPPool). */
+static void other_pool_name(char *buf, size_t len, const char *ns, const char *other_kind,
+                            const char *other_ns, const char *other)
+{
+	if (strcmp(other_kind, PK_POOL_KIND) == 0 && nameable(ns, other_ns))
+		object_name(buf, len, other_kind, other_ns, other);
+	else if (strcmp(other_kind, PK_POOL_KIND) == 0)
+		snprintf(buf, len, "an IPPool of %s namespace",
+		         ns != NULL && ns[0] != '\0' ? "another" : "a");
+	else
+		snprintf(buf, len, "a GlobalIPPool");
+}
+
 /* Checks `pool` against every other poolkeeper pool it may not overlap. */
 static void pool_overlaps(const struct pk_admission_config *cfg, const char *kind, const char *ns,
                           const char *name, const char *what, const json_t *obj, struct verdict *v,
@@ -242,8 +268,8 @@ static void pool_overlaps(const struct pk_admission_config *cfg, const char *kin
 			        PK_OK &&
 			    theirs.usable != NULL) {
 				char oname_text[NAME_TEXT_MAX];
-				object_name(oname_text, sizeof(oname_text), scopes[s].kind, ons,
-				            oname);
+				other_pool_name(oname_text, sizeof(oname_text), ns, scopes[s].kind,
+				                ons, oname);
 				pk_rules_check_pool_overlap(&me, &theirs, oname_text, vs);
 			}
 			pk_pool_release(&theirs);
@@ -338,13 +364,20 @@ static void review_pool(const struct pk_admission_config *cfg, enum pk_admission
 		}
 		size_t total = json_array_size(items);
 		if (total > 0) {
+			/* The first one is named when it is in the pool's namespace (always,
+			 * for an IPPool); a GlobalIPPool's may be anywhere. */
 			const json_t *first = json_array_get(items, 0);
-			char who[NAME_TEXT_MAX];
-			object_name(who, sizeof(who), "IPAddress", meta_str(first, "namespace"),
-			            meta_str(first, "name"));
+			const char *fns = meta_str(first, "namespace");
+			char who[NAME_TEXT_MAX + 16] = "";
+			if (nameable(ns, fns)) {
+				char one[NAME_TEXT_MAX];
+				object_name(one, sizeof(one), "IPAddress", fns,
+				            meta_str(first, "name"));
+				snprintf(who, sizeof(who), " (first: %s)", one);
+			}
 			deny(v, 403,
-			     "%s: %zu IPAddress%s allocated from this pool still exist%s (first: "
-			     "%s); delete the claims that hold them first, or annotate the pool "
+			     "%s: %zu IPAddress%s allocated from this pool still exist%s%s; "
+			     "delete the claims that hold them first, or annotate the pool "
 			     "with %s to delete it anyway",
 			     what, total, total == 1 ? "" : "es", total == 1 ? "s" : "", who,
 			     PK_SKIP_DELETE_PROTECTION_ANNOTATION);
@@ -430,6 +463,108 @@ static void review_claim(const struct pk_admission_config *cfg, enum pk_admissio
 	apply(v, &vs, mode, what);
 }
 
+/*
+ * Updates that only clean up are never refused, whatever else the
+ * IPAddress says: its deletion under way, clusterctl move taking it away,
+ * or a finalizer coming off (the controller releasing it). Refusing them
+ * would block a claim's deletion or a move (ARCHITECTURE.md, invariants 3
+ * and 4).
+ */
+static bool cleanup_update(const json_t *obj, const json_t *old)
+{
+	const json_t *nf = json_object_get(json_object_get(obj, "metadata"), "finalizers");
+	const json_t *of = json_object_get(json_object_get(old, "metadata"), "finalizers");
+	return meta_str(obj, "deletionTimestamp") != NULL ||
+	       has_annotation(obj, PK_DELETE_FOR_MOVE_ANNOTATION) ||
+	       json_array_size(nf) < json_array_size(of);
+}
+
+/*
+ * The checks of an IPAddress that need other objects: on CREATE, the
+ * address is one its pool hands out; on CREATE and UPDATE, its claim
+ * exists in its namespace on the same pool, and no other IPAddress of the
+ * pool holds the address. False when a lookup failed (v is then denied:
+ * a check that could not run must not pass).
+ */
+static bool ipaddress_against_cluster(const struct pk_admission_config *cfg, bool update,
+                                      const char *ns, const char *name, const json_t *obj,
+                                      const char *what, struct verdict *v, struct pk_violations *vs)
+{
+	const struct pk_admission_lookup *lk = cfg->lookup;
+	const json_t *spec = json_object_get(obj, "spec");
+	const json_t *ref = json_object_get(spec, "poolRef");
+	const char *kind = str_member(ref, "kind"), *pname = str_member(ref, "name");
+	bool global = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
+	const char *pool_ns = global ? NULL : ns;
+	char pool_text[NAME_TEXT_MAX];
+	struct pk_err err;
+	object_name(pool_text, sizeof(pool_text), kind, pool_ns, pname);
+
+	if (!update) {
+		json_t *pool = NULL;
+		if (lk->get_pool(lk->ctx, kind, pool_ns, pname, &pool, &err) != PK_OK) {
+			deny(v, 500, "%s: cannot read %s: %s", what, pool_text, err.msg);
+			return false;
+		}
+		if (pool == NULL) {
+			/* clusterctl move may recreate addresses in any order: warn only. */
+			warn(v, "%s: %s does not exist", what, pool_text);
+		} else {
+			struct pk_pool p;
+			struct pk_violations ignore;
+			memset(&p, 0, sizeof(p));
+			pk_violations_init(&ignore);
+			if (pk_pool_decode(json_object_get(pool, "spec"), &p, &ignore) == PK_OK)
+				pk_rules_check_ipaddress_in_pool(obj, &p, pool_text, false, vs);
+			pk_pool_release(&p);
+			json_decref(pool);
+		}
+	}
+
+	/* "claimRef ... the IPAddressClaim this address was allocated for" (CAPI's
+	 * IPAddress types): it exists, here, and claims from this pool. */
+	const char *cname = str_member(json_object_get(spec, "claimRef"), "name");
+	json_t *claim = NULL;
+	if (lk->get_claim == NULL) {
+		warn(v, "%s: spec.claimRef was not checked: poolkeeper-webhook cannot read claims",
+		     what);
+	} else {
+		if (ns != NULL && cname != NULL &&
+		    lk->get_claim(lk->ctx, ns, cname, &claim, &err) != PK_OK) {
+			deny(v, 500, "%s: cannot read the IPAddressClaim spec.claimRef names: %s",
+			     what, err.msg);
+			return false;
+		}
+		pk_rules_check_ipaddress_claim(obj, claim, vs);
+		json_decref(claim);
+	}
+
+	/* "No address is held by two IPAddresses of the same pool." Itself (an UPDATE, or a
+	 * CREATE the apiserver will answer AlreadyExists) is not another. */
+	json_t *items = NULL;
+	const char **texts = NULL;
+	size_t n = 0;
+	if (pool_addresses(cfg, kind, pool_ns, pname, &items, &texts, &n, &err) != PK_OK) {
+		deny(v, 500, "%s: cannot check whether the address is free: %s", what, err.msg);
+		return false;
+	}
+	size_t i, kept = 0;
+	json_t *a;
+	json_array_foreach(items, i, a)
+	{
+		const char *t = str_member(json_object_get(a, "spec"), "address");
+		const char *ans = meta_str(a, "namespace"), *aname = meta_str(a, "name");
+		bool self = name != NULL && ns != NULL && ans != NULL && aname != NULL &&
+		            strcmp(ans, ns) == 0 && strcmp(aname, name) == 0;
+		if (t != NULL && !self)
+			texts[kept++] = t;
+	}
+	pk_rules_check_ipaddress_unique(obj, texts, kept, vs);
+	free(texts);
+	json_decref(items);
+	return true;
+}
+
 static void review_ipaddress(const struct pk_admission_config *cfg,
                              enum pk_admission_endpoint endpoint, const char *op, const char *ns,
                              const char *name, const json_t *obj, const json_t *old,
@@ -449,49 +584,14 @@ static void review_ipaddress(const struct pk_admission_config *cfg,
 	bool update = strcmp(op, "UPDATE") == 0;
 	pk_rules_check_ipaddress(obj, update ? old : NULL, &vs);
 
-	if (!update && pk_violations_count(&vs, PK_SEV_DENY) == 0) {
-		const char *kind = str_member(ref, "kind"), *pname = str_member(ref, "name");
-		bool global = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
-		char pool_text[NAME_TEXT_MAX];
-		object_name(pool_text, sizeof(pool_text), kind, global ? NULL : ns, pname);
-		if (cfg->lookup == NULL) {
-			warn(v, "%s: not checked against %s: poolkeeper-webhook has no API access",
-			     what, pool_text);
-		} else {
-			json_t *pool = NULL;
-			struct pk_err err;
-			if (cfg->lookup->get_pool(cfg->lookup->ctx, kind, global ? NULL : ns, pname,
-			                          &pool, &err) != PK_OK) {
-				deny(v, 500, "%s: cannot read %s: %s", what, pool_text, err.msg);
-				return;
-			}
-			if (pool == NULL) {
-				/* clusterctl move may recreate addresses in any order: warn only.
-				 */
-				warn(v, "%s: %s does not exist", what, pool_text);
-			} else {
-				struct pk_pool p;
-				struct pk_violations ignore;
-				struct pk_addr a;
-				memset(&p, 0, sizeof(p));
-				pk_violations_init(&ignore);
-				const char *text = str_member(spec, "address");
-				if (pk_pool_decode(json_object_get(pool, "spec"), &p, &ignore) ==
-				        PK_OK &&
-				    p.usable != NULL && text != NULL &&
-				    pk_address_parse(text, &a, "spec.address", &err) == PK_OK &&
-				    (a.family != p.family ||
-				     !pk_range_set_contains(p.usable, a.v))) {
-					char q[300];
-					pk_text_quote(text, strlen(text), q, sizeof(q));
-					pk_violations_add(&vs, PK_SEV_DENY, "spec.address",
-					                  "\"%s\" is not a usable address of %s", q,
-					                  pool_text);
-				}
-				pk_pool_release(&p);
-				json_decref(pool);
-			}
-		}
+	if (pk_violations_count(&vs, PK_SEV_DENY) == 0 && !(update && cleanup_update(obj, old))) {
+		if (cfg->lookup == NULL)
+			warn(v,
+			     "%s: its pool, claim and address were not checked: "
+			     "poolkeeper-webhook has no API access",
+			     what);
+		else if (!ipaddress_against_cluster(cfg, update, ns, name, obj, what, v, &vs))
+			return;
 	}
 	apply(v, &vs, PK_ENFORCE_DENY, what);
 }

@@ -592,6 +592,155 @@ static void test_ipaddress(void **state)
 	json_decref(obj);
 }
 
+/* An IPAddress against its claim: the claim named, on the same pool; one message either way. */
+static void test_ipaddress_claim(void **state)
+{
+	(void)state;
+	struct pk_violations v;
+	json_t *a = load(ipaddress_base);
+	json_t *claim = load("{'metadata':{'name':'m1-eth0','namespace':'default'},'spec':{"
+	                     "'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool',"
+	                     "'name':'p1'}}}");
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_claim(a, claim, &v);
+	assert_int_equal(v.n, 0);
+
+	/* no such claim */
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_claim(a, NULL, &v);
+	expect(&v, PK_SEV_DENY, "spec.claimRef.name",
+	       "\"m1-eth0\" must name an IPAddressClaim of the IPAddress's namespace whose "
+	       "spec.poolRef is the IPAddress's pool (IPPool \"p1\"); there is no such claim");
+	assert_int_equal(v.n, 1);
+	/* a claim on another pool: each of apiGroup, kind and name counts, and the claim's own
+	 * pool is never told */
+	const char *other[][2] = {{"spec.poolRef.name", "'p2-secret'"},
+	                          {"spec.poolRef.kind", "'GlobalIPPool'"},
+	                          {"spec.poolRef.apiGroup", "'ipam.cluster.x-k8s.io'"},
+	                          {"spec.poolRef.apiGroup", NULL},
+	                          {"spec.poolRef", "'p1'"}};
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		json_t *c = json_deep_copy(claim);
+		edit(c, other[i][0], other[i][1]);
+		pk_violations_init(&v);
+		pk_rules_check_ipaddress_claim(a, c, &v);
+		expect(&v, PK_SEV_DENY, "spec.claimRef.name", "there is no such claim");
+		assert_null(strstr(v.items[0].message, "secret"));
+		json_decref(c);
+	}
+	/* the controller's view: the claim owning the IPAddress is not the one claimRef names */
+	json_t *c = json_deep_copy(claim);
+	edit(c, "metadata.name", "'m2-eth0'");
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_claim(a, c, &v);
+	expect(&v, PK_SEV_DENY, "spec.claimRef.name",
+	       "\"m1-eth0\" is not IPAddressClaim \"m2-eth0\", which owns this IPAddress");
+	json_decref(c);
+	/* an embedded NUL makes another name, never a match of its prefix */
+	json_t *nul = json_deep_copy(a);
+	json_object_set_new(json_object_get(json_object_get(nul, "spec"), "claimRef"), "name",
+	                    json_stringn("m1-eth0\0x", 9));
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_claim(nul, claim, &v);
+	expect(&v, PK_SEV_DENY, "spec.claimRef.name", "is not IPAddressClaim");
+	json_decref(nul);
+	/* missing claimRef or poolRef: reported by pk_rules_check_ipaddress, not twice */
+	edit(a, "spec.claimRef", NULL);
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_claim(a, NULL, &v);
+	assert_int_equal(v.n, 0);
+	json_decref(a);
+	json_decref(claim);
+}
+
+/* An IPAddress against its pool: usable, or (adopting) drained; never the gateway. */
+static void test_ipaddress_in_pool(void **state)
+{
+	(void)state;
+	struct pk_pool p;
+	struct pk_violations v;
+	decode("{'addresses':['10.0.0.0/24'],'prefix':24,'gateway':'10.0.0.1',"
+	       "'excludedAddresses':['10.0.0.100']}",
+	       &p);
+	static const struct {
+		const char *address;
+		bool allocated;
+		const char *says; /* NULL: fine */
+	} cases[] = {
+	    {"10.0.0.5", false, NULL},
+	    {"10.0.0.5", true, NULL},
+	    {"10.0.0.1", false,
+	     "\"10.0.0.1\" is not a usable address of IPPool ns/p1 (it is the "
+	     "gateway)"},
+	    {"10.0.0.1", true, "(it is the gateway)"},
+	    {"10.0.0.255", true, "(it is the subnet's broadcast address)"},
+	    {"10.0.0.100", false, "(it is in spec.excludedAddresses)"},
+	    {"10.0.0.100", true, NULL}, /* excluded after it was handed out: it stays */
+	    {"10.0.1.5", true, "\"10.0.1.5\" is not a usable address of IPPool ns/p1"},
+	    {"2001:db8::5", false, "is not a usable address"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *a = load(ipaddress_base);
+		json_object_set_new(json_object_get(a, "spec"), "address",
+		                    json_string(cases[i].address));
+		pk_violations_init(&v);
+		pk_rules_check_ipaddress_in_pool(a, &p, "IPPool ns/p1", cases[i].allocated, &v);
+		if (cases[i].says == NULL) {
+			if (v.n != 0) {
+				dump(&v);
+				fail_msg("%s (allocated %d): want no violation", cases[i].address,
+				         cases[i].allocated);
+			}
+		} else {
+			expect(&v, PK_SEV_DENY, "spec.address", cases[i].says);
+		}
+		json_decref(a);
+	}
+	/* an address that does not parse, or no usable set: reported elsewhere */
+	json_t *a = load(ipaddress_base);
+	edit(a, "spec.address", "'nope'");
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_in_pool(a, &p, "IPPool ns/p1", false, &v);
+	assert_int_equal(v.n, 0);
+	pk_rules_check_ipaddress_in_pool(a, NULL, "IPPool ns/p1", false, &v);
+	assert_int_equal(v.n, 0);
+	json_decref(a);
+	pk_pool_release(&p);
+}
+
+/* Uniqueness within a pool: parsed addresses compared, nothing said of the holder. */
+static void test_ipaddress_unique(void **state)
+{
+	(void)state;
+	struct pk_violations v;
+	json_t *a = load(ipaddress_base);
+	const char *others[] = {"10.0.0.6", NULL, "garbage", "10.0.0.7"};
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_unique(a, others, 4, &v);
+	assert_int_equal(v.n, 0);
+	const char *taken[] = {"10.0.0.6", "10.0.0.5"};
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_unique(a, taken, 2, &v);
+	expect(&v, PK_SEV_DENY, "spec.address",
+	       "\"10.0.0.5\" is already held by another IPAddress of the pool");
+	assert_int_equal(v.n, 1);
+	/* the same IPv6 address written two ways; the other family never matches */
+	edit(a, "spec.address", "'fd00:0:0::1'");
+	const char *six[] = {"::ffff:10.0.0.5", "fd00::1"};
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_unique(a, six, 1, &v);
+	assert_int_equal(v.n, 0);
+	pk_rules_check_ipaddress_unique(a, six, 2, &v);
+	expect(&v, PK_SEV_DENY, "spec.address", "\"fd00:0:0::1\" is already held");
+	/* nothing to compare */
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress_unique(a, NULL, 0, &v);
+	edit(a, "spec.address", "'10.0.0.500'");
+	pk_rules_check_ipaddress_unique(a, taken, 2, &v);
+	assert_int_equal(v.n, 0);
+	json_decref(a);
+}
+
 static void test_is_poolkeeper_pool_ref(void **state)
 {
 	(void)state;
@@ -652,6 +801,9 @@ int main(void)
 	    cmocka_unit_test(test_claim_create),
 	    cmocka_unit_test(test_claim_update),
 	    cmocka_unit_test(test_ipaddress),
+	    cmocka_unit_test(test_ipaddress_claim),
+	    cmocka_unit_test(test_ipaddress_in_pool),
+	    cmocka_unit_test(test_ipaddress_unique),
 	    cmocka_unit_test(test_is_poolkeeper_pool_ref),
 	    cmocka_unit_test(test_fixture_pools),
 	};

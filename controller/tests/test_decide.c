@@ -13,6 +13,7 @@
 
 #include "decide.h"
 #include "json_fixture.h"
+#include "pool.h"
 
 /* A claim that is ours, has its finalizer, in an active cluster and pool, with no address yet. */
 static struct pk_claim_facts base(void)
@@ -96,6 +97,24 @@ static void adopt_pool_gone(struct pk_claim_facts *f)
 {
 	adopt(f);
 	f->pool = PK_POOL_MISSING;
+	f->address_check = PK_ADDRESS_UNCHECKED;
+}
+static void adopt_inconsistent(struct pk_claim_facts *f)
+{
+	adopt(f);
+	f->address_check = PK_ADDRESS_INCONSISTENT;
+	snprintf(f->address_problem, sizeof(f->address_problem),
+	         "spec.address: \"10.0.0.5\" is already held by another IPAddress of the pool");
+}
+static void bound_inconsistent(struct pk_claim_facts *f)
+{
+	adopt_inconsistent(f);
+	f->bound = true;
+}
+static void del_inconsistent(struct pk_claim_facts *f)
+{
+	adopt_inconsistent(f);
+	f->deleting = true;
 }
 static void addr_deleted(struct pk_claim_facts *f)
 {
@@ -202,8 +221,16 @@ static const struct row rows[] = {
     {"an existing IPAddress owned by the claim is adopted, not reallocated", adopt,
      PK_ACT_SET_READY, "Allocated", NULL},
     {"a bound claim needs nothing", bound, PK_ACT_NONE, "Allocated", NULL},
-    {"an adopted address stays held when its pool is gone", adopt_pool_gone, PK_ACT_SET_READY,
-     "Allocated", NULL},
+    {"an IPAddress is not adopted while its pool is gone: nothing to check it against",
+     adopt_pool_gone, PK_ACT_NOT_READY, "PoolNotReady",
+     "IPPool team-a/nodes does not exist; the existing IPAddress is adopted once"},
+    {"an inconsistent IPAddress is never adopted; the claim waits", adopt_inconsistent,
+     PK_ACT_NOT_READY, "InconsistentIPAddress",
+     "not adopted: spec.address: \"10.0.0.5\" is already held by another IPAddress of the "
+     "pool; it is left as it is"},
+    {"a claim bound before keeps its address", bound_inconsistent, PK_ACT_NONE, "Allocated", NULL},
+    {"an inconsistent IPAddress never blocks its claim's deletion", del_inconsistent,
+     PK_ACT_UNPROTECT_ADDRESS, "Releasing", NULL},
     {"an IPAddress deleted under a live claim is let go", addr_deleted, PK_ACT_UNPROTECT_ADDRESS,
      "AddressDeleted", "re-created"},
     {"... and re-created once gone", addr_deleted_unprotected, PK_ACT_WAIT, "AddressDeleted", NULL},
@@ -336,6 +363,98 @@ static void test_facts_from_objects(void **state)
 	json_decref(addr);
 }
 
+/*
+ * The checks before adoption, from objects: the claim the IPAddress names,
+ * its pool, the address inside the pool, and not held elsewhere.
+ */
+static void test_check_address(void **state)
+{
+	(void)state;
+	struct pk_claim_facts f;
+	struct pk_pool p;
+	struct pk_violations v;
+	json_t *spec = load("{'addresses':['10.0.0.0/24'],'prefix':24,'gateway':'10.0.0.1',"
+	                    "'excludedAddresses':['10.0.0.100']}");
+	memset(&p, 0, sizeof(p));
+	pk_violations_init(&v);
+	assert_int_equal(pk_pool_decode(spec, &p, &v), PK_OK);
+	json_decref(spec);
+	json_t *claim = load("{'metadata':{" CLAIM_MD ",'finalizers':['ipam.poolkeeper.io/"
+	                     "release-address']},'spec':{" POOLREF "}}");
+	json_t *pool = load("{'metadata':{'namespace':'team-a','name':'nodes'}}");
+	static const char addr_fmt[] =
+	    "{'metadata':{'namespace':'team-a','name':'m-1','ownerReferences':[{'kind':"
+	    "'IPAddressClaim','uid':'u-claim','controller':true}]},'spec':{'address':'%s',"
+	    "'prefix':24,'claimRef':{'name':'%s'},'poolRef':{'apiGroup':'ipam.poolkeeper.io',"
+	    "'kind':'%s','name':'%s'}}}";
+	static const struct {
+		const char *what, *address, *claim_ref, *kind, *pool;
+		bool taken, no_pool;
+		enum pk_address_check want;
+		const char *says;
+	} cases[] = {
+	    {"consistent", "10.0.0.5", "m-1", "IPPool", "nodes", false, false,
+	     PK_ADDRESS_CONSISTENT, NULL},
+	    {"drained since it was handed out", "10.0.0.100", "m-1", "IPPool", "nodes", false,
+	     false, PK_ADDRESS_CONSISTENT, NULL},
+	    {"held by another IPAddress too", "10.0.0.5", "m-1", "IPPool", "nodes", true, false,
+	     PK_ADDRESS_INCONSISTENT, "already held by another IPAddress of the pool"},
+	    {"outside the pool", "10.9.0.5", "m-1", "IPPool", "nodes", false, false,
+	     PK_ADDRESS_INCONSISTENT, "not a usable address of IPPool team-a/nodes"},
+	    {"the gateway", "10.0.0.1", "m-1", "IPPool", "nodes", false, false,
+	     PK_ADDRESS_INCONSISTENT, "(it is the gateway)"},
+	    {"another claim's", "10.0.0.5", "m-2", "IPPool", "nodes", false, false,
+	     PK_ADDRESS_INCONSISTENT, "\"m-2\" is not IPAddressClaim \"m-1\""},
+	    {"another pool's", "10.0.0.5", "m-1", "GlobalIPPool", "nodes", false, false,
+	     PK_ADDRESS_INCONSISTENT, "there is no such claim"},
+	    {"not an address", "10.0.0.500", "m-1", "IPPool", "nodes", false, false,
+	     PK_ADDRESS_INCONSISTENT, "not an IP address"},
+	    {"no pool to check against", "10.0.0.5", "m-1", "IPPool", "nodes", false, true,
+	     PK_ADDRESS_UNCHECKED, NULL},
+	    {"another claim's, pool or not", "10.0.0.5", "m-2", "IPPool", "nodes", false, true,
+	     PK_ADDRESS_INCONSISTENT, "is not IPAddressClaim"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[1024];
+		snprintf(text, sizeof(text), addr_fmt, cases[i].address, cases[i].claim_ref,
+		         cases[i].kind, cases[i].pool);
+		json_t *addr = load(text);
+		pk_claim_facts_from(claim, pool, false, NULL, addr, &f);
+		assert_int_equal(f.address, PK_ADDRESS_OURS);
+		pk_claim_facts_check_address(&f, claim, addr, cases[i].no_pool ? NULL : &p,
+		                             cases[i].taken);
+		if (f.address_check != cases[i].want ||
+		    (cases[i].says != NULL && strstr(f.address_problem, cases[i].says) == NULL))
+			fail_msg("%s: got %d \"%s\", want %d \"%s\"", cases[i].what,
+			         f.address_check, f.address_problem, cases[i].want,
+			         cases[i].says ? cases[i].says : "");
+		struct pk_claim_decision d;
+		pk_decide_claim(&f, &d);
+		if (cases[i].want == PK_ADDRESS_CONSISTENT)
+			assert_int_equal(d.action, PK_ACT_SET_READY);
+		else
+			assert_int_equal(d.action, PK_ACT_NOT_READY);
+		/* bound: checked when it was adopted; nothing is checked again */
+		json_t *bound = json_deep_copy(claim);
+		json_object_set_new(bound, "status",
+		                    json_pack("{s:{s:s}, s:[{s:s, s:s}]}", "addressRef", "name",
+		                              "m-1", "conditions", "type", "Ready", "status",
+		                              "True"));
+		pk_claim_facts_from(bound, pool, false, NULL, addr, &f);
+		pk_claim_facts_check_address(&f, bound, addr, NULL, true);
+		assert_int_equal(f.address_check, PK_ADDRESS_CONSISTENT);
+		json_decref(bound);
+		json_decref(addr);
+	}
+	/* no IPAddress: nothing to check */
+	pk_claim_facts_from(claim, pool, false, NULL, NULL, &f);
+	pk_claim_facts_check_address(&f, claim, NULL, &p, true);
+	assert_int_equal(f.address_check, PK_ADDRESS_CONSISTENT);
+	json_decref(claim);
+	json_decref(pool);
+	pk_pool_release(&p);
+}
+
 /* Ready means a Ready condition whose status is exactly "True"; anything else is not Ready. */
 static void test_claim_ready(void **state)
 {
@@ -376,6 +495,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_facts_from_objects),
+	    cmocka_unit_test(test_check_address),
 	    cmocka_unit_test(test_claim_ready),
 	};
 	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);

@@ -162,7 +162,7 @@ OWNER_OK=', controller: true, blockOwnerDeletion: true'
   [[ $output == *'Warning:'*'would be denied'* ]]
 }
 
-@test "a pool overlapping a GlobalIPPool is denied, naming it; pools of other namespaces are not compared" {
+@test "a pool overlapping a GlobalIPPool is denied without naming it; pools of other namespaces are not compared" {
   kubectl apply -f - <<EOF
 apiVersion: ipam.poolkeeper.io/v1alpha1
 kind: GlobalIPPool
@@ -172,7 +172,9 @@ EOF
   run pool inner '{addresses: ["10.60.0.128/25"], prefix: 24}'
   kubectl delete globalippool "e2e-shared-$NS" --wait=false
   [ "$status" -ne 0 ]
-  [[ $output == *"overlaps with GlobalIPPool e2e-shared-$NS"* ]]
+  # a tenant may not be allowed to read cluster-scoped pools: described, not named
+  [[ $output == *"overlaps with a GlobalIPPool: both could hand out"* ]]
+  [[ $output != *"e2e-shared-$NS"* ]]
   # IPPools are per namespace: the same range in two namespaces is fine
   kubectl create namespace "$NS-b"
   run kubectl -n "$NS-b" apply -f - <<EOF
@@ -224,6 +226,110 @@ EOF
   [ "$status" -ne 0 ]
   run address m-1 10.70.0.10 m-1
   [ "$status" -eq 0 ]
+}
+
+# tenant_kubeconfig <GlobalIPPool>: a ServiceAccount "tenant" of $NS that may
+# create IPAddresses in $NS, with what OwnerReferencesPermissionEnforcement
+# asks of owner references that block deletion (update on the finalizers of
+# claims in $NS and of the GlobalIPPool), nothing else; writes a kubeconfig
+# that authenticates as it to $PK_TMP/tenant.kubeconfig.
+tenant_kubeconfig() {
+  kubectl -n "$NS" create serviceaccount tenant >/dev/null
+  kubectl -n "$NS" create role ipam-tenant --verb=create,get --resource=ipaddresses.ipam.cluster.x-k8s.io >/dev/null
+  kubectl -n "$NS" create role ipam-tenant-owners --verb=update \
+    --resource=ipaddressclaims.ipam.cluster.x-k8s.io/finalizers >/dev/null
+  kubectl create clusterrole "ipam-tenant-$NS" --verb=update \
+    --resource=globalippools.ipam.poolkeeper.io/finalizers --resource-name="$1" >/dev/null
+  kubectl -n "$NS" create rolebinding ipam-tenant --role=ipam-tenant --serviceaccount="$NS:tenant" >/dev/null
+  kubectl -n "$NS" create rolebinding ipam-tenant-owners --role=ipam-tenant-owners \
+    --serviceaccount="$NS:tenant" >/dev/null
+  kubectl create clusterrolebinding "ipam-tenant-$NS" --clusterrole="ipam-tenant-$NS" \
+    --serviceaccount="$NS:tenant" >/dev/null
+  "$E2E_DIR/cluster" sa-kubeconfig "$NS" tenant "$PK_TMP/tenant.kubeconfig" 1h
+}
+
+# global_claim <namespace> <name> <pool> [kubeconfig]: a claim on GlobalIPPool <pool>.
+global_claim() {
+  kubectl ${4:+--kubeconfig="$4"} -n "$1" create -f - <<EOF
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata:
+  name: $2
+  ownerReferences:
+  - {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: VSphereMachine, name: $2, uid: 5b1c7c48-9a5e-4f5b-8d6f-$(printf '%012d' $RANDOM)$OWNER_OK}
+spec:
+  clusterName: prod
+  poolRef: {apiGroup: ipam.poolkeeper.io, kind: GlobalIPPool, name: $3}
+EOF
+}
+
+# global_address <namespace> <name> <address> <claim name> <pool> [kubeconfig]: an
+# IPAddress of GlobalIPPool <pool>, shaped as poolkeeper-controller makes them
+# (a made-up claim uid when the claim does not exist), created with kubeconfig.
+global_address() {
+  local cuid puid
+  cuid=$(pk_jsonpath -n "$1" "$CLAIMS" "$4" '{.metadata.uid}' 2>/dev/null) || true
+  puid=$(pk_jsonpath globalippools.ipam.poolkeeper.io "$5" '{.metadata.uid}')
+  kubectl ${6:+--kubeconfig="$6"} -n "$1" create -f - <<EOF
+apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddress
+metadata:
+  name: $2
+  ownerReferences:
+  - {apiVersion: ipam.cluster.x-k8s.io/v1beta2, kind: IPAddressClaim, name: $4, uid: ${cuid:-0e9f2a1c-7d3b-4c5e-8f60-123456789abc}, controller: true, blockOwnerDeletion: true}
+  - {apiVersion: ipam.poolkeeper.io/v1alpha1, kind: GlobalIPPool, name: $5, uid: $puid, controller: false, blockOwnerDeletion: true}
+spec:
+  address: $3
+  prefix: 24
+  claimRef: {name: $4}
+  poolRef: {apiGroup: ipam.poolkeeper.io, kind: GlobalIPPool, name: $5}
+EOF
+}
+
+@test "a tenant allowed to create IPAddresses can neither duplicate another namespace's address on a GlobalIPPool nor name a missing claim" {
+  local g=e2e-tenant-$NS other=$NS-other kcfg=$PK_TMP/tenant.kubeconfig
+  kubectl apply -f - <<EOF
+apiVersion: ipam.poolkeeper.io/v1alpha1
+kind: GlobalIPPool
+metadata: {name: $g}
+spec: {addresses: ["10.80.0.0/24"], prefix: 24}
+EOF
+  kubectl create namespace "$other"
+  # another namespace holds 10.80.0.10 from the GlobalIPPool
+  global_claim "$other" secret-claim "$g"
+  global_address "$other" secret-claim 10.80.0.10 secret-claim "$g"
+  tenant_kubeconfig "$g"
+  # the tenant's own claim on the same pool
+  global_claim "$NS" t-1 "$g"
+  # (a) the address is taken
+  run global_address "$NS" t-1 10.80.0.10 t-1 "$g" "$kcfg"
+  local out_a=$output rc_a=$status
+  # (b) the claim it names does not exist
+  run global_address "$NS" ghost 10.80.0.11 ghost "$g" "$kcfg"
+  local out_b=$output rc_b=$status
+  # a free address for its own claim is admitted: the tenant may create IPAddresses
+  run global_address "$NS" t-1 10.80.0.12 t-1 "$g" "$kcfg"
+  local out_ok=$output rc_ok=$status
+  local left
+  left=$(kubectl -n "$NS" get ipaddresses.ipam.cluster.x-k8s.io -o name)
+  kubectl delete namespace "$other" --wait=false
+  kubectl -n "$NS" delete ipaddresses.ipam.cluster.x-k8s.io --all --wait=false
+  kubectl annotate globalippool "$g" ipam.poolkeeper.io/skip-delete-protection=
+  kubectl delete globalippool "$g" --wait=false
+  kubectl delete clusterrolebinding,clusterrole "ipam-tenant-$NS"
+  echo "a: $rc_a $out_a"
+  [ "$rc_a" -ne 0 ]
+  [[ $out_a == *'denied the request'* ]]
+  [[ $out_a == *'spec.address: "10.80.0.10" is already held by another IPAddress of the pool'* ]]
+  # ... saying nothing of where or by whom
+  [[ $out_a != *"$other"* && $out_a != *secret-claim* ]]
+  echo "b: $rc_b $out_b"
+  [ "$rc_b" -ne 0 ]
+  [[ $out_b == *"spec.claimRef.name: \"ghost\" must name an IPAddressClaim of the IPAddress's namespace whose spec.poolRef is the IPAddress's pool (GlobalIPPool \"$g\"); there is no such claim"* ]]
+  echo "ok: $rc_ok $out_ok"
+  [ "$rc_ok" -eq 0 ]
+  # the denied ones changed nothing
+  [[ $left == "ipaddress.ipam.cluster.x-k8s.io/t-1" ]]
 }
 
 @test "a pool cannot shrink past an address in use, nor be deleted while addresses exist, except by clusterctl move" {

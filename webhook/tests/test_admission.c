@@ -18,7 +18,9 @@
 struct world {
 	json_t *pools;     /* array of pool objects (with "kind") */
 	json_t *addresses; /* array of IPAddress objects */
+	json_t *claims;    /* array of IPAddressClaim objects */
 	bool fail;         /* every lookup fails */
+	bool fail_claims;  /* get_claim fails */
 };
 
 static bool str_eq(const json_t *o, const char *key, const char *want)
@@ -85,8 +87,28 @@ static int get_pool(void *ctx, const char *kind, const char *ns, const char *nam
 	return PK_OK;
 }
 
+static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj, struct pk_err *err)
+{
+	struct world *w = ctx;
+	if (w->fail || w->fail_claims)
+		return pk_err_set(err, PK_ERR_INVALID, "connection refused");
+	/* the lookups' contract: one claim, named, in a namespace */
+	assert_non_null(ns);
+	assert_non_null(name);
+	*obj = NULL;
+	size_t i;
+	json_t *c;
+	json_array_foreach(w->claims, i, c)
+	{
+		const json_t *md = json_object_get(c, "metadata");
+		if (str_eq(md, "namespace", ns) && str_eq(md, "name", name))
+			*obj = json_incref(c);
+	}
+	return PK_OK;
+}
+
 static struct world W;
-static struct pk_admission_lookup LK = {&W, list_pools, list_pool_addresses, get_pool, NULL};
+static struct pk_admission_lookup LK = {&W, list_pools, list_pool_addresses, get_pool, get_claim};
 
 static json_t *load(const char *text)
 {
@@ -136,7 +158,9 @@ static int setup(void **state)
 	(void)state;
 	W.pools = json_array();
 	W.addresses = json_array();
+	W.claims = json_array();
 	W.fail = false;
+	W.fail_claims = false;
 	return 0;
 }
 
@@ -145,6 +169,7 @@ static int teardown(void **state)
 	(void)state;
 	json_decref(W.pools);
 	json_decref(W.addresses);
+	json_decref(W.claims);
 	return 0;
 }
 
@@ -366,7 +391,7 @@ static void test_pool_overlap(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_array_append_new(W.pools, pool("GlobalIPPool", NULL, "shared",
+	json_array_append_new(W.pools, pool("GlobalIPPool", NULL, "g-shared",
 	                                    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}"));
 	json_array_append_new(W.pools, pool("IPPool", "team-b", "b-nodes",
 	                                    "{\"addresses\":[\"10.1.0.0/24\"],\"prefix\":24}"));
@@ -374,7 +399,9 @@ static void test_pool_overlap(void **state)
 	json_t *p =
 	    pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.128/25\"],\"prefix\":24}");
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
-	assert_denied_with(&a, "GlobalIPPool shared");
+	assert_denied_with(&a, "overlaps with a GlobalIPPool: both could hand out 10.0.0.128");
+	/* a tenant may not be allowed to read cluster-scoped pools: not named */
+	assert_null(strstr(a.message, "g-shared"));
 	done(&a);
 	json_decref(p);
 	/* IPPools of other namespaces are not compared with each other */
@@ -386,11 +413,32 @@ static void test_pool_overlap(void **state)
 	/* ... but a GlobalIPPool is compared with every pool */
 	p = pool("GlobalIPPool", NULL, "wide", "{\"addresses\":[\"10.1.0.0/16\"],\"prefix\":16}");
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "globalippools", p, NULL, &a);
-	assert_denied_with(&a, "IPPool team-b/b-nodes");
+	assert_denied_with(&a,
+	                   "overlaps with an IPPool of a namespace: both could hand out 10.1.0.1");
+	/* ... naming neither the namespace nor the pool */
+	assert_null(strstr(a.message, "team-b"));
+	assert_null(strstr(a.message, "b-nodes"));
+	done(&a);
+	json_decref(p);
+	/* an IPPool of the same namespace is named: the requester works there */
+	json_array_append_new(W.pools, pool("IPPool", "team-a", "a-old",
+	                                    "{\"addresses\":[\"10.2.0.0/24\"],\"prefix\":24}"));
+	p = pool("IPPool", "team-a", "a-new", "{\"addresses\":[\"10.2.0.5\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	assert_denied_with(&a, "overlaps with IPPool team-a/a-old");
+	done(&a);
+	json_decref(p);
+	/* another GlobalIPPool is not named to a GlobalIPPool's author either */
+	p = pool("GlobalIPPool", NULL, "wide2", "{\"addresses\":[\"10.0.0.9\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "globalippools", p, NULL, &a);
+	assert_denied_with(&a, "overlaps with a GlobalIPPool");
+	if (strstr(a.message, "g-shared") != NULL)
+		fail_msg("names the other GlobalIPPool: %s", a.message);
 	done(&a);
 	json_decref(p);
 	/* an update of a pool is not compared with itself */
-	p = pool("GlobalIPPool", NULL, "shared", "{\"addresses\":[\"10.0.0.0/25\"],\"prefix\":24}");
+	p = pool("GlobalIPPool", NULL, "g-shared",
+	         "{\"addresses\":[\"10.0.0.0/25\"],\"prefix\":24}");
 	json_t *old = json_incref(json_array_get(W.pools, 0));
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, "globalippools", p, old, &a);
 	assert_allowed(&a);
@@ -481,6 +529,17 @@ static void test_pool_shrink_and_delete(void **state)
 		free(body);
 		json_decref(rv);
 	}
+	/* a GlobalIPPool's addresses live in any namespace: counted, never named */
+	json_t *g =
+	    pool("GlobalIPPool", NULL, "shared", "{\"addresses\":[\"10.5.0.0/24\"],\"prefix\":24}");
+	json_array_append_new(
+	    W.addresses, ipaddress("team-b", "b-secret", "10.5.0.9", "GlobalIPPool", "shared"));
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "globalippools", NULL, g, &a);
+	assert_denied_with(&a, "1 IPAddress allocated from this pool still exists");
+	assert_null(strstr(a.message, "team-b"));
+	assert_null(strstr(a.message, "b-secret"));
+	done(&a);
+	json_decref(g);
 	/* once the addresses are gone, deletion passes */
 	json_array_clear(W.addresses);
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "ippools", NULL, old, &a);
@@ -490,6 +549,15 @@ static void test_pool_shrink_and_delete(void **state)
 }
 
 /* ---- claims ---- */
+
+/* An IPAddressClaim of namespace ns on the pool kind/pool_name (just what the checks read). */
+static json_t *pool_claim(const char *ns, const char *name, const char *kind, const char *pool_name)
+{
+	return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:s, s:s, s:s}}}", "apiVersion",
+	                 "ipam.cluster.x-k8s.io/v1beta2", "kind", "IPAddressClaim", "metadata",
+	                 "name", name, "namespace", ns, "spec", "poolRef", "apiGroup",
+	                 "ipam.poolkeeper.io", "kind", kind, "name", pool_name);
+}
 
 static json_t *claim(const char *version, const char *cluster, const char *label,
                      const char *owner_flags, const char *pool_group)
@@ -687,6 +755,7 @@ static void test_ipaddresses(void **state)
 	json_array_append_new(W.pools, pool("IPPool", "team-a", "nodes",
 	                                    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,"
 	                                    "\"gateway\":\"10.0.0.1\"}"));
+	json_array_append_new(W.claims, pool_claim("team-a", "m-1", "IPPool", "nodes"));
 	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.5", "IPPool", "nodes");
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
 	assert_allowed(&a);
@@ -704,7 +773,8 @@ static void test_ipaddresses(void **state)
 		json_decref(ip);
 	}
 	/* a missing pool is a warning only (clusterctl move recreates in any order) */
-	ip = ipaddress("team-a", "m-1", "10.0.0.5", "IPPool", "gone");
+	json_array_append_new(W.claims, pool_claim("team-a", "m-2", "IPPool", "gone"));
+	ip = ipaddress("team-a", "m-2", "10.0.0.5", "IPPool", "gone");
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
 	assert_allowed(&a);
 	assert_non_null(strstr(a.warnings, "does not exist"));
@@ -715,6 +785,158 @@ static void test_ipaddresses(void **state)
 	json_object_set_new(json_object_get(ip, "metadata"), "ownerReferences", json_array());
 	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
 	assert_denied_with(&a, "ownerReferences");
+	done(&a);
+	json_decref(ip);
+}
+
+/* One review of an IPAddress; old NULL: CREATE. */
+static void review_ip(const struct pk_admission_config *cfg, json_t *ip, json_t *old,
+                      struct answer *a)
+{
+	review(cfg, PK_ADMISSION_VALIDATE, old ? "UPDATE" : "CREATE", CAPI_V2, "ipaddresses", ip,
+	       old, a);
+}
+
+/* A CREATE of that IPAddress is denied saying `want`, and the message lacks `absent` (or NULL). */
+static void ip_denied(const char *name, const char *addr, const char *kind, const char *pool_name,
+                      const char *want, const char *absent)
+{
+	struct answer a;
+	json_t *ip = ipaddress("team-a", name, addr, kind, pool_name);
+	review_ip(&CFG_API, ip, NULL, &a);
+	assert_denied_with(&a, want);
+	if (absent != NULL && strstr(a.message, absent) != NULL)
+		fail_msg("\"%s\" tells \"%s\"", a.message, absent);
+	done(&a);
+	json_decref(ip);
+}
+
+/*
+ * A tenant who may create IPAddresses takes or duplicates nothing: the
+ * address must be free in its pool, and spec.claimRef must name a claim of
+ * its own namespace on the same pool. Nothing of another namespace shows.
+ */
+static void test_ipaddress_claim_and_duplicates(void **state)
+{
+	(void)state;
+	struct answer a;
+	json_array_append_new(W.pools, pool("GlobalIPPool", NULL, "shared",
+	                                    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}"));
+	json_array_append_new(W.pools, pool("GlobalIPPool", NULL, "six",
+	                                    "{\"addresses\":[\"fd00::/64\"],\"prefix\":64}"));
+	json_array_append_new(W.pools, pool("IPPool", "team-a", "nodes",
+	                                    "{\"addresses\":[\"10.1.0.0/24\"],\"prefix\":24}"));
+	json_array_append_new(W.claims, pool_claim("team-a", "m-1", "GlobalIPPool", "shared"));
+	json_array_append_new(W.claims, pool_claim("team-a", "m-6", "GlobalIPPool", "six"));
+	json_array_append_new(W.claims, pool_claim("team-a", "c-ip", "IPPool", "nodes"));
+	json_array_append_new(W.claims, pool_claim("team-b", "b-1", "GlobalIPPool", "shared"));
+	json_array_append_new(W.addresses,
+	                      ipaddress("team-b", "b-1", "10.0.0.5", "GlobalIPPool", "shared"));
+	json_array_append_new(W.addresses,
+	                      ipaddress("team-b", "b-6", "fd00::1", "GlobalIPPool", "six"));
+
+	/* (a) another namespace's address on a GlobalIPPool: taken, and nothing more is said */
+	const char *taken = "spec.address: \"10.0.0.5\" is already held by another IPAddress of "
+	                    "the pool";
+	ip_denied("m-1", "10.0.0.5", "GlobalIPPool", "shared", taken, "team-b");
+	ip_denied("m-1", "10.0.0.5", "GlobalIPPool", "shared", taken, "b-1");
+	/* compared as addresses, not as text */
+	ip_denied("m-6", "fd00:0:0::1", "GlobalIPPool", "six",
+	          "is already held by another IPAddress", "b-6");
+	/* a free address of the pool, for the tenant's own claim on it: admitted */
+	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.6", "GlobalIPPool", "shared");
+	review_ip(&CFG_API, ip, NULL, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(ip);
+	/* the same address in another pool is no duplicate */
+	ip = ipaddress("team-a", "c-ip", "10.1.0.5", "IPPool", "nodes");
+	review_ip(&CFG_API, ip, NULL, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(ip);
+
+	/* UPDATE: the object itself is not "another" */
+	json_t *holder = json_incref(json_array_get(W.addresses, 0));
+	json_t *relabeled = json_deep_copy(holder);
+	json_object_set_new(json_object_get(relabeled, "metadata"), "labels",
+	                    json_pack("{s:s}", "a", "b"));
+	review_ip(&CFG_API, relabeled, holder, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(relabeled);
+	/* ... nor on CREATE under the same name (the apiserver answers AlreadyExists) */
+	review_ip(&CFG_API, holder, NULL, &a);
+	assert_allowed(&a);
+	done(&a);
+	/* a duplicate that got in anyway (the webhook was away): an UPDATE is refused ... */
+	json_t *dup = ipaddress("team-a", "m-1", "10.0.0.5", "GlobalIPPool", "shared");
+	json_object_set_new(json_object_get(dup, "metadata"), "finalizers",
+	                    json_pack("[s]", "ipam.poolkeeper.io/protect-address"));
+	json_array_append(W.addresses, dup);
+	json_t *dup_labeled = json_deep_copy(dup);
+	json_object_set_new(json_object_get(dup_labeled, "metadata"), "labels",
+	                    json_pack("{s:s}", "a", "b"));
+	review_ip(&CFG_API, dup_labeled, dup, &a);
+	assert_denied_with(&a, "is already held by another IPAddress");
+	done(&a);
+	json_decref(dup_labeled);
+	/* ... but cleaning it up never is: finalizer off, deletion, clusterctl move */
+	json_t *cleanups[3];
+	for (int i = 0; i < 3; i++)
+		cleanups[i] = json_deep_copy(dup);
+	json_object_set_new(json_object_get(cleanups[0], "metadata"), "finalizers", json_array());
+	json_object_set_new(json_object_get(cleanups[1], "metadata"), "deletionTimestamp",
+	                    json_string("2026-11-30T00:00:00Z"));
+	json_object_set_new(json_object_get(cleanups[2], "metadata"), "annotations",
+	                    json_pack("{s:s}", "clusterctl.cluster.x-k8s.io/delete-for-move", ""));
+	for (int i = 0; i < 3; i++) {
+		review_ip(&CFG_API, cleanups[i], dup, &a);
+		assert_allowed(&a);
+		done(&a);
+		json_decref(cleanups[i]);
+	}
+	json_array_remove(W.addresses, json_array_size(W.addresses) - 1);
+	json_decref(dup);
+	json_decref(holder);
+
+	/* (b) spec.claimRef names no claim of the namespace */
+	ip_denied("ghost", "10.0.0.7", "GlobalIPPool", "shared",
+	          "spec.claimRef.name: \"ghost\" must name an IPAddressClaim of the IPAddress's "
+	          "namespace whose spec.poolRef is the IPAddress's pool (GlobalIPPool \"shared\"); "
+	          "there is no such claim",
+	          NULL);
+	/* ... a claim of that name in another namespace does not count */
+	ip_denied("b-1", "10.0.0.7", "GlobalIPPool", "shared", "there is no such claim", NULL);
+	/* ... nor a claim of the namespace on another pool, and the words are the same: the
+	 * claim's own pool is not told */
+	ip_denied("c-ip", "10.0.0.7", "GlobalIPPool", "shared", "there is no such claim", "nodes");
+	/* ... and a poolRef of the same name but another kind is another pool */
+	json_array_append_new(W.claims, pool_claim("team-a", "k-1", "IPPool", "shared"));
+	ip_denied("k-1", "10.0.0.7", "GlobalIPPool", "shared", "there is no such claim", NULL);
+
+	/* a lookup that fails denies (500): the check did not run */
+	W.fail_claims = true;
+	ip = ipaddress("team-a", "m-1", "10.0.0.8", "GlobalIPPool", "shared");
+	review_ip(&CFG_API, ip, NULL, &a);
+	assert_false(a.allowed);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(a.resp, "status"), "code")), 500);
+	assert_non_null(strstr(a.message, "cannot read the IPAddressClaim"));
+	done(&a);
+	W.fail_claims = false;
+	/* without API access: admitted with a warning saying what was not checked */
+	review_ip(&CFG_NOAPI, ip, NULL, &a);
+	assert_allowed(&a);
+	assert_non_null(strstr(a.warnings, "were not checked"));
+	done(&a);
+	json_decref(ip);
+	/* another provider's IPAddress is none of poolkeeper's business */
+	ip = ipaddress("team-a", "ghost", "10.0.0.5", "GlobalIPPool", "shared");
+	json_object_set_new(json_object_get(json_object_get(ip, "spec"), "poolRef"), "apiGroup",
+	                    json_string("ipam.cluster.x-k8s.io"));
+	review_ip(&CFG_API, ip, NULL, &a);
+	assert_allowed(&a);
 	done(&a);
 	json_decref(ip);
 }
@@ -745,6 +967,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_claim_updates_and_deletes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ipaddresses, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ipaddress_claim_and_duplicates, setup, teardown),
 	    cmocka_unit_test(test_enforcement_flag),
 	};
 	return cmocka_run_group_tests_name("admission", tests, NULL, NULL);
