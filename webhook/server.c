@@ -332,7 +332,9 @@ static enum MHD_Result health_access(void *cls, struct MHD_Connection *conn, con
 			return send_buffer(NULL, conn, MHD_HTTP_METHOD_NOT_ALLOWED,
 			                   (char *)(uintptr_t) "method not allowed\n", 19, false,
 			                   "text/plain", "GET, HEAD");
-		if (!strcmp(url, "/readyz") && !pk_server_ready(s))
+		if (!strcmp(url, "/readyz") &&
+		    (!pk_server_ready(s) ||
+		     (s->cfg.ready != NULL && !s->cfg.ready(s->cfg.ready_ud))))
 			return send_buffer(NULL, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 			                   (char *)(uintptr_t) "not ready\n", 10, false,
 			                   "text/plain", NULL);
