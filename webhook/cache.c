@@ -120,11 +120,14 @@ static void *keep_pool(void *ud, const json_t *obj)
 	return keep(pk_trim_pool(obj), NULL);
 }
 
+/* Only the addresses of poolkeeper pools are kept: no lookup asks for the others. */
 static void *keep_address(void *ud, const json_t *obj)
 {
 	(void)ud;
 	char key[POOL_KEY_MAX];
-	return keep(pk_trim_address(obj), address_pool_key(obj, key, sizeof(key)) ? key : NULL);
+	if (!address_pool_key(obj, key, sizeof(key)))
+		return NULL;
+	return keep(pk_trim_address(obj), key);
 }
 
 static void *keep_claim(void *ud, const json_t *obj)

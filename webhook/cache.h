@@ -14,7 +14,8 @@
  * ipam.poolkeeper.io; an IPPool reference is to the IPPool of the
  * address's own namespace): pk_cache_list_pool_addresses visits only that
  * pool's addresses, never every IPAddress. An IPAddress of another
- * provider, or whose poolRef holds a string with a NUL, is in no pool.
+ * provider, or whose poolRef holds a string with a NUL, names no pool of
+poolkeeper and is not kept at all.
  *
  * Feeding: pk_cache_feed fills an informer's transform, release and
  * handlers for one kind; the informer then calls them on its thread as
@@ -72,7 +73,7 @@ bool pk_cache_synced(struct pk_cache *c, enum pk_cache_kind k);
 /* Whether every kind is synced. */
 bool pk_cache_ready(struct pk_cache *c);
 
-/* Objects of kind k held; for IPAddresses, those of poolkeeper pools included or not. */
+/* Objects of kind k held (IPAddresses: those of poolkeeper pools). */
 size_t pk_cache_count(struct pk_cache *c, enum pk_cache_kind k);
 
 /*
