@@ -1,18 +1,25 @@
-/* lookup.c - admission lookups over the Kubernetes API client. */
+/* lookup.c - admission lookups from informer caches, with live reads until they are loaded. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "kube_client.h"
+#include "kube_informer.h"
 #include "log.h"
 #include "lookup.h"
 #include "rules.h"
 
 struct pk_lookup {
 	struct pk_kube_config *cfg;
-	struct pk_kube_client *client;
+	struct pk_kube_client *client;  /* live reads: short timeouts */
+	struct pk_kube_client *watcher; /* the informers' lists and watches */
 	struct pk_kube_log log;
 	struct pk_admission_lookup admission;
 	char ipaddress_version[16]; /* v1beta2, or v1beta1 on CAPI before 1.11 */
+	struct pk_cache *cache;     /* NULL: PK_LOOKUP_LIVE */
+	struct pk_kube_informer *informers[PK_CACHE_KINDS];
+	atomic_bool announced; /* "caches loaded" was logged */
 };
 
 static const char *pool_resource(const char *kind)
@@ -20,11 +27,24 @@ static const char *pool_resource(const char *kind)
 	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? "globalippools" : "ippools";
 }
 
+static enum pk_cache_kind pool_cache(const char *kind)
+{
+	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? PK_CACHE_GLOBALIPPOOLS : PK_CACHE_IPPOOLS;
+}
+
+/* Whether kind k is answered from the cache: once its informer has listed. */
+static bool cached(const struct pk_lookup *l, enum pk_cache_kind k)
+{
+	return l->cache != NULL && pk_cache_synced(l->cache, k);
+}
+
 static int failed(struct pk_err *err, const char *what, const struct pk_kube_error *e)
 {
 	return pk_err_set(err, PK_ERR_INVALID, "%s: %s (%s)", what, e->message,
 	                  pk_kube_reason_name(e->reason));
 }
+
+/* ---- live reads: before the caches are loaded, and the PK_LOOKUP_LIVE mode ---- */
 
 /* items of a List, as a new reference */
 static json_t *take_items(json_t *list)
@@ -35,10 +55,9 @@ static json_t *take_items(json_t *list)
 	return items;
 }
 
-static int list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
-                      struct pk_err *err)
+static int live_list_pools(struct pk_lookup *l, const char *kind, const char *ns, json_t **items,
+                           struct pk_err *err)
 {
-	struct pk_lookup *l = ctx;
 	struct pk_kube_ref r = {.group = PK_POOL_GROUP,
 	                        .version = "v1alpha1",
 	                        .resource = pool_resource(kind),
@@ -59,13 +78,13 @@ static bool names_pool(const json_t *addr, const char *kind, const char *name)
 	const char *k = json_string_value(json_object_get(ref, "kind"));
 	const char *n = json_string_value(json_object_get(ref, "name"));
 	return g != NULL && k != NULL && n != NULL && name != NULL &&
+	       strlen(n) == json_string_length(json_object_get(ref, "name")) &&
 	       strcmp(g, PK_POOL_GROUP) == 0 && strcmp(k, kind) == 0 && strcmp(n, name) == 0;
 }
 
-static int list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
-                               json_t **items, struct pk_err *err)
+static int live_list_pool_addresses(struct pk_lookup *l, const char *kind, const char *ns,
+                                    const char *name, json_t **items, struct pk_err *err)
 {
-	struct pk_lookup *l = ctx;
 	/* CAPI's IPAddress CRD has no selectable poolRef field: list and filter. */
 	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
 	                        .version = l->ipaddress_version,
@@ -89,45 +108,106 @@ static int list_pool_addresses(void *ctx, const char *kind, const char *ns, cons
 	return PK_OK;
 }
 
+/* One object, or *obj NULL when it does not exist. */
+static int live_get(struct pk_lookup *l, const struct pk_kube_ref *r, const char *what,
+                    json_t **obj, struct pk_err *err)
+{
+	struct pk_kube_error e;
+	*obj = NULL;
+	enum pk_kube_reason rc = pk_kube_client_get(l->client, r, obj, &e);
+	if (rc == PK_KUBE_NOT_FOUND)
+		return PK_OK;
+	if (rc != PK_KUBE_OK)
+		return failed(err, what, &e);
+	return PK_OK;
+}
+
+/* ---- the admission callbacks ---- */
+
+static int list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
+                      struct pk_err *err)
+{
+	struct pk_lookup *l = ctx;
+	if (cached(l, pool_cache(kind)))
+		return pk_cache_list_pools(l->cache, kind, ns, items, err);
+	return live_list_pools(l, kind, ns, items, err);
+}
+
+static int list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
+                               json_t **items, struct pk_err *err)
+{
+	struct pk_lookup *l = ctx;
+	if (cached(l, PK_CACHE_ADDRESSES))
+		return pk_cache_list_pool_addresses(l->cache, kind, ns, name, items, err);
+	return live_list_pool_addresses(l, kind, ns, name, items, err);
+}
+
 static int get_pool(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
                     struct pk_err *err)
 {
 	struct pk_lookup *l = ctx;
+	if (cached(l, pool_cache(kind)))
+		return pk_cache_get_pool(l->cache, kind, ns, name, obj, err);
 	struct pk_kube_ref r = {.group = PK_POOL_GROUP,
 	                        .version = "v1alpha1",
 	                        .resource = pool_resource(kind),
 	                        .namespace = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? NULL : ns,
 	                        .name = name};
-	struct pk_kube_error e;
-	*obj = NULL;
-	enum pk_kube_reason rc = pk_kube_client_get(l->client, &r, obj, &e);
-	if (rc == PK_KUBE_NOT_FOUND)
-		return PK_OK;
-	if (rc != PK_KUBE_OK)
-		return failed(err, kind, &e);
-	return PK_OK;
+	return live_get(l, &r, kind, obj, err);
 }
 
-static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj,
-                     struct pk_err *err)
+static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj, struct pk_err *err)
 {
 	struct pk_lookup *l = ctx;
+	if (cached(l, PK_CACHE_CLAIMS))
+		return pk_cache_get_claim(l->cache, ns, name, obj, err);
 	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
 	                        .version = l->ipaddress_version,
 	                        .resource = "ipaddressclaims",
 	                        .namespace = ns,
 	                        .name = name};
-	struct pk_kube_error e;
-	*obj = NULL;
-	enum pk_kube_reason rc = pk_kube_client_get(l->client, &r, obj, &e);
-	if (rc == PK_KUBE_NOT_FOUND)
-		return PK_OK;
-	if (rc != PK_KUBE_OK)
-		return failed(err, "IPAddressClaim", &e);
+	return live_get(l, &r, "IPAddressClaim", obj, err);
+}
+
+/* ---- set-up ---- */
+
+/* The informers, every one cluster-wide: GlobalIPPools are cluster-scoped and their
+ * addresses and claims live in any namespace. */
+static int start_informers(struct pk_lookup *l, struct pk_err *err)
+{
+	static const struct {
+		const char *group, *resource;
+		bool capi; /* served at the IPAddress version */
+	} what[PK_CACHE_KINDS] = {
+	    [PK_CACHE_IPPOOLS] = {PK_POOL_GROUP, "ippools", false},
+	    [PK_CACHE_GLOBALIPPOOLS] = {PK_POOL_GROUP, "globalippools", false},
+	    [PK_CACHE_ADDRESSES] = {PK_CAPI_IPAM_GROUP, "ipaddresses", true},
+	    [PK_CACHE_CLAIMS] = {PK_CAPI_IPAM_GROUP, "ipaddressclaims", true},
+	};
+	if ((l->cache = pk_cache_new()) == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	for (int k = 0; k < PK_CACHE_KINDS; k++) {
+		struct pk_kube_informer_opts io = {
+		    .ref = {.group = what[k].group,
+		            .version = what[k].capi ? l->ipaddress_version : "v1alpha1",
+		            .resource = what[k].resource}};
+		pk_cache_feed(l->cache, (enum pk_cache_kind)k, &io);
+		int rc = pk_kube_informer_new(l->watcher, &io, &l->informers[k], err);
+		if (rc == PK_OK)
+			rc = pk_kube_informer_start(l->informers[k], err);
+		if (rc != PK_OK)
+			return rc;
+	}
 	return PK_OK;
 }
 
 int pk_lookup_open(const char *kubeconfig, struct pk_lookup **out, struct pk_err *err)
+{
+	return pk_lookup_open_mode(kubeconfig, PK_LOOKUP_CACHED, out, err);
+}
+
+int pk_lookup_open_mode(const char *kubeconfig, enum pk_lookup_mode mode, struct pk_lookup **out,
+                        struct pk_err *err)
 {
 	*out = NULL;
 	bool have_path = kubeconfig != NULL && kubeconfig[0] != '\0';
@@ -139,23 +219,34 @@ int pk_lookup_open(const char *kubeconfig, struct pk_lookup **out, struct pk_err
 	struct pk_lookup *l = calloc(1, sizeof(*l));
 	if (l == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	atomic_init(&l->announced, false);
 	pk_log_kube_sink(&l->log);
 	struct pk_kube_config_opts co = {
 	    .path = have_path ? kubeconfig : NULL, .log = &l->log, .allow_exec = true};
 	int rc = pk_kube_config_load(&co, &l->cfg, err);
 	if (rc != PK_OK)
 		goto fail;
-	/* Admission answers within the apiserver's timeout (10 s by default): fail fast. */
-	struct pk_kube_client_opts opts = {
-	    .qps = 50, .burst = 100, .timeout_ms = 5000, .connect_timeout_ms = 2000};
+	/* Admission answers within the apiserver's timeout (10 s by default): fail fast, with
+	 * one retry at most. */
+	struct pk_kube_client_opts opts = {.qps = 50,
+	                                   .burst = 100,
+	                                   .timeout_ms = 5000,
+	                                   .connect_timeout_ms = 2000,
+	                                   .max_retries = 1,
+	                                   .backoff_max_ms = 500};
+	/* The informers' own client: list pages and watches take longer than an admission
+	 * read may, they retry at their own pace, and they must not eat the reviews' rate. */
+	struct pk_kube_client_opts wopts = {.qps = 50, .burst = 100};
 	rc = pk_kube_client_new(l->cfg, &opts, &l->client, err);
+	if (rc == PK_OK)
+		rc = pk_kube_client_new(l->cfg, &wopts, &l->watcher, err);
 	if (rc != PK_OK)
 		goto fail;
 	/* Which IPAddress version the cluster serves decides how addresses are read:
 	 * v1beta2 unless only v1beta1 is served. */
 	static const char *const prefer[] = {"v1beta2", "v1beta1", NULL};
 	struct pk_kube_error e;
-	if (pk_kube_client_preferred_version(l->client, PK_CAPI_IPAM_GROUP, prefer,
+	if (pk_kube_client_preferred_version(l->watcher, PK_CAPI_IPAM_GROUP, prefer,
 	                                     l->ipaddress_version, sizeof(l->ipaddress_version),
 	                                     &e) != PK_KUBE_OK)
 		pk_log_warn("cannot read which versions of ipam.cluster.x-k8s.io are served; "
@@ -163,6 +254,8 @@ int pk_lookup_open(const char *kubeconfig, struct pk_lookup **out, struct pk_err
 		            PK_LOG_STR("error", e.message));
 	if (l->ipaddress_version[0] == '\0') /* not read, or served in neither */
 		snprintf(l->ipaddress_version, sizeof(l->ipaddress_version), "v1beta2");
+	if (mode == PK_LOOKUP_CACHED && (rc = start_informers(l, err)) != PK_OK)
+		goto fail;
 	l->admission.ctx = l;
 	l->admission.list_pools = list_pools;
 	l->admission.list_pool_addresses = list_pool_addresses;
@@ -179,6 +272,16 @@ void pk_lookup_close(struct pk_lookup *l)
 {
 	if (l == NULL)
 		return;
+	/* Every stop first, then the waits: they overlap. */
+	for (int k = 0; k < PK_CACHE_KINDS; k++)
+		pk_kube_informer_stop_begin(l->informers[k]);
+	for (int k = 0; k < PK_CACHE_KINDS; k++)
+		pk_kube_informer_stop(l->informers[k]);
+	/* The items are the informers': free them first, then the cache's index of them. */
+	for (int k = 0; k < PK_CACHE_KINDS; k++)
+		pk_kube_informer_free(l->informers[k]);
+	pk_cache_free(l->cache);
+	pk_kube_client_free(l->watcher);
 	pk_kube_client_free(l->client);
 	pk_kube_config_free(l->cfg);
 	free(l);
@@ -187,6 +290,37 @@ void pk_lookup_close(struct pk_lookup *l)
 const struct pk_admission_lookup *pk_lookup_admission(const struct pk_lookup *l)
 {
 	return l != NULL ? &l->admission : NULL;
+}
+
+bool pk_lookup_ready(void *ud)
+{
+	struct pk_lookup *l = ud;
+	if (l == NULL || l->cache == NULL)
+		return true;
+	if (!pk_cache_ready(l->cache))
+		return false;
+	if (!atomic_exchange(&l->announced, true))
+		pk_log_info(
+		    "admission lookups answer from the caches",
+		    PK_LOG_UINT("ippools", pk_cache_count(l->cache, PK_CACHE_IPPOOLS)),
+		    PK_LOG_UINT("globalippools", pk_cache_count(l->cache, PK_CACHE_GLOBALIPPOOLS)),
+		    PK_LOG_UINT("ipaddresses", pk_cache_count(l->cache, PK_CACHE_ADDRESSES)),
+		    PK_LOG_UINT("ipaddressclaims", pk_cache_count(l->cache, PK_CACHE_CLAIMS)));
+	return true;
+}
+
+bool pk_lookup_wait_ready(struct pk_lookup *l, long timeout_ms)
+{
+	if (l == NULL || l->cache == NULL)
+		return true;
+	for (int k = 0; k < PK_CACHE_KINDS; k++) {
+		if (!pk_kube_informer_wait_synced(l->informers[k], timeout_ms))
+			return false;
+	}
+	/* on_synced runs just after the state turns synced */
+	for (int i = 0; i < 100 && !pk_cache_ready(l->cache); i++)
+		pk_kube_sleep_ns(10 * 1000 * 1000);
+	return pk_lookup_ready(l);
 }
 
 const char *pk_lookup_server(const struct pk_lookup *l)

@@ -208,6 +208,8 @@ int main(int argc, char **argv)
 	o.server.admission = &o.admission;
 	o.server.certs = certs;
 	o.server.metrics = metrics;
+	o.server.ready = pk_lookup_ready; /* /readyz: 503 until the caches have listed */
+	o.server.ready_ud = lookup;
 	if (pk_server_start(&o.server, &server, &err) != PK_OK) {
 		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
 		goto out;

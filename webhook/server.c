@@ -370,10 +370,16 @@ static void webhook_closed(void *cls, struct MHD_Connection *conn)
 
 static bool server_ready(void *ud, char *why, size_t len)
 {
-	if (pk_server_ready(ud))
-		return true;
-	snprintf(why, len, "not ready");
-	return false;
+	const struct pk_server *s = ud;
+	if (!pk_server_ready(s)) {
+		snprintf(why, len, "not ready");
+		return false;
+	}
+	if (s->cfg.ready != NULL && !s->cfg.ready(s->cfg.ready_ud)) {
+		snprintf(why, len, "lookup caches not loaded");
+		return false;
+	}
+	return true;
 }
 
 static char *server_metrics(void *ud, size_t *len)

@@ -60,6 +60,9 @@ struct pk_server_config {
 	const struct pk_admission_config *admission; /* borrowed */
 	struct pk_certs *certs;                      /* borrowed; must hold a pair */
 	struct pk_metrics *metrics;                  /* borrowed; may be NULL */
+	/* /readyz also waits for this (the lookups' caches); NULL: nothing more to wait for */
+	bool (*ready)(void *ud);
+	void *ready_ud;
 };
 
 /* The defaults poolkeeper-webhook starts with (:9443, :8081, :8080). */

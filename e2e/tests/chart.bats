@@ -429,20 +429,19 @@ EOF
   [ "$(wc -l <"$BATS_FILE_TMPDIR/uids")" -eq 3 ]
 }
 
-@test "RBAC: the webhook's account reads pools and addresses and can write nothing" {
+@test "RBAC: the webhook's account reads and watches pools, addresses and claims and can write nothing" {
   local w=$REL-webhook v r
-  for r in "$POOLS" globalippools.ipam.poolkeeper.io; do
+  for r in "$POOLS" globalippools.ipam.poolkeeper.io "$CLAIMS"; do
     _can yes "$w" get "$r" -n "$CHART_NS"
     _can yes "$w" list "$r" -A
+    _can yes "$w" watch "$r" -A
     for v in create update patch delete deletecollection; do _can no "$w" "$v" "$r" -A; done
     _can no "$w" patch "$r" --subresource=status -A
   done
   _can yes "$w" list "$ADDRS" -A
+  _can yes "$w" watch "$ADDRS" -A
   _can no "$w" get "$ADDRS" -A
-  for r in "$ADDRS" "$CLAIMS"; do
-    for v in create update patch delete; do _can no "$w" "$v" "$r" -A; done
-  done
-  _can no "$w" list "$CLAIMS" -A
+  for v in create update patch delete deletecollection; do _can no "$w" "$v" "$ADDRS" -A; done
   _can no "$w" update "$CLAIMS" --subresource=finalizers -A
   for r in secrets configmaps events events.events.k8s.io leases.coordination.k8s.io; do
     _can no "$w" create "$r" -n "$CHART_NS"

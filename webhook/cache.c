@@ -1,0 +1,462 @@
+/* cache.c - the webhook's informer-fed copy of pools, IPAddresses and claims; see cache.h. */
+#define _GNU_SOURCE /* pthread_rwlockattr_setkind_np */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "jpack.h"
+#include "rules.h"
+#include "strmap.h"
+#include "trim.h"
+
+/* "GlobalIPPool/<namespace>/<name>": a kind, a namespace (63) and a name (253). */
+#define POOL_KEY_MAX 400
+
+/*
+ * An informer item: the trimmed object, packed. An IPAddress of a
+ * poolkeeper pool also carries the pool's key after the packed bytes and
+ * sits on that pool's list (prev, next: changed only under the write lock).
+ */
+struct kept {
+	struct kept *prev, *next;
+	uint32_t len;      /* packed bytes */
+	uint16_t pool_len; /* bytes of the pool key after them; 0: in no pool */
+	unsigned char data[];
+};
+
+/* The IPAddresses of one pool. */
+struct pool_list {
+	struct kept *head;
+	size_t n;
+};
+
+struct feed {
+	struct pk_cache *c;
+	enum pk_cache_kind kind;
+};
+
+struct pk_cache {
+	pthread_rwlock_t lock;
+	/* key (the informer's "ns/name" or "name") -> struct kept, borrowed from the informer */
+	struct pk_strmap *objects[PK_CACHE_KINDS]; /* not used for IPAddresses */
+	struct pk_strmap *by_pool;                 /* pool key -> struct pool_list */
+	size_t addresses;
+	atomic_bool synced[PK_CACHE_KINDS];
+	struct feed feeds[PK_CACHE_KINDS];
+};
+
+static const char *pool_key(const struct kept *k)
+{
+	return (const char *)k->data + k->len;
+}
+
+/* The string value of v, or NULL when v is not a string or holds a NUL (the C string would
+ * name something else). */
+static const char *plain_str(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s != NULL && strlen(s) == json_string_length(v) ? s : NULL;
+}
+
+/* "<kind>/<namespace>/<name>" of a pool; the namespace is empty for a GlobalIPPool. */
+static bool make_pool_key(const char *kind, const char *ns, const char *name, char *buf, size_t len)
+{
+	bool global = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
+	int n = snprintf(buf, len, "%s/%s/%s", kind, global || ns == NULL ? "" : ns, name);
+	return n > 0 && (size_t)n < len;
+}
+
+/* The key of the poolkeeper pool an IPAddress names, or false when it names none. An IPPool
+ * reference is to the IPPool of the address's own namespace. */
+static bool address_pool_key(const json_t *addr, char *buf, size_t len)
+{
+	const json_t *ref = json_object_get(json_object_get(addr, "spec"), "poolRef");
+	const char *group = plain_str(json_object_get(ref, "apiGroup"));
+	const char *kind = plain_str(json_object_get(ref, "kind"));
+	const char *name = plain_str(json_object_get(ref, "name"));
+	const char *ns = plain_str(json_object_get(json_object_get(addr, "metadata"), "namespace"));
+	if (group == NULL || kind == NULL || name == NULL || name[0] == '\0' ||
+	    strcmp(group, PK_POOL_GROUP) != 0)
+		return false;
+	if (strcmp(kind, PK_POOL_KIND) == 0)
+		return ns != NULL && ns[0] != '\0' && make_pool_key(kind, ns, name, buf, len);
+	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 && make_pool_key(kind, NULL, name, buf, len);
+}
+
+/* Packs a trimmed object (released here) with the pool key (NULL: none) into a new item. */
+static struct kept *keep(json_t *trimmed, const char *pool)
+{
+	unsigned char *packed = NULL;
+	size_t n = 0;
+	int rc = trimmed != NULL ? pk_jpack_encode(trimmed, &packed, &n) : PK_ERR_NOMEM;
+	json_decref(trimmed);
+	if (rc != PK_OK)
+		return NULL;
+	size_t plen = pool != NULL ? strlen(pool) : 0;
+	struct kept *k = NULL;
+	if (n <= UINT32_MAX && plen < POOL_KEY_MAX)
+		k = malloc(sizeof(*k) + n + (plen > 0 ? plen + 1 : 0));
+	if (k != NULL) {
+		k->prev = k->next = NULL;
+		k->len = (uint32_t)n;
+		k->pool_len = (uint16_t)plen;
+		memcpy(k->data, packed, n);
+		if (plen > 0)
+			memcpy(k->data + n, pool, plen + 1);
+	}
+	free(packed);
+	return k;
+}
+
+/* ---- transforms (on the informer's thread, no lock) ---- */
+
+static void *keep_pool(void *ud, const json_t *obj)
+{
+	(void)ud;
+	return keep(pk_trim_pool(obj), NULL);
+}
+
+/* Only the addresses of poolkeeper pools are kept: no lookup asks for the others. */
+static void *keep_address(void *ud, const json_t *obj)
+{
+	(void)ud;
+	char key[POOL_KEY_MAX];
+	if (!address_pool_key(obj, key, sizeof(key)))
+		return NULL;
+	return keep(pk_trim_address(obj), key);
+}
+
+static void *keep_claim(void *ud, const json_t *obj)
+{
+	(void)ud;
+	json_t *t = pk_trim_claim(obj);
+	/* The controller keeps the conditions for its status patches; no admission check reads
+	 * them, and they are most of a trimmed claim. */
+	json_t *status = json_object_get(t, "status");
+	json_object_del(status, "conditions");
+	if (status != NULL && json_object_size(status) == 0)
+		json_object_del(t, "status");
+	return keep(t, NULL);
+}
+
+/* ---- handlers (on the informer's thread) ---- */
+
+/* Under the write lock. False when memory ran out (the address is then in no list). */
+static bool link_address(struct pk_cache *c, struct kept *k)
+{
+	c->addresses++;
+	if (k->pool_len == 0)
+		return true;
+	const char *key = pool_key(k);
+	struct pool_list *l = pk_strmap_get(c->by_pool, key);
+	if (l == NULL) {
+		l = calloc(1, sizeof(*l));
+		if (l == NULL || pk_strmap_put(c->by_pool, key, l, NULL) != PK_OK) {
+			free(l);
+			k->pool_len = 0; /* so that unlinking it finds no list */
+			return false;
+		}
+	}
+	k->prev = NULL;
+	k->next = l->head;
+	if (l->head != NULL)
+		l->head->prev = k;
+	l->head = k;
+	l->n++;
+	return true;
+}
+
+/* Under the write lock. */
+static void unlink_address(struct pk_cache *c, struct kept *k)
+{
+	c->addresses--;
+	if (k->pool_len == 0)
+		return;
+	const char *key = pool_key(k);
+	struct pool_list *l = pk_strmap_get(c->by_pool, key);
+	if (l == NULL)
+		return;
+	if (k->prev != NULL)
+		k->prev->next = k->next;
+	else
+		l->head = k->next;
+	if (k->next != NULL)
+		k->next->prev = k->prev;
+	k->prev = k->next = NULL;
+	if (--l->n == 0)
+		free(pk_strmap_remove(c->by_pool, key));
+}
+
+/* Under the write lock. */
+static void put(struct feed *f, const char *key, struct kept *old, struct kept *item)
+{
+	struct pk_cache *c = f->c;
+	if (f->kind == PK_CACHE_ADDRESSES) {
+		if (old != NULL)
+			unlink_address(c, old);
+		(void)link_address(c, item);
+		return;
+	}
+	/* Out of memory: the object is left out, so a read says it does not exist. Stale is
+	 * not an option: the old item is released once this returns. */
+	if (pk_strmap_put(c->objects[f->kind], key, item, NULL) != PK_OK && old != NULL)
+		(void)pk_strmap_remove(c->objects[f->kind], key);
+}
+
+static void on_add(void *ud, const char *key, const void *item)
+{
+	struct feed *f = ud;
+	pthread_rwlock_wrlock(&f->c->lock);
+	put(f, key, NULL, (struct kept *)(uintptr_t)item);
+	pthread_rwlock_unlock(&f->c->lock);
+}
+
+static void on_update(void *ud, const char *key, const void *old, const void *item)
+{
+	struct feed *f = ud;
+	pthread_rwlock_wrlock(&f->c->lock);
+	put(f, key, (struct kept *)(uintptr_t)old, (struct kept *)(uintptr_t)item);
+	pthread_rwlock_unlock(&f->c->lock);
+}
+
+static void on_delete(void *ud, const char *key, const void *item)
+{
+	struct feed *f = ud;
+	struct pk_cache *c = f->c;
+	pthread_rwlock_wrlock(&c->lock);
+	if (f->kind == PK_CACHE_ADDRESSES)
+		unlink_address(c, (struct kept *)(uintptr_t)item);
+	else if (pk_strmap_get(c->objects[f->kind], key) == item)
+		(void)pk_strmap_remove(c->objects[f->kind], key);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+static void on_synced(void *ud)
+{
+	struct feed *f = ud;
+	atomic_store(&f->c->synced[f->kind], true);
+}
+
+/* ---- set-up ---- */
+
+struct pk_cache *pk_cache_new(void)
+{
+	struct pk_cache *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	pthread_rwlockattr_t a;
+	pthread_rwlockattr_init(&a);
+	/* An informer's event must not wait behind a steady stream of reviews. */
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&c->lock, &a);
+	pthread_rwlockattr_destroy(&a);
+	bool ok = (c->by_pool = pk_strmap_new()) != NULL;
+	for (int k = 0; k < PK_CACHE_KINDS; k++) {
+		c->feeds[k] = (struct feed){.c = c, .kind = (enum pk_cache_kind)k};
+		atomic_init(&c->synced[k], false);
+		if (k != PK_CACHE_ADDRESSES && (c->objects[k] = pk_strmap_new()) == NULL)
+			ok = false;
+	}
+	if (!ok) {
+		pk_cache_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void pk_cache_free(struct pk_cache *c)
+{
+	if (c == NULL)
+		return;
+	/* The items are the informers'; only the lists are the cache's. */
+	pk_strmap_free(c->by_pool, free);
+	for (int k = 0; k < PK_CACHE_KINDS; k++)
+		pk_strmap_free(c->objects[k], NULL);
+	pthread_rwlock_destroy(&c->lock);
+	free(c);
+}
+
+void pk_cache_feed(struct pk_cache *c, enum pk_cache_kind k, struct pk_kube_informer_opts *io)
+{
+	static pk_kube_transform_fn *const transforms[PK_CACHE_KINDS] = {
+	    [PK_CACHE_IPPOOLS] = keep_pool,
+	    [PK_CACHE_GLOBALIPPOOLS] = keep_pool,
+	    [PK_CACHE_ADDRESSES] = keep_address,
+	    [PK_CACHE_CLAIMS] = keep_claim,
+	};
+	io->transform = transforms[k];
+	io->release = NULL; /* free() */
+	io->transform_ud = NULL;
+	io->handlers = (struct pk_kube_informer_handlers){on_add, on_update, on_delete, on_synced,
+	                                                  &c->feeds[k]};
+}
+
+bool pk_cache_synced(struct pk_cache *c, enum pk_cache_kind k)
+{
+	return atomic_load(&c->synced[k]);
+}
+
+bool pk_cache_ready(struct pk_cache *c)
+{
+	for (int k = 0; k < PK_CACHE_KINDS; k++)
+		if (!atomic_load(&c->synced[k]))
+			return false;
+	return true;
+}
+
+size_t pk_cache_count(struct pk_cache *c, enum pk_cache_kind k)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	size_t n = k == PK_CACHE_ADDRESSES ? c->addresses : pk_strmap_len(c->objects[k]);
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}
+
+/* ---- reads ---- */
+
+static int nomem(struct pk_err *err, const char *what)
+{
+	return pk_err_set(err, PK_ERR_NOMEM, "out of memory reading the cached %s", what);
+}
+
+static enum pk_cache_kind pool_kind(const char *kind)
+{
+	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? PK_CACHE_GLOBALIPPOOLS : PK_CACHE_IPPOOLS;
+}
+
+/* Visits the pools; the array gets those of namespace ns (every one when ns is NULL). */
+struct pool_scan {
+	const char *ns;
+	size_t nslen;
+	json_t *items;
+	bool nomem;
+};
+
+static void scan_pool(void *ud, const char *key, void *value)
+{
+	struct pool_scan *s = ud;
+	const struct kept *k = value;
+	if (s->nomem ||
+	    (s->ns != NULL && (strncmp(key, s->ns, s->nslen) != 0 || key[s->nslen] != '/')))
+		return;
+	json_t *o = pk_jpack_decode(k->data, k->len);
+	if (o == NULL || json_array_append_new(s->items, o) != 0)
+		s->nomem = true;
+}
+
+int pk_cache_list_pools(struct pk_cache *c, const char *kind, const char *ns, json_t **items,
+                        struct pk_err *err)
+{
+	enum pk_cache_kind k = pool_kind(kind);
+	struct pool_scan s = {.ns = k == PK_CACHE_IPPOOLS ? ns : NULL, .items = json_array()};
+	s.nslen = s.ns != NULL ? strlen(s.ns) : 0;
+	*items = NULL;
+	if (s.items == NULL)
+		return nomem(err, kind);
+	pthread_rwlock_rdlock(&c->lock);
+	pk_strmap_foreach(c->objects[k], scan_pool, &s);
+	pthread_rwlock_unlock(&c->lock);
+	if (s.nomem) {
+		json_decref(s.items);
+		return nomem(err, kind);
+	}
+	*items = s.items;
+	return PK_OK;
+}
+
+/* Under the read lock: appends the addresses of one pool list. False when memory ran out. */
+static bool append_list(const struct pool_list *l, json_t *items)
+{
+	for (const struct kept *k = l != NULL ? l->head : NULL; k != NULL; k = k->next) {
+		json_t *o = pk_jpack_decode(k->data, k->len);
+		if (o == NULL || json_array_append_new(items, o) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* An IPPool name asked for in every namespace: the lists of "IPPool/<any>/<name>". */
+struct name_scan {
+	const char *name;
+	json_t *items;
+	bool nomem;
+};
+
+static void scan_ippool_lists(void *ud, const char *key, void *value)
+{
+	struct name_scan *s = ud;
+	const char *rest = strncmp(key, PK_POOL_KIND "/", sizeof(PK_POOL_KIND)) == 0
+	                       ? strchr(key + sizeof(PK_POOL_KIND), '/')
+	                       : NULL;
+	if (!s->nomem && rest != NULL && strcmp(rest + 1, s->name) == 0)
+		s->nomem = !append_list(value, s->items);
+}
+
+int pk_cache_list_pool_addresses(struct pk_cache *c, const char *kind, const char *ns,
+                                 const char *name, json_t **items, struct pk_err *err)
+{
+	*items = json_array();
+	if (*items == NULL)
+		return nomem(err, "IPAddresses");
+	bool every_ns = ns == NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) != 0;
+	char key[POOL_KEY_MAX];
+	if (name == NULL || (!every_ns && !make_pool_key(kind, ns, name, key, sizeof(key))))
+		return PK_OK; /* names no pool anything can be in */
+	bool ok;
+	pthread_rwlock_rdlock(&c->lock);
+	if (every_ns) {
+		struct name_scan s = {.name = name, .items = *items};
+		pk_strmap_foreach(c->by_pool, scan_ippool_lists, &s);
+		ok = !s.nomem;
+	} else {
+		ok = append_list(pk_strmap_get(c->by_pool, key), *items);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	if (!ok) {
+		json_decref(*items);
+		*items = NULL;
+		return nomem(err, "IPAddresses");
+	}
+	return PK_OK;
+}
+
+/* One object of a keyed kind, or *obj NULL when it is not held. */
+static int get_one(struct pk_cache *c, enum pk_cache_kind k, const char *ns, const char *name,
+                   const char *what, json_t **obj, struct pk_err *err)
+{
+	*obj = NULL;
+	if (name == NULL)
+		return PK_OK;
+	char key[POOL_KEY_MAX];
+	int n =
+	    snprintf(key, sizeof(key), "%s%s%s", ns != NULL ? ns : "", ns != NULL ? "/" : "", name);
+	if (n < 0 || (size_t)n >= sizeof(key))
+		return PK_OK; /* longer than any name the API server accepts */
+	bool held;
+	pthread_rwlock_rdlock(&c->lock);
+	const struct kept *kp = pk_strmap_get(c->objects[k], key);
+	held = kp != NULL;
+	if (held)
+		*obj = pk_jpack_decode(kp->data, kp->len);
+	pthread_rwlock_unlock(&c->lock);
+	if (held && *obj == NULL)
+		return nomem(err, what);
+	return PK_OK;
+}
+
+int pk_cache_get_pool(struct pk_cache *c, const char *kind, const char *ns, const char *name,
+                      json_t **obj, struct pk_err *err)
+{
+	enum pk_cache_kind k = pool_kind(kind);
+	return get_one(c, k, k == PK_CACHE_GLOBALIPPOOLS ? NULL : ns, name, kind, obj, err);
+}
+
+int pk_cache_get_claim(struct pk_cache *c, const char *ns, const char *name, json_t **obj,
+                       struct pk_err *err)
+{
+	return get_one(c, PK_CACHE_CLAIMS, ns, name, "IPAddressClaim", obj, err);
+}
