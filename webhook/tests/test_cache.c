@@ -480,7 +480,7 @@ static void test_admission_over_the_cache(void **state)
 	assert_true(review_global_pool(f, "UPDATE", fresh, old, msg, sizeof(msg)));
 	ev_put(f, PK_CACHE_GLOBALIPPOOLS, pool(PK_GLOBAL_POOL_KIND, NULL, "late", "10.7.0.128/25"));
 	assert_false(review_global_pool(f, "UPDATE", fresh, old, msg, sizeof(msg)));
-	assert_non_null(strstr(msg, "overlaps with GlobalIPPool late"));
+	assert_non_null(strstr(msg, "overlaps with a GlobalIPPool"));
 	ev_delete(f, PK_CACHE_GLOBALIPPOOLS, NULL, "late");
 	assert_true(review_global_pool(f, "UPDATE", fresh, old, msg, sizeof(msg)));
 	json_decref(fresh);
