@@ -1,7 +1,8 @@
 /*
  * bench_kube.h - what the Kubernetes benchmarks share: a client from the
  * usual kubeconfig search (exec plugins allowed, no client-side rate
- * limit), and its release. A benchmark that cannot connect exits 1.
+ * limit), its release, and a namespace for the benchmark's objects. A
+ * benchmark that cannot connect or create it exits 1.
  */
 #ifndef PK_BENCH_KUBE_H
 #define PK_BENCH_KUBE_H
@@ -32,6 +33,23 @@ static inline void bench_kube_disconnect(struct pk_kube_config **cfg, struct pk_
 	pk_kube_config_free(*cfg);
 	*cli = NULL;
 	*cfg = NULL;
+}
+
+/* Creates the namespace ns, or exits 1 naming what the server said. */
+static inline void bench_kube_namespace(const char *prog, struct pk_kube_client *cli,
+                                        const char *ns)
+{
+	json_t *n = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+	                      "metadata", "name", ns);
+	struct pk_kube_ref r = {.version = "v1", .resource = "namespaces"};
+	struct pk_kube_error e;
+	enum pk_kube_reason rc = pk_kube_client_create(cli, &r, n, NULL, NULL, &e);
+	json_decref(n);
+	if (rc != PK_KUBE_OK) {
+		fprintf(stderr, "%s: create namespace %s: %s: %s\n", prog, ns,
+		        pk_kube_reason_name(rc), e.message);
+		exit(1);
+	}
 }
 
 #endif

@@ -89,14 +89,7 @@ static void setup(void)
 {
 	connect_client();
 	snprintf(ns, sizeof(ns), "pk-bench-%d", (int)getpid());
-	json_t *n = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
-	                      "metadata", "name", ns);
-	struct pk_kube_ref r = {.version = "v1", .resource = "namespaces"};
-	struct pk_kube_error e;
-	enum pk_kube_reason rc = pk_kube_client_create(cli, &r, n, NULL, NULL, &e);
-	json_decref(n);
-	if (rc != PK_KUBE_OK)
-		fail("create namespace", rc, &e);
+	bench_kube_namespace("pk_kube_bench", cli, ns);
 	enum { NT = 16 };
 	pthread_t t[NT];
 	struct filler f[NT];
