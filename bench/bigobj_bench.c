@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_kube.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_informer.h"
@@ -50,22 +51,12 @@ static void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_
 
 static void connect_client(size_t page_cap)
 {
-	struct pk_kube_config_opts co = {.allow_exec = true};
-	struct pk_kube_client_opts o = {.qps = -1, .max_response_bytes = page_cap};
-	struct pk_err err;
-	if (pk_kube_config_load(&co, &cfg, &err) != PK_OK ||
-	    pk_kube_client_new(cfg, &o, &cli, &err) != PK_OK) {
-		fprintf(stderr, "pk_bigobj_bench: %s\n", err.msg);
-		exit(1);
-	}
+	bench_kube_connect("pk_bigobj_bench", page_cap, &cfg, &cli);
 }
 
 static void disconnect(void)
 {
-	pk_kube_client_free(cli);
-	pk_kube_config_free(cfg);
-	cli = NULL;
-	cfg = NULL;
+	bench_kube_disconnect(&cfg, &cli);
 }
 
 static struct pk_kube_ref claims(const char *ns)
@@ -112,14 +103,7 @@ static void *fill(void *arg)
 
 static void make_namespace(const char *ns, const char *value)
 {
-	json_t *n = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
-	                      "metadata", "name", ns);
-	struct pk_kube_ref r = {.version = "v1", .resource = "namespaces"};
-	struct pk_kube_error e;
-	enum pk_kube_reason rc = pk_kube_client_create(cli, &r, n, NULL, NULL, &e);
-	json_decref(n);
-	if (rc != PK_KUBE_OK)
-		fail("create namespace", rc, &e);
+	bench_kube_namespace("pk_bigobj_bench", cli, ns);
 	enum { NT = 4 };
 	pthread_t t[NT];
 	struct filler f[NT];
@@ -332,11 +316,15 @@ int main(int argc, char **argv)
 	       "peak RSS MiB", "GET requests");
 	printf("|----------------------------------------------|---------|----------|-----------|"
 	       "--------------|\n");
+	char big[3][64];
+	snprintf(big[0], sizeof(big[0]), "informer, %ld-byte claims, 16 MiB pages", pad);
+	snprintf(big[1], sizeof(big[1]), "informer, %ld-byte claims, 64 MiB pages", pad);
+	snprintf(big[2], sizeof(big[2]), "list pages of 250, %ld-byte claims", pad);
 	measure("informer, small claims (baseline)", small_informer);
-	measure("informer, 256 KiB claims, 16 MiB pages", big_informer);
-	measure("informer, 256 KiB claims, 64 MiB pages", big_informer_64);
+	measure(big[0], big_informer);
+	measure(big[1], big_informer_64);
 	measure("list pages of 250, small claims (baseline)", small_pages);
-	measure("list pages of 250, 256 KiB claims", big_pages);
+	measure(big[2], big_pages);
 	teardown();
 	return 0;
 }

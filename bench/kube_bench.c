@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_kube.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_informer.h"
@@ -48,22 +49,12 @@ static void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_
 
 static void connect_client(void)
 {
-	struct pk_kube_config_opts co = {.allow_exec = true};
-	struct pk_kube_client_opts o = {.qps = -1, .max_response_bytes = 1u << 30};
-	struct pk_err err;
-	if (pk_kube_config_load(&co, &cfg, &err) != PK_OK ||
-	    pk_kube_client_new(cfg, &o, &cli, &err) != PK_OK) {
-		fprintf(stderr, "pk_kube_bench: %s\n", err.msg);
-		exit(1);
-	}
+	bench_kube_connect("pk_kube_bench", 1u << 30, &cfg, &cli);
 }
 
 static void disconnect(void)
 {
-	pk_kube_client_free(cli);
-	pk_kube_config_free(cfg);
-	cli = NULL;
-	cfg = NULL;
+	bench_kube_disconnect(&cfg, &cli);
 }
 
 /* ---- setup ---- */
@@ -98,14 +89,7 @@ static void setup(void)
 {
 	connect_client();
 	snprintf(ns, sizeof(ns), "pk-bench-%d", (int)getpid());
-	json_t *n = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
-	                      "metadata", "name", ns);
-	struct pk_kube_ref r = {.version = "v1", .resource = "namespaces"};
-	struct pk_kube_error e;
-	enum pk_kube_reason rc = pk_kube_client_create(cli, &r, n, NULL, NULL, &e);
-	json_decref(n);
-	if (rc != PK_KUBE_OK)
-		fail("create namespace", rc, &e);
+	bench_kube_namespace("pk_kube_bench", cli, ns);
 	enum { NT = 16 };
 	pthread_t t[NT];
 	struct filler f[NT];

@@ -443,21 +443,29 @@ void pk_kube_scan_feed(struct pk_kube_scan *s, const char *data, size_t len)
 	s->bytes += len;
 }
 
-void pk_kube_object_ident(const char *text, size_t len, const char *prefix, char *buf,
-                          size_t buflen)
+/* A scan of text for the namespace (value 0) and name (value 1) of the object at prefix. */
+static struct pk_kube_scan *scan_names(const char *text, size_t len, const char *prefix)
 {
 	char pn[64], pns[64];
 	bool under = prefix != NULL && prefix[0] != '\0';
 	snprintf(pn, sizeof(pn), "%s%smetadata.name", under ? prefix : "", under ? "." : "");
 	snprintf(pns, sizeof(pns), "%s%smetadata.namespace", under ? prefix : "", under ? "." : "");
 	const char *paths[] = {pns, pn};
+	struct pk_kube_scan *s = pk_kube_scan_new(paths, 2);
+	if (s != NULL)
+		pk_kube_scan_feed(s, text, len);
+	return s;
+}
+
+void pk_kube_object_ident(const char *text, size_t len, const char *prefix, char *buf,
+                          size_t buflen)
+{
 	if (buflen == 0)
 		return;
 	buf[0] = '\0';
-	struct pk_kube_scan *s = pk_kube_scan_new(paths, 2);
+	struct pk_kube_scan *s = scan_names(text, len, prefix);
 	if (s == NULL)
 		return;
-	pk_kube_scan_feed(s, text, len);
 	const char *ns = pk_kube_scan_value(s, 0), *name = pk_kube_scan_value(s, 1);
 	char qn[300], qns[300];
 	if (name != NULL) {
@@ -606,10 +614,7 @@ static void skip_item(pk_kube_skip_fn *skip, void *ud, const char *text, size_t 
 {
 	if (skip == NULL)
 		return;
-	const char *paths[] = {"metadata.namespace", "metadata.name"};
-	struct pk_kube_scan *s = pk_kube_scan_new(paths, 2);
-	if (s != NULL)
-		pk_kube_scan_feed(s, text, len);
+	struct pk_kube_scan *s = scan_names(text, len, "");
 	skip(ud, s ? pk_kube_scan_value(s, 0) : NULL, s ? pk_kube_scan_value(s, 1) : NULL, why);
 	pk_kube_scan_free(s);
 }

@@ -10,6 +10,11 @@
 
 /* Deeper than any event the decoder accepts; deeper input is refused here. */
 #define SPLIT_MAX_DEPTH (PK_KUBE_JSON_MAX_DEPTH * 2)
+/* What names an event that is not decoded: its type, and its object's namespace, name and
+ * resourceVersion (the order of the oversize callback's arguments). */
+static const char *const event_names[] = {
+    "type", "object.metadata.namespace", "object.metadata.name", "object.metadata.resourceVersion"};
+
 /* An event over the cap is read to its end unkept; past this, it is no event. */
 #define OVERSIZE_MAX_BYTES (256u << 20)
 
@@ -70,10 +75,7 @@ size_t pk_kube_splitter_pending(const struct pk_kube_splitter *s)
  * only its names. */
 static int oversize_begin(struct pk_kube_splitter *s, struct pk_err *err)
 {
-	static const char *const paths[] = {"type", "object.metadata.namespace",
-	                                    "object.metadata.name",
-	                                    "object.metadata.resourceVersion"};
-	s->oscan = pk_kube_scan_new(paths, 4);
+	s->oscan = pk_kube_scan_new(event_names, 4);
 	if (s->oscan == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	pk_kube_scan_feed(s->oscan, s->buf ? s->buf : "", s->len);
@@ -348,10 +350,7 @@ static int on_text(void *ud, const char *text, size_t len)
 	int rc = pk_kube_event_decode(text, len, w->max_depth, &ev, &root, &w->perr);
 	if (rc != PK_OK && root == NULL) {
 		/* Whole JSON by structure (the splitter saw to that), yet not decoded. */
-		static const char *const paths[] = {"type", "object.metadata.namespace",
-		                                    "object.metadata.name",
-		                                    "object.metadata.resourceVersion"};
-		struct pk_kube_scan *sc = pk_kube_scan_new(paths, 4);
+		struct pk_kube_scan *sc = pk_kube_scan_new(event_names, 4);
 		if (sc == NULL) {
 			w->garbage = true;
 			return 1;

@@ -201,7 +201,7 @@ static const char *str_at(const json_t *o, const char *a, const char *b)
 	const json_t *x = json_object_get(o, a);
 	if (b != NULL)
 		x = json_object_get(x, b);
-	return json_is_string(x) ? json_string_value(x) : NULL;
+	return pk_json_cstr(x); /* a string holding a NUL is no name (pk.h) */
 }
 
 static bool has_string(const json_t *arr, const char *want)
@@ -210,7 +210,7 @@ static bool has_string(const json_t *arr, const char *want)
 	const json_t *v;
 	json_array_foreach(arr, i, v)
 	{
-		if (json_is_string(v) && strcmp(json_string_value(v), want) == 0)
+		if (pk_json_cstr(v) != NULL && strcmp(pk_json_cstr(v), want) == 0)
 			return true;
 	}
 	return false;

@@ -241,6 +241,93 @@ static struct pk_kube_client *client_for(struct pk_kube_config *c, size_t max_by
 	return k;
 }
 
+/* ---- a List page, object by object (pure) ---- */
+
+static void collect_skip(void *ud, const char *ns, const char *name, const char *why)
+{
+	char *out = ud;
+	size_t l = strlen(out);
+	snprintf(out + l, 256 - l, "%s/%s:%s;", ns ? ns : "-", name ? name : "-",
+	         strstr(why, "deeper") ? "deep"
+	         : strstr(why, "cap")  ? "big"
+	                               : "bad");
+}
+
+static void test_list_decode(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text;
+		int rc;
+		int items;        /* decoded */
+		const char *skip; /* reported */
+	} v[] = {
+	    {"{\"items\":[]}", PK_OK, 0, ""},
+	    {" {\"kind\":\"L\",\"items\":[{\"metadata\":{\"name\":\"a\"}} , {}],\"metadata\":{}} ",
+	     PK_OK, 2, ""},
+	    /* one bad object among good ones: the good ones arrive */
+	    {"{\"items\":[{\"a\":1},{\"metadata\":{\"name\":\"k\",\"namespace\":\"n\"},"
+	     "\"x\":{\"\\u0000\":1}},{\"b\":\"\\u0000\"}]}",
+	     PK_OK, 2, "n/k:bad;"},
+	    {"{\"items\":[1,\"s\",null,{\"metadata\":{\"name\":\"ok\"}}]}", PK_OK, 1,
+	     "-/-:bad;-/-:bad;-/-:bad;"},
+	    {"{\"items\":[{\"metadata\":{\"name\":\"d\"},\"s\":[[[[[[[[[[1]]]]]]]]]]}]}", PK_OK, 0,
+	     "-/d:deep;"},
+	    {"{\"items\":[{\"metadata\":{\"name\":\"big\"},\"v\":"
+	     "\"0123456789012345678901234567890123"
+	     "4567890123456789\"}]}",
+	     PK_OK, 0, "-/big:big;"},
+	    /* a List without items decodes as it is (the caller says what is missing) */
+	    {"{\"kind\":\"Status\"}", PK_OK, -1, ""},
+	    /* the page itself broken */
+	    {"[]", PK_ERR_INVALID, 0, ""},
+	    {"", PK_ERR_INVALID, 0, ""},
+	    {"{\"items\":[{}", PK_ERR_INVALID, 0, ""},
+	    {"{\"items\":[{} {}]}", PK_ERR_INVALID, 0, ""},
+	    {"{\"items\":[]} x", PK_ERR_INVALID, 0, ""},
+	    {"{\"items\":[],\"metadata\":{\"a\":tru}}", PK_ERR_INVALID, 0, ""},
+	    {"{\"items\" []}", PK_ERR_INVALID, 0, ""},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char skipped[256] = "";
+		json_t *page;
+		struct pk_err err;
+		int rc = pk_kube_list_decode(v[i].text, strlen(v[i].text), 64, 8, collect_skip,
+		                             skipped, &page, &err);
+		if (rc != v[i].rc)
+			print_error("case %zu: %s\n", i, err.msg);
+		assert_int_equal(rc, v[i].rc);
+		assert_string_equal(skipped, v[i].skip);
+		if (rc != PK_OK) {
+			assert_null(page);
+			assert_true(err.msg[0] != '\0');
+			continue;
+		}
+		json_t *items = json_object_get(page, "items");
+		if (v[i].items < 0)
+			assert_null(items);
+		else
+			assert_int_equal(json_array_size(items), (size_t)v[i].items);
+		json_decref(page);
+	}
+}
+
+static void test_object_ident(void **state)
+{
+	(void)state;
+	char buf[PK_KUBE_IDENT_MAX];
+	const char *ev =
+	    "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"metadata\":{\"name\":\"no\"}},"
+	    "\"metadata\":{\"namespace\":\"t\",\"name\":\"a\\\"b\\u0041\"}}}";
+	pk_kube_object_ident(ev, strlen(ev), "object", buf, sizeof(buf));
+	assert_string_equal(buf, "t/a\\x22bA");
+	pk_kube_object_ident(ev, strlen(ev), "", buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	const char *nul = "{\"metadata\":{\"name\":\"a\\u0000b\",\"namespace\":\"n\"}}";
+	pk_kube_object_ident(nul, strlen(nul), NULL, buf, sizeof(buf));
+	assert_string_equal(buf, ""); /* a name holding a NUL is no name */
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -1607,9 +1694,9 @@ static void test_sslkeylogfile_cleared(void **state)
 int main(void)
 {
 	const struct CMUnitTest pure[] = {
-	    cmocka_unit_test(test_status_decode),
-	    cmocka_unit_test(test_paths),
-	    cmocka_unit_test(test_backoff),
+	    cmocka_unit_test(test_status_decode), cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_backoff),       cmocka_unit_test(test_list_decode),
+	    cmocka_unit_test(test_object_ident),
 	};
 	const struct CMUnitTest net[] = {
 	    T(test_get_ok),

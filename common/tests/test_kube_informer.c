@@ -177,10 +177,11 @@ static bool log_has(const char *s)
 	return ok;
 }
 
-static void test_informer_list_watch_relist(void **state)
+/* the_inf over ns's ConfigMaps with the logging handlers and the compact transform; not
+ * started. */
+static void new_logged_informer(fs_responder *script)
 {
-	(void)state;
-	cur = r_script;
+	cur = script;
 	hlog[0] = '\0';
 	struct pk_kube_informer_opts o = {
 	    .ref = {.version = "v1", .resource = "configmaps", .namespace = "ns"},
@@ -195,6 +196,13 @@ static void test_informer_list_watch_relist(void **state)
 	};
 	struct pk_err err;
 	assert_int_equal(pk_kube_informer_new(cli, &o, &the_inf, &err), PK_OK);
+}
+
+static void test_informer_list_watch_relist(void **state)
+{
+	(void)state;
+	new_logged_informer(r_script);
+	struct pk_err err;
 	assert_int_equal(pk_kube_informer_state(the_inf), PK_KUBE_INFORMER_STARTING);
 	assert_false(pk_kube_informer_synced(the_inf));
 	assert_int_equal(pk_kube_informer_start(the_inf, &err), PK_OK);
@@ -276,21 +284,8 @@ static void r_hostile(void *ud, int i, const struct fs_request *q, struct fs_res
 static void test_informer_hostile_objects(void **state)
 {
 	(void)state;
-	cur = r_hostile;
-	hlog[0] = '\0';
-	struct pk_kube_informer_opts o = {
-	    .ref = {.version = "v1", .resource = "configmaps", .namespace = "ns"},
-	    .transform = transform,
-	    .release = release,
-	    .handlers = {.on_add = on_add,
-	                 .on_update = on_update,
-	                 .on_delete = on_delete,
-	                 .on_synced = on_synced},
-	    .watch_timeout_s = 30,
-	    .backoff_base_ms = 10,
-	};
+	new_logged_informer(r_hostile);
 	struct pk_err err;
-	assert_int_equal(pk_kube_informer_new(cli, &o, &the_inf, &err), PK_OK);
 	assert_int_equal(pk_kube_informer_start(the_inf, &err), PK_OK);
 	/* the first list completes although one object in it cannot be decoded */
 	assert_true(pk_kube_informer_wait_synced(the_inf, 5000));

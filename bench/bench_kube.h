@@ -1,0 +1,55 @@
+/*
+ * bench_kube.h - what the Kubernetes benchmarks share: a client from the
+ * usual kubeconfig search (exec plugins allowed, no client-side rate
+ * limit), its release, and a namespace for the benchmark's objects. A
+ * benchmark that cannot connect or create it exits 1.
+ */
+#ifndef PK_BENCH_KUBE_H
+#define PK_BENCH_KUBE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kube_client.h"
+#include "kube_config.h"
+
+/* max_response_bytes 0: the client's default. prog names the benchmark in the error. */
+static inline void bench_kube_connect(const char *prog, size_t max_response_bytes,
+                                      struct pk_kube_config **cfg, struct pk_kube_client **cli)
+{
+	struct pk_kube_config_opts co = {.allow_exec = true};
+	struct pk_kube_client_opts o = {.qps = -1, .max_response_bytes = max_response_bytes};
+	struct pk_err err;
+	if (pk_kube_config_load(&co, cfg, &err) != PK_OK ||
+	    pk_kube_client_new(*cfg, &o, cli, &err) != PK_OK) {
+		fprintf(stderr, "%s: %s\n", prog, err.msg);
+		exit(1);
+	}
+}
+
+static inline void bench_kube_disconnect(struct pk_kube_config **cfg, struct pk_kube_client **cli)
+{
+	pk_kube_client_free(*cli);
+	pk_kube_config_free(*cfg);
+	*cli = NULL;
+	*cfg = NULL;
+}
+
+/* Creates the namespace ns, or exits 1 naming what the server said. */
+static inline void bench_kube_namespace(const char *prog, struct pk_kube_client *cli,
+                                        const char *ns)
+{
+	json_t *n = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+	                      "metadata", "name", ns);
+	struct pk_kube_ref r = {.version = "v1", .resource = "namespaces"};
+	struct pk_kube_error e;
+	enum pk_kube_reason rc = pk_kube_client_create(cli, &r, n, NULL, NULL, &e);
+	json_decref(n);
+	if (rc != PK_KUBE_OK) {
+		fprintf(stderr, "%s: create namespace %s: %s: %s\n", prog, ns,
+		        pk_kube_reason_name(rc), e.message);
+		exit(1);
+	}
+}
+
+#endif
