@@ -38,8 +38,10 @@ struct pk_server {
 	atomic_bool ready;
 	atomic_bool stopping;
 	atomic_uint in_flight;
-	char too_big_json[96];   /* the 413 body, naming the limit */
-	char too_deep_json[200]; /* the 413 body of a parse over its memory budget */
+	atomic_size_t large_bodies; /* bytes reserved by bodies over PK_SERVER_SMALL_BODY */
+	char too_big_json[96];      /* the 413 body, naming the limit */
+	char too_deep_json[200];    /* the 413 body of a parse over its memory budget */
+	char busy_json[200];        /* the 503 body when large bodies use their allowance */
 };
 
 /* One admission request, from its headers to its answer (MHD's con_cls). */
@@ -51,6 +53,7 @@ struct request {
 	size_t cap;       /* bytes allocated */
 	size_t received;  /* bytes seen, kept or not */
 	size_t announced; /* Content-Length, when within the cap */
+	size_t reserved;  /* bytes of s->large_bodies this request holds */
 	bool too_big;
 	bool late;   /* body still arriving after request_timeout */
 	bool costly; /* used enough memory to be worth handing back afterwards */
@@ -323,13 +326,25 @@ static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, co
 		return send_error(s, conn, MHD_HTTP_CONTENT_TOO_LARGE, s->too_big_json, NULL);
 	}
 
+	bool too_big = clen > (long long)PK_ADMISSION_MAX_BODY;
+	size_t reserve = !too_big && clen > (long long)PK_SERVER_SMALL_BODY ? (size_t)clen : 0;
+	/* Large bodies share one allowance; small ones (every ordinary review) never wait. */
+	if (reserve > 0 &&
+	    atomic_fetch_add(&s->large_bodies, reserve) + reserve > PK_SERVER_LARGE_BODIES) {
+		atomic_fetch_sub(&s->large_bodies, reserve);
+		pk_metrics_observe_request(s->cfg.metrics, ep, PK_METRICS_ERROR, 0);
+		return send_error(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE, s->busy_json, NULL);
+	}
 	rq = calloc(1, sizeof(*rq));
-	if (rq == NULL)
+	if (rq == NULL) {
+		atomic_fetch_sub(&s->large_bodies, reserve);
 		return MHD_NO;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &rq->start);
 	rq->endpoint = ep;
-	rq->too_big = clen > (long long)PK_ADMISSION_MAX_BODY;
-	rq->announced = rq->too_big ? 0 : (size_t)clen;
+	rq->too_big = too_big;
+	rq->announced = too_big ? 0 : (size_t)clen;
+	rq->reserved = reserve;
 	*con_cls = rq;
 	atomic_fetch_add(&s->in_flight, 1);
 	return MHD_YES;
@@ -346,6 +361,7 @@ static void webhook_completed(void *cls, struct MHD_Connection *conn, void **con
 		return;
 	*con_cls = NULL;
 	bool costly = rq->costly || rq->cap > PK_ADMISSION_MAX_BODY / 4;
+	atomic_fetch_sub(&s->large_bodies, rq->reserved);
 	free(rq->body);
 	free(rq);
 	atomic_fetch_sub(&s->in_flight, 1);
@@ -443,12 +459,17 @@ int pk_server_start(const struct pk_server_config *cfg, struct pk_server **out, 
 	atomic_init(&s->ready, false);
 	atomic_init(&s->stopping, false);
 	atomic_init(&s->in_flight, 0);
+	atomic_init(&s->large_bodies, 0);
 	pk_certs_set_active(cfg->certs);
 
 	snprintf(s->too_deep_json, sizeof(s->too_deep_json),
 	         "{\"error\":\"request body takes more than %u bytes of memory to parse (too "
 	         "many JSON values); at most %u are allowed\"}",
 	         PK_SERVER_PARSE_BUDGET, PK_SERVER_PARSE_BUDGET);
+	snprintf(s->busy_json, sizeof(s->busy_json),
+	         "{\"error\":\"requests larger than %u bytes in progress already hold %u "
+	         "bytes; retry\"}",
+	         PK_SERVER_SMALL_BODY, PK_SERVER_LARGE_BODIES);
 	static pthread_once_t budget_once = PTHREAD_ONCE_INIT;
 	pthread_once(&budget_once, install_budget);
 

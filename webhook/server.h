@@ -46,6 +46,14 @@
  * of PK_ADMISSION_MAX_BODY bytes takes a few times its size.
  */
 #define PK_SERVER_PARSE_BUDGET (8u * 1024u * 1024u)
+/*
+ * Bodies larger than PK_SERVER_SMALL_BODY (an ordinary review is a few KiB)
+ * together hold at most PK_SERVER_LARGE_BODIES bytes; one that would go
+ * past it is answered 503 before its body is read. Small bodies are never
+ * refused for this, so a flood of large ones cannot shut out the rest.
+ */
+#define PK_SERVER_SMALL_BODY   (64u * 1024u)
+#define PK_SERVER_LARGE_BODIES (24u * 1024u * 1024u)
 
 struct pk_server_config {
 	struct pk_hostport webhook_address; /* port 0: any free port (see pk_server_port) */
