@@ -84,29 +84,45 @@ void pk_server_default_config(struct pk_server_config *cfg)
  * jansson's allocator is process-wide (json_set_alloc_funcs); the budget
  * is per thread and armed only while a request body is test-parsed, so
  * every other use of jansson (the lookups, the admission module) is
- * unaffected. Allocations are counted, frees are not: the figure is what
- * the parse asked for in total, a bound on what it can hold.
+ * unaffected. It counts the bytes the parse holds at once: the usable size
+ * of each block, added when jansson allocates it and taken off when jansson
+ * frees it, so a string buffer grown by doubling counts once.
  */
 static _Thread_local struct {
-	size_t used, limit; /* limit 0: not armed */
+	size_t used, peak, limit; /* limit 0: not armed */
 	bool over;
 } budget;
 
 static void *budget_malloc(size_t n)
 {
-	if (budget.limit != 0) {
-		if (budget.over || n > budget.limit - budget.used) {
-			budget.over = true;
-			return NULL;
-		}
-		budget.used += n;
+	if (budget.limit == 0)
+		return malloc(n);
+	if (budget.over || n > budget.limit - budget.used) {
+		budget.over = true;
+		return NULL;
 	}
-	return malloc(n);
+	void *p = malloc(n);
+	if (p != NULL) {
+		size_t got = malloc_usable_size(p);
+		budget.used += got < budget.limit - budget.used ? got : budget.limit - budget.used;
+		if (budget.used > budget.peak)
+			budget.peak = budget.used;
+	}
+	return p;
+}
+
+static void budget_free(void *p)
+{
+	if (budget.limit != 0 && p != NULL) {
+		size_t got = malloc_usable_size(p);
+		budget.used = got < budget.used ? budget.used - got : 0;
+	}
+	free(p);
 }
 
 static void install_budget(void)
 {
-	json_set_alloc_funcs(budget_malloc, free);
+	json_set_alloc_funcs(budget_malloc, budget_free);
 }
 
 /*
@@ -114,16 +130,17 @@ static void install_budget(void)
  * to parse for another reason (the admission module then names it). A
  * million empty objects in 3 MB would otherwise take 250 MB.
  */
-static bool parse_fits(const char *body, size_t len, size_t *used)
+static bool parse_fits(const char *body, size_t len, size_t *peak)
 {
 	budget.used = 0;
+	budget.peak = 0;
 	budget.over = false;
 	budget.limit = PK_SERVER_PARSE_BUDGET;
 	json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
 	bool over = budget.over;
-	*used = budget.used;
+	*peak = budget.peak;
+	json_decref(doc); /* still armed: its frees are counted against this parse */
 	budget.limit = 0;
-	json_decref(doc);
 	return !over;
 }
 
@@ -200,9 +217,9 @@ static enum MHD_Result finish_request(struct pk_server *s, struct MHD_Connection
 		                  "{\"error\":\"request body took longer than the read timeout\"}",
 		                  NULL);
 	}
-	size_t used = 0;
-	bool fits = parse_fits(rq->body ? rq->body : "", rq->len, &used);
-	rq->costly = used > PK_SERVER_PARSE_BUDGET / 8;
+	size_t peak = 0;
+	bool fits = parse_fits(rq->body ? rq->body : "", rq->len, &peak);
+	rq->costly = peak > PK_SERVER_PARSE_BUDGET / 8;
 	if (!fits) {
 		pk_metrics_observe_request(s->cfg.metrics, rq->endpoint, PK_METRICS_ERROR,
 		                           seconds_since(&rq->start));
