@@ -55,7 +55,7 @@
  * refused for this, so a flood of large ones cannot shut out the rest.
  */
 #define PK_SERVER_SMALL_BODY   (64u * 1024u)
-#define PK_SERVER_LARGE_BODIES (24u * 1024u * 1024u)
+#define PK_SERVER_LARGE_BODIES (12u * 1024u * 1024u)
 
 struct pk_server_config {
 	struct pk_hostport webhook_address; /* port 0: any free port (see pk_server_port) */
