@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,8 +30,9 @@ struct slot {
 	struct slot *prev, *next;
 	int fd;
 	enum phase phase;
-	double since; /* when the phase began, monotonic seconds */
-	bool shut;    /* shut down by us; libmicrohttpd has yet to close it */
+	double since;         /* when the phase began, monotonic seconds */
+	bool shut;            /* shut down by us; libmicrohttpd has yet to close it */
+	unsigned long spared; /* the victim search that passed it over */
 };
 
 struct pk_httpd {
@@ -45,6 +47,7 @@ struct pk_httpd {
 	pthread_t watchdog;
 	struct slot list; /* circular, in accept order */
 	unsigned open, shut;
+	unsigned long search; /* victim searches so far */
 	unsigned long long accepted, refused, evicted, timed_out;
 };
 
@@ -88,6 +91,40 @@ static void set_phase(struct pk_httpd *h, struct slot *s, enum phase p)
 	pthread_mutex_unlock(&h->mu);
 }
 
+/* Bytes the kernel holds for fd that libmicrohttpd has not read yet. */
+static int unread(int fd)
+{
+	int n = 0;
+	return ioctl(fd, FIONREAD, &n) == 0 ? n : 0;
+}
+
+/*
+ * The connection to shut down for a new one: the one that has waited
+ * longest without a request in progress. Among the eight oldest, one whose
+ * bytes are not waiting unread in the kernel goes first: a client with
+ * unread bytes is one the listener has not caught up with, more likely a
+ * prompt client than a slow one. Called with h->mu held; NULL when every
+ * connection has a request in progress.
+ */
+static struct slot *pick_victim(struct pk_httpd *h)
+{
+	struct slot *oldest = NULL;
+	h->search++;
+	for (int tries = 0; tries < 8; tries++) {
+		struct slot *victim = NULL;
+		for (struct slot *s = h->list.next; s != &h->list; s = s->next)
+			if (!s->shut && s->phase != BUSY && s->spared != h->search &&
+			    (victim == NULL || s->since < victim->since))
+				victim = s;
+		if (victim == NULL || unread(victim->fd) == 0)
+			return victim != NULL ? victim : oldest;
+		if (oldest == NULL)
+			oldest = victim;
+		victim->spared = h->search;
+	}
+	return oldest;
+}
+
 /* ---- libmicrohttpd callbacks ---- */
 
 /* Before a connection is added: make room or close it at once, never queue. */
@@ -99,11 +136,7 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 	enum MHD_Result ok = MHD_YES;
 	pthread_mutex_lock(&h->mu);
 	if (h->open - h->shut >= h->cfg.limits.max_connections) {
-		struct slot *victim = NULL;
-		for (struct slot *s = h->list.next; s != &h->list; s = s->next)
-			if (!s->shut && s->phase != BUSY &&
-			    (victim == NULL || s->since < victim->since))
-				victim = s;
+		struct slot *victim = pick_victim(h);
 		if (victim != NULL) {
 			shut_slot(h, victim);
 			h->evicted++;

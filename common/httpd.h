@@ -16,7 +16,9 @@
  *   - a connection limit that never queues: at max_connections, a new
  *     connection takes the place of the connection that has waited longest
  *     without a request in progress (a slow or idle client), which is shut
- *     down; when every connection has a request in progress, the new one is
+ *     down; among the eight oldest, one without bytes waiting unread goes
+ *     first (unread bytes mean the listener is behind, not the client).
+ *     When every connection has a request in progress, the new one is
  *     closed at once.
  *
  * Shutting a socket down (shutdown(2), never close(2)) is safe from another

@@ -38,8 +38,10 @@ struct pk_server {
 	atomic_bool ready;
 	atomic_bool stopping;
 	atomic_uint in_flight;
-	char too_big_json[96];   /* the 413 body, naming the limit */
-	char too_deep_json[200]; /* the 413 body of a parse over its memory budget */
+	atomic_size_t large_bodies; /* bytes reserved by bodies over PK_SERVER_SMALL_BODY */
+	char too_big_json[96];      /* the 413 body, naming the limit */
+	char too_deep_json[200];    /* the 413 body of a parse over its memory budget */
+	char busy_json[200];        /* the 503 body when large bodies use their allowance */
 };
 
 /* One admission request, from its headers to its answer (MHD's con_cls). */
@@ -51,6 +53,7 @@ struct request {
 	size_t cap;       /* bytes allocated */
 	size_t received;  /* bytes seen, kept or not */
 	size_t announced; /* Content-Length, when within the cap */
+	size_t reserved;  /* bytes of s->large_bodies this request holds */
 	bool too_big;
 	bool late;   /* body still arriving after request_timeout */
 	bool costly; /* used enough memory to be worth handing back afterwards */
@@ -81,29 +84,45 @@ void pk_server_default_config(struct pk_server_config *cfg)
  * jansson's allocator is process-wide (json_set_alloc_funcs); the budget
  * is per thread and armed only while a request body is test-parsed, so
  * every other use of jansson (the lookups, the admission module) is
- * unaffected. Allocations are counted, frees are not: the figure is what
- * the parse asked for in total, a bound on what it can hold.
+ * unaffected. It counts the bytes the parse holds at once: the usable size
+ * of each block, added when jansson allocates it and taken off when jansson
+ * frees it, so a string buffer grown by doubling counts once.
  */
 static _Thread_local struct {
-	size_t used, limit; /* limit 0: not armed */
+	size_t used, peak, limit; /* limit 0: not armed */
 	bool over;
 } budget;
 
 static void *budget_malloc(size_t n)
 {
-	if (budget.limit != 0) {
-		if (budget.over || n > budget.limit - budget.used) {
-			budget.over = true;
-			return NULL;
-		}
-		budget.used += n;
+	if (budget.limit == 0)
+		return malloc(n);
+	if (budget.over || n > budget.limit - budget.used) {
+		budget.over = true;
+		return NULL;
 	}
-	return malloc(n);
+	void *p = malloc(n);
+	if (p != NULL) {
+		size_t got = malloc_usable_size(p);
+		budget.used += got < budget.limit - budget.used ? got : budget.limit - budget.used;
+		if (budget.used > budget.peak)
+			budget.peak = budget.used;
+	}
+	return p;
+}
+
+static void budget_free(void *p)
+{
+	if (budget.limit != 0 && p != NULL) {
+		size_t got = malloc_usable_size(p);
+		budget.used = got < budget.used ? budget.used - got : 0;
+	}
+	free(p);
 }
 
 static void install_budget(void)
 {
-	json_set_alloc_funcs(budget_malloc, free);
+	json_set_alloc_funcs(budget_malloc, budget_free);
 }
 
 /*
@@ -111,16 +130,17 @@ static void install_budget(void)
  * to parse for another reason (the admission module then names it). A
  * million empty objects in 3 MB would otherwise take 250 MB.
  */
-static bool parse_fits(const char *body, size_t len, size_t *used)
+static bool parse_fits(const char *body, size_t len, size_t *peak)
 {
 	budget.used = 0;
+	budget.peak = 0;
 	budget.over = false;
 	budget.limit = PK_SERVER_PARSE_BUDGET;
 	json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
 	bool over = budget.over;
-	*used = budget.used;
+	*peak = budget.peak;
+	json_decref(doc); /* still armed: its frees are counted against this parse */
 	budget.limit = 0;
-	json_decref(doc);
 	return !over;
 }
 
@@ -197,9 +217,12 @@ static enum MHD_Result finish_request(struct pk_server *s, struct MHD_Connection
 		                  "{\"error\":\"request body took longer than the read timeout\"}",
 		                  NULL);
 	}
-	size_t used = 0;
-	bool fits = parse_fits(rq->body ? rq->body : "", rq->len, &used);
-	rq->costly = used > PK_SERVER_PARSE_BUDGET / 8;
+	/* A body of PK_SERVER_SMALL_BODY bytes cannot need the budget (72 bytes of
+	 * parse per byte of text at worst): only larger ones are parsed twice. */
+	size_t peak = 0;
+	bool fits =
+	    rq->len <= PK_SERVER_SMALL_BODY || parse_fits(rq->body ? rq->body : "", rq->len, &peak);
+	rq->costly = peak > PK_SERVER_PARSE_BUDGET / 8;
 	if (!fits) {
 		pk_metrics_observe_request(s->cfg.metrics, rq->endpoint, PK_METRICS_ERROR,
 		                           seconds_since(&rq->start));
@@ -323,13 +346,25 @@ static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, co
 		return send_error(s, conn, MHD_HTTP_CONTENT_TOO_LARGE, s->too_big_json, NULL);
 	}
 
+	bool too_big = clen > (long long)PK_ADMISSION_MAX_BODY;
+	size_t reserve = !too_big && clen > (long long)PK_SERVER_SMALL_BODY ? (size_t)clen : 0;
+	/* Large bodies share one allowance; small ones (every ordinary review) never wait. */
+	if (reserve > 0 &&
+	    atomic_fetch_add(&s->large_bodies, reserve) + reserve > PK_SERVER_LARGE_BODIES) {
+		atomic_fetch_sub(&s->large_bodies, reserve);
+		pk_metrics_observe_request(s->cfg.metrics, ep, PK_METRICS_ERROR, 0);
+		return send_error(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE, s->busy_json, NULL);
+	}
 	rq = calloc(1, sizeof(*rq));
-	if (rq == NULL)
+	if (rq == NULL) {
+		atomic_fetch_sub(&s->large_bodies, reserve);
 		return MHD_NO;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &rq->start);
 	rq->endpoint = ep;
-	rq->too_big = clen > (long long)PK_ADMISSION_MAX_BODY;
-	rq->announced = rq->too_big ? 0 : (size_t)clen;
+	rq->too_big = too_big;
+	rq->announced = too_big ? 0 : (size_t)clen;
+	rq->reserved = reserve;
 	*con_cls = rq;
 	atomic_fetch_add(&s->in_flight, 1);
 	return MHD_YES;
@@ -346,6 +381,7 @@ static void webhook_completed(void *cls, struct MHD_Connection *conn, void **con
 		return;
 	*con_cls = NULL;
 	bool costly = rq->costly || rq->cap > PK_ADMISSION_MAX_BODY / 4;
+	atomic_fetch_sub(&s->large_bodies, rq->reserved);
 	free(rq->body);
 	free(rq);
 	atomic_fetch_sub(&s->in_flight, 1);
@@ -449,12 +485,17 @@ int pk_server_start(const struct pk_server_config *cfg, struct pk_server **out, 
 	atomic_init(&s->ready, false);
 	atomic_init(&s->stopping, false);
 	atomic_init(&s->in_flight, 0);
+	atomic_init(&s->large_bodies, 0);
 	pk_certs_set_active(cfg->certs);
 
 	snprintf(s->too_deep_json, sizeof(s->too_deep_json),
 	         "{\"error\":\"request body takes more than %u bytes of memory to parse (too "
 	         "many JSON values); at most %u are allowed\"}",
 	         PK_SERVER_PARSE_BUDGET, PK_SERVER_PARSE_BUDGET);
+	snprintf(s->busy_json, sizeof(s->busy_json),
+	         "{\"error\":\"requests larger than %u bytes may together hold at most %u "
+	         "bytes, which those in progress use; retry\"}",
+	         PK_SERVER_SMALL_BODY, PK_SERVER_LARGE_BODIES);
 	static pthread_once_t budget_once = PTHREAD_ONCE_INIT;
 	pthread_once(&budget_once, install_budget);
 

@@ -1,29 +1,28 @@
 /*
- * server.h - poolkeeper-webhook's listeners, all libmicrohttpd daemons:
+ * server.h - poolkeeper-webhook's listeners, all pk_httpd listeners
+ * (common/httpd.h) on libmicrohttpd:
  *
  *   webhook  HTTPS (GnuTLS, TLS 1.2 and 1.3), POST /validate and /mutate,
  *            a thread pool, keep-alive, capped connections and memory;
  *   health   plain HTTP, GET /healthz and /readyz;
  *   metrics  plain HTTP, GET /metrics (Prometheus text).
  *
- * Bad input never reaches the admission module unbounded: bodies over
- * PK_ADMISSION_MAX_BODY get 413 (read and discarded up to
- * PK_SERVER_DISCARD_MAX first, so a client that sends everything before
- * reading still sees the status; beyond that the connection is closed).
+ * Bad input never reaches the admission module unbounded: a body without
+ * Content-Length gets 411; bodies over PK_ADMISSION_MAX_BODY get 413 (read
+ * and discarded up to PK_SERVER_DISCARD_MAX first, so a client that sends
+ * everything before reading still sees the status; beyond that the
+ * connection is closed); bodies over PK_SERVER_SMALL_BODY share
+ * PK_SERVER_LARGE_BODIES (503 past it); a body whose parse would hold more
+ * than PK_SERVER_PARSE_BUDGET gets 413.
  *
- * Timeouts. libmicrohttpd has one timeout per connection, reset by every
- * byte received. The webhook sets it to `request_timeout` (10 s) from
- * accept until the first request's headers are in and again while a body
- * is being read, and to `idle_timeout` (120 s) between requests on a
- * kept-alive connection, so an idle connection outlives the apiserver's
- * 90 s. On top of that each request carries its start time (taken when
- * its headers are complete): a body still arriving request_timeout later
- * is discarded and answered 408 once its last byte is in, and if it is
- * still arriving at twice request_timeout the connection is closed
- * (libmicrohttpd cannot send an answer before it has read the body, and a
- * trickling client must not hold a connection for ever). The headers of a
- * second request on a kept-alive connection are bounded by idle_timeout
- * per stall and by the per-connection memory limit in size.
+ * Deadlines (absolute, kept by the listener module, not reset by bytes):
+ * `request_timeout` (10 s) from accept to the first request's headers, the
+ * TLS handshake included; twice that from a request's headers to its answer
+ * sent (a body still arriving at request_timeout is discarded and answered
+ * 408 once its last byte is in: libmicrohttpd cannot answer before it has
+ * read the body); `idle_timeout` (120 s) from an answer to the next
+ * request's headers on a kept-alive connection, longer than the apiserver's
+ * 90 s idle time.
  */
 #ifndef PK_WEBHOOK_SERVER_H
 #define PK_WEBHOOK_SERVER_H
@@ -41,11 +40,21 @@
 /* Bodies between PK_ADMISSION_MAX_BODY and this are read and discarded before the 413. */
 #define PK_SERVER_DISCARD_MAX (16u * 1024u * 1024u)
 /*
- * What jansson may allocate, in total, to parse one request body; a body
- * that needs more is answered 413 naming this limit. A real AdmissionReview
- * of PK_ADMISSION_MAX_BODY bytes takes a few times its size.
+ * The memory jansson may hold at once to parse one request body; a body
+ * that needs more is answered 413 naming this limit. An UPDATE review of
+ * 2.8 MB carrying two 1.4 MB annotations peaks at 4.9 MB; values of a few
+ * bytes each take about ten times their text (a million empty objects in
+ * 3 MB would take 216 MB).
  */
 #define PK_SERVER_PARSE_BUDGET (8u * 1024u * 1024u)
+/*
+ * Bodies larger than PK_SERVER_SMALL_BODY (an ordinary review is a few KiB)
+ * together hold at most PK_SERVER_LARGE_BODIES bytes; one that would go
+ * past it is answered 503 before its body is read. Small bodies are never
+ * refused for this, so a flood of large ones cannot shut out the rest.
+ */
+#define PK_SERVER_SMALL_BODY   (64u * 1024u)
+#define PK_SERVER_LARGE_BODIES (12u * 1024u * 1024u)
 
 struct pk_server_config {
 	struct pk_hostport webhook_address; /* port 0: any free port (see pk_server_port) */

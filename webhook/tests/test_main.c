@@ -640,7 +640,19 @@ static void test_hostile_clients(void **state)
 	if (strncmp(buf, "HTTP/1.1 413", 12) != 0 || strstr(buf, "application/json") == NULL ||
 	    strstr(buf, "8388608 are allowed") == NULL)
 		fail_msg("want a 413 JSON error naming the parse limit, got: %.400s", buf);
+	/* Two 1.4 MB strings (large annotations on object and oldObject) fit the budget. */
+	memset(many, 'a', len);
+	memcpy(many, "{\"a\":\"", 6);
+	memcpy(many + 1400006, "\",\"b\":\"", 7);
+	memcpy(many + 2800013, "\"}", 2);
+	tls_post(n, many, 2800015, buf, sizeof(buf));
+	if (strncmp(buf, "HTTP/1.1 400", 12) != 0 ||
+	    strstr(buf, "not an admission.k8s.io/v1 AdmissionReview") == NULL)
+		fail_msg("want 400 naming the AdmissionReview, got: %.400s", buf);
 	/* Ten thousand values parse, and are refused for what they are. */
+	many[0] = '[';
+	for (size_t i = 1; i + 3 < len; i += 3)
+		memcpy(many + i, "{},", 3);
 	many[30000] = ']';
 	tls_post(n, many, 30001, buf, sizeof(buf));
 	if (strncmp(buf, "HTTP/1.1 400", 12) != 0 ||

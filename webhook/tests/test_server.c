@@ -718,6 +718,52 @@ static void test_slow_clients(void **state)
 	pk_certs_set_active(f->certs);
 }
 
+/*
+ * Large bodies share one allowance: four 3 MB uploads in progress hold it,
+ * a fifth is answered 503 before its body, a small review still passes, and
+ * the allowance comes back when the uploads go.
+ */
+static void test_large_bodies(void **state)
+{
+	struct fixture *f = *state;
+	char buf[4096];
+	const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n[";
+	struct tls_client up[4];
+	for (int i = 0; i < 4; i++) {
+		tls_connect(&up[i], f->port);
+		tls_send(&up[i], head);
+	}
+	usleep(300 * 1000);
+	struct tls_client c;
+	tls_connect(&c, f->port);
+	tls_send(&c, head);
+	tls_read_all(&c, buf, sizeof(buf));
+	if (strncmp(buf, "HTTP/1.1 503", 12) != 0 || strstr(buf, "application/json") == NULL ||
+	    strstr(buf, "requests larger than 65536 bytes may together hold at most 12582912 "
+	                "bytes, which those in progress use; retry") == NULL)
+		fail_msg("want a 503 JSON answer, got: %s", buf);
+	tls_close(&c);
+	struct reply r;
+	request(f, "/validate", "POST", REVIEW, strlen(REVIEW), &r);
+	assert_int_equal(r.status, 200);
+	for (int i = 0; i < 4; i++)
+		tls_close(&up[i]);
+	/* Given back: a large body is read and judged again. */
+	char *big = malloc(100000);
+	assert_non_null(big);
+	memset(big, ' ', 100000);
+	big[0] = '[';
+	big[99999] = ']';
+	for (int i = 0; i < 50; i++) {
+		request(f, "/validate", "POST", big, 100000, &r);
+		if (r.status != 503)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_int_equal(r.status, 400);
+	free(big);
+}
+
 /* --metrics-bind-address=0: no metrics listener, port 0 reported for it. */
 static void test_metrics_off(void **state)
 {
@@ -816,6 +862,7 @@ int main(void)
 	    cmocka_unit_test(test_health),        cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_rotation),      cmocka_unit_test(test_start_errors),
 	    cmocka_unit_test(test_ipv6_listener), cmocka_unit_test(test_slow_clients),
+	    cmocka_unit_test(test_large_bodies),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
