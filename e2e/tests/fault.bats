@@ -152,6 +152,9 @@ _big_objects() {
     '[.[].items[] | select((.metadata.annotations[$k] // "" | length) + ($k | length) == $max)] | length'
 }
 
+# _campaigns <name>: the controller's latest process campaigns for the Lease.
+_campaigns() { [[ -n $(fault_identity "$1") ]]; }
+
 # _count <file> <fixed string>: lines of the file that contain it.
 _count() { grep -cF -- "$2" "$1" 2>/dev/null || true; }
 
@@ -277,8 +280,10 @@ _count() { grep -cF -- "$2" "$1" 2>/dev/null || true; }
     leader=$(fault_wait_leader 90)
     fault_sleep 8
     if [[ $leader == controller ]]; then standby=controller2; else standby=controller; fi
+    # The standby campaigns once its informers have listed (the tenant's
+    # 75 MiB included), which can take longer than the pause above.
+    pk_wait_for -t 120 "$standby to campaign for the Lease" _campaigns "$standby"
     id=$(fault_identity "$standby")
-    [[ -n $id ]]
     echo "SIG$how to the leader $leader; $standby ($id) stands by"
     t0=$SECONDS
     pk_stop "$leader" "$how"
