@@ -115,15 +115,9 @@ static void apply(struct verdict *v, const struct pk_violations *vs, enum pk_enf
 
 /* ---- small JSON helpers ---- */
 
-static const char *str_member(const json_t *o, const char *key)
-{
-	const json_t *s = json_object_get(o, key);
-	return json_is_string(s) ? json_string_value(s) : NULL;
-}
-
 static const char *meta_str(const json_t *obj, const char *key)
 {
-	return str_member(json_object_get(obj, "metadata"), key);
+	return pk_json_cstr_at(json_object_get(obj, "metadata"), key);
 }
 
 static bool has_annotation(const json_t *obj, const char *key)
@@ -301,7 +295,7 @@ static int pool_addresses(const struct pk_admission_config *cfg, const char *kin
 	json_t *a;
 	json_array_foreach(*items, i, a)
 	{
-		const char *t = str_member(json_object_get(a, "spec"), "address");
+		const char *t = pk_json_cstr_at(json_object_get(a, "spec"), "address");
 		if (t != NULL)
 			(*texts)[(*n)++] = t;
 	}
@@ -321,12 +315,12 @@ static void review_pool(const struct pk_admission_config *cfg, enum pk_admission
 		const json_t *addrs = json_object_get(spec, "addresses");
 		if (strcmp(op, "DELETE") == 0 || !json_is_object(spec) ||
 		    json_object_get(spec, "prefix") != NULL || !json_is_array(addrs) ||
-		    json_array_size(addrs) != 1 || !json_is_string(json_array_get(addrs, 0)))
+		    json_array_size(addrs) != 1 || pk_json_cstr(json_array_get(addrs, 0)) == NULL)
 			return;
 		struct pk_addr_spec sp;
 		struct pk_err err;
-		if (pk_addr_spec_parse(json_string_value(json_array_get(addrs, 0)), &sp, NULL,
-		                       &err) != PK_OK ||
+		if (pk_addr_spec_parse(pk_json_cstr(json_array_get(addrs, 0)), &sp, NULL, &err) !=
+		        PK_OK ||
 		    sp.kind != PK_SPEC_CIDR)
 			return;
 		v->patch = json_pack("[{s:s, s:s, s:i}]", "op", "add", "path", "/spec/prefix",
@@ -446,7 +440,7 @@ static void review_claim(const struct pk_admission_config *cfg, enum pk_admissio
 		if (cn != NULL && !(json_is_string(cn) && json_string_length(cn) == 0))
 			return;
 		const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
-		const char *label = str_member(labels, PK_CLUSTER_NAME_LABEL);
+		const char *label = pk_json_cstr_at(labels, PK_CLUSTER_NAME_LABEL);
 		if (label == NULL || label[0] == '\0')
 			return;
 		v->patch = json_pack("[{s:s, s:s, s:s}]", "op", cn == NULL ? "add" : "replace",
@@ -493,7 +487,7 @@ static bool ipaddress_against_cluster(const struct pk_admission_config *cfg, boo
 	const struct pk_admission_lookup *lk = cfg->lookup;
 	const json_t *spec = json_object_get(obj, "spec");
 	const json_t *ref = json_object_get(spec, "poolRef");
-	const char *kind = str_member(ref, "kind"), *pname = str_member(ref, "name");
+	const char *kind = pk_json_cstr_at(ref, "kind"), *pname = pk_json_cstr_at(ref, "name");
 	bool global = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
 	const char *pool_ns = global ? NULL : ns;
 	char pool_text[NAME_TEXT_MAX];
@@ -523,7 +517,7 @@ static bool ipaddress_against_cluster(const struct pk_admission_config *cfg, boo
 
 	/* "claimRef ... the IPAddressClaim this address was allocated for" (CAPI's
 	 * IPAddress types): it exists, here, and claims from this pool. */
-	const char *cname = str_member(json_object_get(spec, "claimRef"), "name");
+	const char *cname = pk_json_cstr_at(json_object_get(spec, "claimRef"), "name");
 	json_t *claim = NULL;
 	if (lk->get_claim == NULL) {
 		warn(v, "%s: spec.claimRef was not checked: poolkeeper-webhook cannot read claims",
@@ -552,7 +546,7 @@ static bool ipaddress_against_cluster(const struct pk_admission_config *cfg, boo
 	json_t *a;
 	json_array_foreach(items, i, a)
 	{
-		const char *t = str_member(json_object_get(a, "spec"), "address");
+		const char *t = pk_json_cstr_at(json_object_get(a, "spec"), "address");
 		const char *ans = meta_str(a, "namespace"), *aname = meta_str(a, "name");
 		bool self = name != NULL && ns != NULL && ans != NULL && aname != NULL &&
 		            strcmp(ans, ns) == 0 && strcmp(aname, name) == 0;
@@ -635,7 +629,8 @@ void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admissio
 		return;
 	}
 	const json_t *req = json_object_get(root, "request");
-	const char *api = str_member(root, "apiVersion"), *kind = str_member(root, "kind");
+	const char *api = pk_json_cstr_at(root, "apiVersion"),
+	           *kind = pk_json_cstr_at(root, "kind");
 	if (!json_is_object(root) || kind == NULL || strcmp(kind, "AdmissionReview") != 0 ||
 	    api == NULL || strcmp(api, "admission.k8s.io/v1") != 0) {
 		bad_request(http_status, response, 400,
@@ -646,12 +641,12 @@ void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admissio
 		bad_request(http_status, response, 400, "AdmissionReview has no request object");
 		goto out;
 	}
-	const char *uid = str_member(req, "uid");
+	const char *uid = pk_json_cstr_at(req, "uid");
 	if (uid == NULL || uid[0] == '\0') {
 		bad_request(http_status, response, 400, "request.uid is missing or empty");
 		goto out;
 	}
-	const char *op = str_member(req, "operation");
+	const char *op = pk_json_cstr_at(req, "operation");
 	if (op == NULL || (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0 &&
 	                   strcmp(op, "DELETE") != 0 && strcmp(op, "CONNECT") != 0)) {
 		bad_request(http_status, response, 400,
@@ -670,20 +665,21 @@ void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admissio
 		goto out;
 	}
 	const json_t *res = json_object_get(req, "resource");
-	const char *group = str_member(res, "group"), *version = str_member(res, "version"),
-	           *resource = str_member(res, "resource");
+	const char *group = pk_json_cstr_at(res, "group"),
+	           *version = pk_json_cstr_at(res, "version"),
+	           *resource = pk_json_cstr_at(res, "resource");
 	if (group == NULL || version == NULL || resource == NULL) {
 		bad_request(http_status, response, 400,
 		            "request.resource needs group, version and resource");
 		goto out;
 	}
-	const char *ns = str_member(req, "namespace");
+	const char *ns = pk_json_cstr_at(req, "namespace");
 	/*
 	 * request.name may be empty (a create with generateName; some deletes
 	 * carry only oldObject): take the name from the object itself. Code
 	 * below treats a NULL name as "no name known", never dereferences it.
 	 */
-	const char *name = str_member(req, "name");
+	const char *name = pk_json_cstr_at(req, "name");
 	if (name != NULL && name[0] == '\0')
 		name = NULL;
 	if (name == NULL)
