@@ -134,7 +134,7 @@ for p in pkb-big pkb-small; do
   # one curl, one kept-alive TLS connection: each time is the request's own
   curl -s --cacert "$tmp/certs/ca.crt" -H 'Content-Type: application/json' \
     --data-binary "@$tmp/$p.review.json" -o "$tmp/answer-#1.json" -w '%{time_total} %{time_pretransfer}\n' \
-    "https://127.0.0.1:$wport/validate?i=[1-$repeats]" | awk '{print $1 - $2}' >"$tmp/$p.times"
+    "https://127.0.0.1:$wport/validate?i=[1-$repeats]" | awk '{printf "%.6f\n", $1 - $2}' >"$tmp/$p.times"
   jq -e '.response.allowed' "$tmp/answer-1.json" >/dev/null ||
     echo "warning: $p review not allowed: $(cat "$tmp/answer-1.json")" >&2
   p50=$(sort -n "$tmp/$p.times" | awk -v n="$repeats" 'NR == int(n / 2) + 1 {printf "%.2f", $1 * 1000}')
