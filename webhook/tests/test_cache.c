@@ -69,7 +69,7 @@ static void key_of(const struct informer *in, const char *ns, const char *name, 
 	if (in->cluster_scoped)
 		snprintf(buf, len, "%s", name);
 	else
-		snprintf(buf, len, "%s/%s", ns, name);
+		snprintf(buf, len, "%s/%s", ns != NULL ? ns : "", name);
 }
 
 /* ADDED or MODIFIED: obj is released here. */
