@@ -281,7 +281,7 @@ _count() { grep -cF -- "$2" "$1" 2>/dev/null || true; }
 @test "(5) leader handover between two controllers during the GlobalIPPool burst (two namespaces)" {
   _begin b 5-handover
   fault_start_controller controller2
-  _feed GlobalIPPool "$GPOOL" handover 250 25 1 "$NS_B1" "$NS_B2"
+  _feed GlobalIPPool "$GPOOL" handover 250 10 2 "$NS_B1" "$NS_B2"
   local leader standby id t0 how
   for how in TERM KILL; do
     leader=$(fault_wait_leader 90)
@@ -296,10 +296,12 @@ _count() { grep -cF -- "$2" "$1" 2>/dev/null || true; }
     pk_stop "$leader" "$how"
     pk_wait_for -t 45 "$standby to take the Lease" bash -c "[[ \$(kubectl -n $PK_RELEASE_NS get lease poolkeeper-controller -o jsonpath='{.spec.holderIdentity}') == $id ]]"
     echo "$standby leads $((SECONDS - t0))s after SIG$how"
-    # The new leader allocates.
+    # The new leader allocates or releases while the feeder still creates and
+    # deletes claims; once the feeder is done, the checks after the phase show
+    # that every claim it left is Ready and every deleted one released.
     local from
     from=$(wc -l <"$PK_E2E_LOG_DIR/$standby.log")
-    pk_wait_for -t 45 "$standby to allocate" bash -c "tail -n +$from '$PK_E2E_LOG_DIR/$standby.log' | grep -q 'msg=\"address allocated\"'"
+    pk_wait_for -t 60 "$standby to allocate or release" bash -c "! kill -0 $FEEDER 2>/dev/null || tail -n +$from '$PK_E2E_LOG_DIR/$standby.log' | grep -qE 'msg=\"address (allocated|released)\"'"
     fault_supervise
   done
   _fed
