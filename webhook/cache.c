@@ -54,14 +54,6 @@ static const char *pool_key(const struct kept *k)
 	return (const char *)k->data + k->len;
 }
 
-/* The string value of v, or NULL when v is not a string or holds a NUL (the C string would
- * name something else). */
-static const char *plain_str(const json_t *v)
-{
-	const char *s = json_string_value(v);
-	return s != NULL && strlen(s) == json_string_length(v) ? s : NULL;
-}
-
 /* "<kind>/<namespace>/<name>" of a pool; the namespace is empty for a GlobalIPPool. */
 static bool make_pool_key(const char *kind, const char *ns, const char *name, char *buf, size_t len)
 {
@@ -75,10 +67,10 @@ static bool make_pool_key(const char *kind, const char *ns, const char *name, ch
 static bool address_pool_key(const json_t *addr, char *buf, size_t len)
 {
 	const json_t *ref = json_object_get(json_object_get(addr, "spec"), "poolRef");
-	const char *group = plain_str(json_object_get(ref, "apiGroup"));
-	const char *kind = plain_str(json_object_get(ref, "kind"));
-	const char *name = plain_str(json_object_get(ref, "name"));
-	const char *ns = plain_str(json_object_get(json_object_get(addr, "metadata"), "namespace"));
+	const char *group = pk_json_cstr_at(ref, "apiGroup");
+	const char *kind = pk_json_cstr_at(ref, "kind");
+	const char *name = pk_json_cstr_at(ref, "name");
+	const char *ns = pk_json_cstr_at(json_object_get(addr, "metadata"), "namespace");
 	if (group == NULL || kind == NULL || name == NULL || name[0] == '\0' ||
 	    strcmp(group, PK_POOL_GROUP) != 0)
 		return false;

@@ -74,11 +74,10 @@ static int live_list_pools(struct pk_lookup *l, const char *kind, const char *ns
 static bool names_pool(const json_t *addr, const char *kind, const char *name)
 {
 	const json_t *ref = json_object_get(json_object_get(addr, "spec"), "poolRef");
-	const char *g = json_string_value(json_object_get(ref, "apiGroup"));
-	const char *k = json_string_value(json_object_get(ref, "kind"));
-	const char *n = json_string_value(json_object_get(ref, "name"));
+	const char *g = pk_json_cstr_at(ref, "apiGroup");
+	const char *k = pk_json_cstr_at(ref, "kind");
+	const char *n = pk_json_cstr_at(ref, "name");
 	return g != NULL && k != NULL && n != NULL && name != NULL &&
-	       strlen(n) == json_string_length(json_object_get(ref, "name")) &&
 	       strcmp(g, PK_POOL_GROUP) == 0 && strcmp(k, kind) == 0 && strcmp(n, name) == 0;
 }
 
