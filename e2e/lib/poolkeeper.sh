@@ -25,9 +25,14 @@ pk_certs() {
 }
 
 # pk_log_port <log name> <listener>: the port a poolkeeper daemon reported
-# in its "listening" line.
+# in its "listening" line since its last start (pk_start appends a
+# "=== ... start:" line to the log, which may hold an earlier run's ports:
+# those never count, or a caller would wait on a port nobody listens on).
 pk_log_port() {
-  grep -o "listener=$2 port=[0-9]*" "$PK_E2E_LOG_DIR/$1.log" | tail -n 1 | cut -d= -f3
+  awk -v want="listener=$2" '
+    /^=== .* start: / { port = "" }
+    index($0, want " port=") { s = substr($0, index($0, want " port=") + length(want) + 6); sub(/[^0-9].*/, "", s); port = s }
+    END { if (port != "") print port }' "$PK_E2E_LOG_DIR/$1.log" 2>/dev/null
 }
 
 # pk_start_webhook <name> <cert dir> [flags...]: starts poolkeeper-webhook as
