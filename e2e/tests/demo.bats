@@ -73,7 +73,7 @@ _left_nothing() {
   [ ! -e "$PK_E2E_STATE/demo" ]
 }
 
-@test "make demo, non-interactively: three claims get addresses, the bad claim is refused, all cleaned up, the plane stays up" {
+@test "make demo, non-interactively: three claims get addresses (the CAPV-shaped one completed on admission), the bad claim is refused, all cleaned up, the plane stays up" {
   run env PK_DEMO_HOLD=0 PK_DEMO_NAMESPACE="$DEMO_NS" "$REPO_ROOT/scripts/demo" 3>&-
   echo "$output"
   [ "$status" -eq 0 ]
@@ -92,8 +92,13 @@ _left_nothing() {
   [[ " ${addrs[*]} " != *" 192.0.2.11 "* ]]
   # The pool's counts: 19 usable, 3 used, 16 free, Ready.
   grep -Eq '^demo-nodes +19 +3 +16 +True ' <<<"$output"
-  # The refused claim, as kubectl prints the denial, naming the field.
-  grep -Eq "^Error from server \(Forbidden\): .*admission webhook \"claims\.validate\.ipam\.poolkeeper\.io\" denied the request: IPAddressClaim $DEMO_NS/demo-md-0-7x9kq-eth3: metadata\.ownerReferences\[0\]\.blockOwnerDeletion: " <<<"$output"
+  # eth2, shaped as CAPV creates claims, completed on admission: kubectl
+  # printed the webhook's warning naming the owner's kind, and the stored
+  # claim has spec.clusterName and both flags.
+  grep -Eq "^Warning: IPAddressClaim $DEMO_NS/demo-md-0-7x9kq-eth2: .*ConfigMap" <<<"$output"
+  grep -Fq "eth2 as stored: spec.clusterName, and its owner reference's controller and blockOwnerDeletion: demo true true" <<<"$output"
+  # The refused claim (no owner at all), as kubectl prints the denial, naming the field.
+  grep -Eq "^Error from server \(Forbidden\): .*admission webhook \"claims\.validate\.ipam\.poolkeeper\.io\" denied the request: IPAddressClaim $DEMO_NS/demo-md-0-7x9kq-eth3: metadata\.ownerReferences: " <<<"$output"
   [[ $output == *"-> refused, as expected"* ]]
   [[ $output == *"demo: ok"* ]]
   _left_nothing "$output"
