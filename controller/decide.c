@@ -53,12 +53,12 @@ static void decide_deleting(const struct pk_claim_facts *f, struct pk_claim_deci
 		return;
 	}
 	if (f->cluster == PK_CLUSTER_PAUSED) {
-		set(d, PK_ACT_WAIT, "Paused",
+		set(d, PK_ACT_WAIT, PK_REASON_PAUSED,
 		    "%s is paused; the address is released once it is not", f->cluster_text);
 		return;
 	}
 	if (f->pool == PK_POOL_PAUSED) {
-		set(d, PK_ACT_WAIT, "Paused",
+		set(d, PK_ACT_WAIT, PK_REASON_PAUSED,
 		    "%s is paused; the address is released once it is not", f->pool_text);
 		return;
 	}
@@ -66,6 +66,13 @@ static void decide_deleting(const struct pk_claim_facts *f, struct pk_claim_deci
 	if (f->delete_for_move) {
 		set(d, PK_ACT_RELEASE, "Moved",
 		    "moved by clusterctl: only the finalizer comes off");
+		return;
+	}
+	/* The claim's own pause holds its release as a paused Cluster does: its owner asked
+	 * that nothing be done to it. (A move only takes the finalizer off: no release.) */
+	if (f->paused) {
+		set(d, PK_ACT_WAIT, PK_REASON_PAUSED,
+		    "%s is paused; the address is released once it is not", f->claim_text);
 		return;
 	}
 	switch (f->address) {
@@ -104,7 +111,7 @@ void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d
 		return;
 	}
 	if (f->cluster == PK_CLUSTER_PAUSED || f->pool == PK_POOL_PAUSED) {
-		set(d, PK_ACT_WAIT, "Paused", "%s is paused",
+		set(d, PK_ACT_WAIT, PK_REASON_PAUSED, "%s is paused",
 		    f->cluster == PK_CLUSTER_PAUSED ? f->cluster_text : f->pool_text);
 		return;
 	}
@@ -119,6 +126,14 @@ void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d
 		    "clusterctl move is moving the %s; nothing is allocated or re-created "
 		    "meanwhile",
 		    f->delete_for_move ? "claim" : "IPAddress");
+		return;
+	}
+	/* The claim's own pause: nothing allocated, adopted, re-created or released. A claim
+	 * not bound yet says so on its Ready condition; a bound one keeps its address and its
+	 * Ready=True (the address is still its own). */
+	if (f->paused) {
+		set(d, f->bound ? PK_ACT_WAIT : PK_ACT_NOT_READY, PK_REASON_PAUSED, "%s is paused",
+		    f->claim_text);
 		return;
 	}
 	/* "Put its finalizer on the claim before allocating" (contract, provider step 3). */
@@ -265,6 +280,7 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 	f->deleting = deleting(claim);
 	f->has_finalizer = has_string(json_object_get(md, "finalizers"), PK_CLAIM_FINALIZER);
 	f->delete_for_move = annotated(claim, PK_DELETE_FOR_MOVE_ANNOTATION);
+	f->paused = annotated(claim, PK_PAUSED_ANNOTATION); /* CAPI's HasPaused: the key alone */
 	f->address_delete_for_move =
 	    address != NULL && annotated(address, PK_DELETE_FOR_MOVE_ANNOTATION);
 	snprintf(f->pool_text, sizeof(f->pool_text), "%s %s%s%s", kind ? kind : "pool",
@@ -272,6 +288,8 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 	const char *cname = pk_claim_cluster_name(claim);
 	snprintf(f->cluster_text, sizeof(f->cluster_text), "Cluster %s/%s", ns ? ns : "",
 	         cname ? cname : "?");
+	snprintf(f->claim_text, sizeof(f->claim_text), "IPAddressClaim %s/%s", ns ? ns : "",
+	         name ? name : "?");
 
 	/* Bound: status.addressRef names the IPAddress and Ready is True. */
 	const json_t *status = json_object_get(claim, "status");

@@ -11,7 +11,13 @@
  *   2. Skip while the Cluster (spec.clusterName, else the deprecated label)
  *      or the pool is paused; a Cluster that does not exist is a skip too,
  *      unless the claim is being deleted: a cluster deleted first must
- *      never deadlock its claims.
+ *      never deadlock its claims. The claim's own cluster.x-k8s.io/paused
+ *      annotation (present, whatever its value, as CAPI's HasPaused) holds
+ *      it the same way: nothing is allocated, adopted, re-created or
+ *      released; a claim not bound yet is Ready=False (Paused), a bound one
+ *      keeps its address and its condition; its deletion waits for the
+ *      pause to be lifted, as with a paused Cluster. clusterctl move pauses
+ *      Clusters, never claims, and its delete-for-move handling comes first.
  *   3. Put the finalizer on the claim before allocating.
  *   4. Adopt an IPAddress named like the claim and owned by its UID (after
  *      a restart, or after clusterctl move, which recreates objects without
@@ -44,6 +50,8 @@
 #define PK_PAUSED_ANNOTATION "cluster.x-k8s.io/paused"
 /* The claim's Ready reason while the IPAddress named like it is not adopted. */
 #define PK_REASON_INCONSISTENT "InconsistentIPAddress"
+/* The reason while the claim, its Cluster or its pool is paused. */
+#define PK_REASON_PAUSED "Paused"
 
 enum pk_cluster_state {
 	PK_CLUSTER_UNNAMED = 0, /* neither spec.clusterName nor the label: go on */
@@ -81,6 +89,7 @@ struct pk_claim_facts {
 	bool deleting;        /* metadata.deletionTimestamp is set */
 	bool has_finalizer;   /* PK_CLAIM_FINALIZER */
 	bool delete_for_move; /* the claim carries clusterctl's delete-for-move annotation */
+	bool paused; /* the claim carries PK_PAUSED_ANNOTATION, whatever its value (as CAPI) */
 	bool address_delete_for_move; /* the IPAddress does */
 	bool bound; /* status.addressRef.name is the claim's name and Ready is True */
 	enum pk_cluster_state cluster;
@@ -91,6 +100,7 @@ struct pk_claim_facts {
 	char address_problem[PK_ERR_MSG_MAX / 2];
 	char pool_text[320];    /* "IPPool ns/name", for messages */
 	char cluster_text[320]; /* "Cluster ns/name", for messages */
+	char claim_text[340];   /* "IPAddressClaim ns/name", for messages */
 };
 
 enum pk_claim_action {

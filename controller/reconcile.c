@@ -1007,8 +1007,9 @@ static int claim_status_w(struct pk_controller *c, const json_t *claim, const ch
 	            PK_LOG_STR("reason", reason), PK_LOG_STR("message", message));
 	if (ready)
 		seen_ready(c, key);
-	else
-		CLAIM_EVENT(c, claim, true, reason, "Allocate", "%s", message);
+	else /* a pause is someone's choice, not a fault: told as Normal */
+		CLAIM_EVENT(c, claim, strcmp(reason, PK_REASON_PAUSED) != 0, reason, "Allocate",
+		            "%s", message);
 	return PK_OK;
 }
 

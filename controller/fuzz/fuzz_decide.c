@@ -15,7 +15,11 @@
  *     promise);
  *   - an IPAddress another one of the pool holds, or one inconsistent with
  *     its claim or pool, is never adopted;
- *   - an address allocated is free in the pool and one it hands out.
+ *   - an address allocated is free in the pool and one it hands out;
+ *   - a claim annotated cluster.x-k8s.io/paused (any value) gets no
+ *     finalizer, no address, no adoption, and loses nothing: no IPAddress
+ *     unprotected or deleted, no release (only clusterctl move's finalizer
+ *     removal, which releases nothing).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -101,6 +105,27 @@ static void decide(const struct world *w, struct pk_pool *p, struct outcome *o)
 	pk_decide_claim(&o->f, &o->d);
 	if (strnlen(o->d.message, sizeof(o->d.message)) == sizeof(o->d.message))
 		abort();
+	/* A paused claim is held: read from the object itself, as CAPI's HasPaused does. */
+	const json_t *ann = json_object_get(json_object_get(w->claim, "metadata"), "annotations");
+	if (json_is_object(ann) && json_object_get(ann, PK_PAUSED_ANNOTATION) != NULL &&
+	    o->f.ours) {
+		switch (o->d.action) {
+		case PK_ACT_NONE:
+		case PK_ACT_WAIT:
+		case PK_ACT_NOT_READY:
+			break;
+		case PK_ACT_RELEASE:
+			if (!o->f.delete_for_move)
+				abort();
+			break;
+		case PK_ACT_ADD_FINALIZER:
+		case PK_ACT_ALLOCATE:
+		case PK_ACT_SET_READY:
+		case PK_ACT_UNPROTECT_ADDRESS:
+		case PK_ACT_DELETE_ADDRESS:
+			abort();
+		}
+	}
 	if (o->d.action == PK_ACT_SET_READY) {
 		/* invariant 1, and never an inconsistent IPAddress */
 		if (o->f.address_check != PK_ADDRESS_CONSISTENT || t.n > 0)

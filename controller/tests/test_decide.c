@@ -28,6 +28,7 @@ static struct pk_claim_facts base(void)
 	f.address = PK_ADDRESS_NONE;
 	snprintf(f.pool_text, sizeof(f.pool_text), "IPPool team-a/nodes");
 	snprintf(f.cluster_text, sizeof(f.cluster_text), "Cluster team-a/prod");
+	snprintf(f.claim_text, sizeof(f.claim_text), "IPAddressClaim team-a/m-1");
 	return f;
 }
 
@@ -191,6 +192,11 @@ static void addr_deleted_for_move(struct pk_claim_facts *f)
 	f->address_has_finalizer = false;
 	f->address_delete_for_move = true;
 }
+static void bound_addr_deleted(struct pk_claim_facts *f)
+{
+	bound(f);
+	f->address = PK_ADDRESS_OURS_DELETING;
+}
 static void del_foreign_addr(struct pk_claim_facts *f)
 {
 	f->deleting = true;
@@ -252,21 +258,69 @@ static const struct row rows[] = {
      NULL},
 };
 
+/* The same facts with the claim's own pause annotation on top. */
+static const struct row paused_rows[] = {
+    {"a paused claim is not allocated; Ready=False says it is paused, naming it", none,
+     PK_ACT_NOT_READY, "Paused", "IPAddressClaim team-a/m-1 is paused"},
+    {"a paused claim gets no finalizer either", no_finalizer, PK_ACT_NOT_READY, "Paused",
+     "IPAddressClaim team-a/m-1 is paused"},
+    {"a paused claim does not adopt its IPAddress", adopt, PK_ACT_NOT_READY, "Paused", NULL},
+    {"a paused claim with an address keeps it, Ready=True untouched", bound, PK_ACT_WAIT, "Paused",
+     "IPAddressClaim team-a/m-1 is paused"},
+    {"a paused claim's deleted IPAddress is neither let go nor re-created", addr_deleted,
+     PK_ACT_NOT_READY, "Paused", NULL},
+    {"... nor when the claim was bound", bound_addr_deleted, PK_ACT_WAIT, "Paused", NULL},
+    {"the pause comes before a missing pool", pool_missing, PK_ACT_NOT_READY, "Paused",
+     "IPAddressClaim team-a/m-1"},
+    {"a missing Cluster is waited for as before: no status write", cluster_missing, PK_ACT_WAIT,
+     "ClusterNotFound", NULL},
+    {"a paused Cluster holds a paused claim without a status write", cluster_paused, PK_ACT_WAIT,
+     "Paused", "Cluster team-a/prod"},
+    {"so does a paused pool", pool_paused, PK_ACT_WAIT, "Paused", "IPPool team-a/nodes"},
+    {"clusterctl move comes before the claim's pause", live_for_move, PK_ACT_WAIT, "MoveInProgress",
+     NULL},
+    {"a paused claim's deletion leaves its IPAddress protected", del, PK_ACT_WAIT, "Paused",
+     "IPAddressClaim team-a/m-1 is paused; the address is released once it is not"},
+    {"... and does not delete it", del_unprotected, PK_ACT_WAIT, "Paused", NULL},
+    {"... nor release the address", del_addr_gone, PK_ACT_WAIT, "Paused", NULL},
+    {"a paused claim without our finalizer is not held", del_no_finalizer, PK_ACT_NONE, "Released",
+     NULL},
+    {"a paused claim's deletion waits for the pause, even with its Cluster gone",
+     del_cluster_missing, PK_ACT_WAIT, "Paused", "IPAddressClaim team-a/m-1"},
+    {"... or its pool gone", del_pool_missing, PK_ACT_WAIT, "Paused", NULL},
+    {"clusterctl move: a paused claim too only loses the finalizer", del_for_move, PK_ACT_RELEASE,
+     "Moved", NULL},
+    {"a paused Cluster is named first", del_cluster_paused, PK_ACT_WAIT, "Paused",
+     "Cluster team-a/prod"},
+};
+
+static void check_rows(const struct row *table, size_t n, bool claim_paused)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct pk_claim_facts f = base();
+		struct pk_claim_decision d;
+		table[i].edit(&f);
+		f.paused = claim_paused;
+		pk_decide_claim(&f, &d);
+		if (d.action != table[i].want || strcmp(d.reason, table[i].reason) != 0 ||
+		    (table[i].says != NULL && strstr(d.message, table[i].says) == NULL))
+			fail_msg("%s: got %s/%s \"%s\", want %s/%s \"%s\"", table[i].what,
+			         pk_claim_action_name(d.action), d.reason, d.message,
+			         pk_claim_action_name(table[i].want), table[i].reason,
+			         table[i].says ? table[i].says : "");
+	}
+}
+
 static void test_table(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct pk_claim_facts f = base();
-		struct pk_claim_decision d;
-		rows[i].edit(&f);
-		pk_decide_claim(&f, &d);
-		if (d.action != rows[i].want || strcmp(d.reason, rows[i].reason) != 0 ||
-		    (rows[i].says != NULL && strstr(d.message, rows[i].says) == NULL))
-			fail_msg("%s: got %s/%s \"%s\", want %s/%s \"%s\"", rows[i].what,
-			         pk_claim_action_name(d.action), d.reason, d.message,
-			         pk_claim_action_name(rows[i].want), rows[i].reason,
-			         rows[i].says ? rows[i].says : "");
-	}
+	check_rows(rows, sizeof(rows) / sizeof(rows[0]), false);
+}
+
+static void test_table_claim_paused(void **state)
+{
+	(void)state;
+	check_rows(paused_rows, sizeof(paused_rows) / sizeof(paused_rows[0]), true);
 }
 
 #define CLAIM_MD "'namespace':'team-a','name':'m-1','uid':'u-claim'"
@@ -361,6 +415,82 @@ static void test_facts_from_objects(void **state)
 	json_decref(pool);
 	json_decref(cluster);
 	json_decref(addr);
+}
+
+/*
+ * The claim's own pause, read as CAPI's annotations.HasPaused reads it: the
+ * key cluster.x-k8s.io/paused among the annotations, whatever its value
+ * ("" and "false" hold the claim too); nothing else pauses it.
+ */
+static void test_claim_pause_from_objects(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *metadata; /* more members of the claim's metadata */
+		bool paused;
+	} cases[] = {
+	    {"", false},
+	    {",'annotations':{'cluster.x-k8s.io/paused':''}", true},
+	    {",'annotations':{'cluster.x-k8s.io/paused':'false'}", true},
+	    {",'annotations':{'cluster.x-k8s.io/paused':'true'}", true},
+	    {",'annotations':{'example.com/x':'y','cluster.x-k8s.io/paused':'no'}", true},
+	    {",'annotations':{}", false},
+	    {",'annotations':{'cluster.x-k8s.io/pause':'','example.com/paused':''}", false},
+	    {",'annotations':{'Cluster.x-k8s.io/paused':''}", false},
+	    {",'annotations':['cluster.x-k8s.io/paused']", false},
+	    {",'annotations':'cluster.x-k8s.io/paused'", false},
+	    {",'labels':{'cluster.x-k8s.io/paused':''}", false},
+	};
+	json_t *pool = load("{'metadata':{'namespace':'team-a','name':'nodes'}}");
+	json_t *cluster = load("{'metadata':{'name':'prod'},'spec':{}}");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[1024];
+		snprintf(text, sizeof(text),
+		         "{'metadata':{" CLAIM_MD ",'finalizers':['ipam.poolkeeper.io/"
+		         "release-address']%s},'spec':{'clusterName':'prod'," POOLREF "}}",
+		         cases[i].metadata);
+		json_t *claim = load(text);
+		struct pk_claim_facts f;
+		struct pk_claim_decision d;
+		pk_claim_facts_from(claim, pool, true, cluster, NULL, &f);
+		pk_decide_claim(&f, &d);
+		if (f.paused != cases[i].paused)
+			fail_msg("%s: paused=%d, want %d", cases[i].metadata, f.paused,
+			         cases[i].paused);
+		/* the claim's pause is its own: the Cluster and the pool are active */
+		assert_int_equal(f.cluster, PK_CLUSTER_ACTIVE);
+		assert_int_equal(f.pool, PK_POOL_ACTIVE);
+		assert_string_equal(f.claim_text, "IPAddressClaim team-a/m-1");
+		if (cases[i].paused) {
+			assert_int_equal(d.action, PK_ACT_NOT_READY);
+			assert_string_equal(d.reason, "Paused");
+			assert_string_equal(d.message, "IPAddressClaim team-a/m-1 is paused");
+			/* the annotation taken off: the claim goes on */
+			json_object_del(
+			    json_object_get(json_object_get(claim, "metadata"), "annotations"),
+			    "cluster.x-k8s.io/paused");
+			pk_claim_facts_from(claim, pool, true, cluster, NULL, &f);
+			pk_decide_claim(&f, &d);
+			assert_false(f.paused);
+		}
+		if (d.action != PK_ACT_ALLOCATE)
+			fail_msg("%s: got %s/%s, want allocate", cases[i].metadata,
+			         pk_claim_action_name(d.action), d.reason);
+		json_decref(claim);
+	}
+	/* a paused Cluster is the Cluster's pause, not the claim's */
+	json_t *claim =
+	    load("{'metadata':{" CLAIM_MD "},'spec':{'clusterName':'prod'," POOLREF "}}");
+	json_t *paused =
+	    load("{'metadata':{'name':'prod','annotations':{'cluster.x-k8s.io/paused':''}}}");
+	struct pk_claim_facts f;
+	pk_claim_facts_from(claim, pool, true, paused, NULL, &f);
+	assert_false(f.paused);
+	assert_int_equal(f.cluster, PK_CLUSTER_PAUSED);
+	json_decref(paused);
+	json_decref(claim);
+	json_decref(pool);
+	json_decref(cluster);
 }
 
 /*
@@ -494,7 +624,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_table_claim_paused),
 	    cmocka_unit_test(test_facts_from_objects),
+	    cmocka_unit_test(test_claim_pause_from_objects),
 	    cmocka_unit_test(test_check_address),
 	    cmocka_unit_test(test_claim_ready),
 	};

@@ -376,6 +376,7 @@ static void agree(const struct objs *w, const struct objs *t)
 	SAME_FACT(deleting);
 	SAME_FACT(has_finalizer);
 	SAME_FACT(delete_for_move);
+	SAME_FACT(paused);
 	SAME_FACT(bound);
 	SAME_FACT(cluster);
 	SAME_FACT(pool);
@@ -383,6 +384,7 @@ static void agree(const struct objs *w, const struct objs *t)
 	SAME_FACT(address_has_finalizer);
 	same_str(fw.pool_text, ft.pool_text, "facts.pool_text");
 	same_str(fw.cluster_text, ft.cluster_text, "facts.cluster_text");
+	same_str(fw.claim_text, ft.claim_text, "facts.claim_text");
 	same_str(pk_claim_cluster_name(w->claim), pk_claim_cluster_name(t->claim), "cluster name");
 
 	same_reads(w->claim, t->claim, claim_reads, sizeof(claim_reads) / sizeof(claim_reads[0]),
@@ -601,6 +603,9 @@ static const struct change changes[] = {
     {CLAIM_, {"spec", "poolRef"}, "['ipam.poolkeeper.io','IPPool','nodes']"},
     {CLAIM_, {"spec", "poolRef", "name"}, "true"},
     {CLAIM_, {"spec", "clusterName"}, "{}"},
+    {CLAIM_, {"metadata", "annotations", PK_PAUSED_ANNOTATION}, "''"},
+    {CLAIM_, {"metadata", "annotations", PK_PAUSED_ANNOTATION}, "'false'"},
+    {CLAIM_, {"metadata", "annotations"}, "['cluster.x-k8s.io/paused']"},
     {CLAIM_, {"status"}, "[]"},
     {CLAIM_, {"status", "conditions"}, "'Ready'"},
     {CLAIM_, {"status", "conditions"}, "{'type':'Ready'}"},

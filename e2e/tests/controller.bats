@@ -2,7 +2,7 @@
 # poolkeeper-controller against the real control plane, with the webhook
 # registered: allocation, release, exhaustion, a Cluster deleted first,
 # foreground deletion through the real garbage collector, IPv6, a
-# GlobalIPPool across namespaces, pause and unpause (Cluster and pool), a
+# GlobalIPPool across namespaces, pause and unpause (Cluster, pool and claim), a
 # missing Cluster, pool delete protection, clusterctl move (adoption, and
 # deletes annotated delete-for-move), an IPAddress deleted under its claim,
 # an inconsistent hand-made IPAddress never adopted, Events and metrics, a reuse grace period kept across a restart, two
@@ -319,6 +319,45 @@ MOVE=clusterctl.cluster.x-k8s.io/delete-for-move
   _untouched "$NS" c1 4
   kubectl -n "$NS" annotate "$POOLS" p "$PAUSED-"
   _bound_within 10 "$NS" c1
+}
+
+@test "a claim annotated paused is held (Ready=False Paused) while its sibling binds; removing the annotation binds it, and a paused claim's deletion waits for the pause to be lifted" {
+  _machine
+  pool p '{"addresses": ["10.19.4.5-10.19.4.9"], "prefix": 24}'
+  local uid
+  uid=$(kubectl -n "$NS" get configmap machine -o jsonpath='{.metadata.uid}')
+  _claim_doc c1 IPPool p "$uid" | jq --arg a "$PAUSED" '.metadata.annotations[$a] = ""' |
+    kubectl -n "$NS" apply -f -
+  claim_j c2 IPPool p
+  _bound_within 10 "$NS" c2
+  [[ $(_address_of "$NS" c2) == 10.19.4.5 ]]
+  pk_wait_for "claim c1 Ready=False Paused" _ready "$NS" c1 False Paused
+  [[ $(pk_jsonpath -n "$NS" "$CLAIMS" c1 '{.status.conditions[?(@.type=="Ready")].message}') == "IPAddressClaim $NS/c1 is paused" ]]
+  pk_wait_for "a Normal Paused Event on c1" _has_event "$NS" c1 "^Normal Paused IPAddressClaim $NS/c1 is paused$"
+  _untouched "$NS" c1 4
+  # As in Cluster API, the key pauses whatever its value: "false" holds it too.
+  kubectl -n "$NS" annotate --overwrite "$CLAIMS" c1 "$PAUSED=false"
+  _untouched "$NS" c1 2
+  kubectl -n "$NS" annotate "$CLAIMS" c1 "$PAUSED-"
+  _bound_within 10 "$NS" c1
+  [[ $(_address_of "$NS" c1) == 10.19.4.6 ]]
+
+  # A bound claim paused keeps its address and Ready=True; deleted while paused, it keeps
+  # its finalizer, its IPAddress and its address until the pause is lifted.
+  kubectl -n "$NS" annotate "$CLAIMS" c2 "$PAUSED="
+  kubectl -n "$NS" delete "$CLAIMS" c2 --wait=false
+  sleep 3
+  _ready "$NS" c2 True Allocated
+  [[ $(pk_jsonpath -n "$NS" "$CLAIMS" c2 '{.metadata.finalizers}') == *ipam.poolkeeper.io/release-address* ]]
+  [[ $(pk_jsonpath -n "$NS" "$ADDRS" c2 '{.metadata.finalizers}') == *ipam.poolkeeper.io/protect-address* ]]
+  [[ -z $(pk_jsonpath -n "$NS" "$ADDRS" c2 '{.metadata.deletionTimestamp}') ]]
+  if grep -F "msg=\"address released\" ipaddress=$NS/c2 " "$PK_E2E_LOG_DIR/controller.log"; then
+    return 1
+  fi
+  kubectl -n "$NS" annotate "$CLAIMS" c2 "$PAUSED-"
+  pk_wait_gone -n "$NS" "$CLAIMS" c2
+  pk_wait_gone -n "$NS" "$ADDRS" c2
+  pk_wait_for "the address of c2 released" grep -F "msg=\"address released\" ipaddress=$NS/c2 " "$PK_E2E_LOG_DIR/controller.log"
 }
 
 @test "a claim of a Cluster that does not exist yet waits; creating the Cluster lets it bind" {
