@@ -170,15 +170,92 @@ static void test_claims(void **state)
 	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
 	assert_int_equal(obj(l, 1)->status, PK_LINT_DENY);
 	assert_true(has(l, 1, PK_SEV_DENY, "spec.clusterName"));
-	/* Label only: admitted with a deprecation warning; --strict fails it. */
+	/* Label only: in repair mode (the default) the webhook copies it silently (the one
+	 * warning left is the duplicate name of this fixture). */
 	assert_int_equal(obj(l, 2)->status, PK_LINT_WARN);
+	assert_int_equal(obj(l, 2)->violations->n, 1);
+	assert_true(has(l, 2, PK_SEV_WARN, "is also defined at"));
 	pk_lint_free(l);
 
-	l = lint("c.yaml",
-	         CLAIM("v1beta1", "  labels: {cluster.x-k8s.io/cluster-name: w1}\n", POOL_REF),
-	         NULL);
+	/* Under deny, the copy comes with the deprecation warning; --strict fails it. */
+	static const char label_only[] =
+	    CLAIM("v1beta1", "  labels: {cluster.x-k8s.io/cluster-name: w1}\n", POOL_REF);
+	l = pk_lint_new();
+	assert_non_null(l);
+	pk_lint_set_enforcement(l, PK_ENFORCE_DENY, PK_ENFORCE_WARN);
+	assert_int_equal(pk_lint_add_buffer(l, label_only, strlen(label_only), "c.yaml"), PK_OK);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_WARN);
+	assert_true(has(l, 0, PK_SEV_WARN,
+	                "spec.clusterName: was empty and was set from the "
+	                "deprecated label"));
 	assert_int_equal(pk_lint_exit_code(l, false), 0);
 	assert_int_equal(pk_lint_exit_code(l, true), 1);
+	pk_lint_free(l);
+}
+
+/* A claim shaped as CAPV creates it (one owner reference, no flags, label only), and one on
+ * another provider's pool with no owner, linted under the given modes. */
+#define CAPV_CLAIM                                                                     \
+	"apiVersion: ipam.cluster.x-k8s.io/v1beta1\nkind: IPAddressClaim\nmetadata:\n" \
+	"  name: vm-1-0-0\n  namespace: default\n"                                     \
+	"  labels: {cluster.x-k8s.io/cluster-name: w1}\n  ownerReferences:\n"          \
+	"  - {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: VSphereVM, "  \
+	"name: vm-1, uid: u1}\nspec:\n" POOL_REF
+#define FOREIGN_CLAIM                                                                  \
+	"apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddressClaim\nmetadata:\n" \
+	"  name: f1\nspec:\n  clusterName: w1\n"                                       \
+	"  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: p}\n"
+
+static struct pk_lint *lint_modes(const char *text, enum pk_enforcement claims,
+                                  enum pk_enforcement foreign)
+{
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	pk_lint_set_enforcement(l, claims, foreign);
+	assert_int_equal(pk_lint_add_buffer(l, text, strlen(text), "c.yaml"), PK_OK);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	return l;
+}
+
+static void test_claim_modes(void **state)
+{
+	(void)state;
+	/* repair: passes, with the repair the webhook makes as a warning */
+	struct pk_lint *l = lint_modes(CAPV_CLAIM, PK_ENFORCE_REPAIR, PK_ENFORCE_WARN);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_WARN);
+	assert_true(has(l, 0, PK_SEV_WARN,
+	                "metadata.ownerReferences[0]: set controller: true and blockOwnerDeletion: "
+	                "true on the owner reference to VSphereVM \"vm-1\"; VSphereVM's provider "
+	                "should set them itself"));
+	assert_int_equal(obj(l, 0)->violations->n, 1);
+	pk_lint_free(l);
+	/* deny: refused, naming the mode and how to change it */
+	l = lint_modes(CAPV_CLAIM, PK_ENFORCE_DENY, PK_ENFORCE_WARN);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
+	assert_true(has(l, 0, PK_SEV_DENY,
+	                "[claim enforcement mode \"deny\"; change it with --claim-enforcement, "
+	                "chart value webhook.claimEnforcement]"));
+	pk_lint_free(l);
+	/* warn: admitted with "would be denied" */
+	l = lint_modes(CAPV_CLAIM, PK_ENFORCE_WARN, PK_ENFORCE_WARN);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_WARN);
+	assert_true(has(l, 0, PK_SEV_WARN, "would be denied: no owner reference has controller"));
+	pk_lint_free(l);
+
+	/* Another provider's claim without an owner: a warning by default, as the webhook
+	 * admits it (lint used to deny it); denied or skipped as --foreign-claims says. */
+	l = lint_modes(FOREIGN_CLAIM, PK_ENFORCE_REPAIR, PK_ENFORCE_WARN);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_WARN);
+	assert_true(has(l, 0, PK_SEV_WARN, "would be denied: required: the claim needs an owner"));
+	assert_int_equal(pk_lint_exit_code(l, false), 0);
+	pk_lint_free(l);
+	l = lint_modes(FOREIGN_CLAIM, PK_ENFORCE_REPAIR, PK_ENFORCE_DENY);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
+	assert_true(has(l, 0, PK_SEV_DENY, "change it with --foreign-claims"));
+	pk_lint_free(l);
+	l = lint_modes(FOREIGN_CLAIM, PK_ENFORCE_DENY, PK_ENFORCE_IGNORE);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_SKIPPED);
 	pk_lint_free(l);
 }
 
@@ -274,6 +351,7 @@ int main(void)
 	    cmocka_unit_test(test_pool_denials),
 	    cmocka_unit_test(test_dispatch_by_kind),
 	    cmocka_unit_test(test_claims),
+	    cmocka_unit_test(test_claim_modes),
 	    cmocka_unit_test(test_overlaps),
 	    cmocka_unit_test(test_denied_pool_not_compared),
 	    cmocka_unit_test(test_duplicates_warn),

@@ -108,7 +108,11 @@ static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj, 
 }
 
 static struct world W;
-static struct pk_admission_lookup LK = {&W, list_pools, list_pool_addresses, get_pool, get_claim};
+static struct pk_admission_lookup LK = {.ctx = &W,
+                                        .list_pools = list_pools,
+                                        .list_pool_addresses = list_pool_addresses,
+                                        .get_pool = get_pool,
+                                        .get_claim = get_claim};
 
 static json_t *load(const char *text)
 {
@@ -255,8 +259,10 @@ static void assert_allowed(struct answer *a)
 		fail_msg("denied: %s", a->message);
 }
 
-static const struct pk_admission_config CFG_API = {PK_ENFORCE_DENY, PK_ENFORCE_WARN, &LK};
-static const struct pk_admission_config CFG_NOAPI = {PK_ENFORCE_DENY, PK_ENFORCE_WARN, NULL};
+static const struct pk_admission_config CFG_API = {
+    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_WARN, .lookup = &LK};
+static const struct pk_admission_config CFG_NOAPI = {.claims = PK_ENFORCE_DENY,
+                                                     .foreign_claims = PK_ENFORCE_WARN};
 
 #define POOL_V  "ipam.poolkeeper.io", "v1alpha1"
 #define CAPI_V2 "ipam.cluster.x-k8s.io", "v1beta2"
@@ -633,7 +639,8 @@ static void test_claim_enforcement_modes(void **state)
 	struct answer a;
 	json_t *bad = claim("v1beta2", NULL, NULL, "", "ipam.poolkeeper.io");
 	/* --claim-enforcement=warn admits with kubectl "Warning:" lines */
-	struct pk_admission_config warn = {PK_ENFORCE_WARN, PK_ENFORCE_WARN, &LK};
+	struct pk_admission_config warn = {
+	    .claims = PK_ENFORCE_WARN, .foreign_claims = PK_ENFORCE_WARN, .lookup = &LK};
 	review(&warn, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", bad, NULL, &a);
 	assert_allowed(&a);
 	assert_non_null(strstr(a.warnings, "would be denied"));
@@ -648,13 +655,15 @@ static void test_claim_enforcement_modes(void **state)
 	assert_allowed(&a);
 	assert_non_null(strstr(a.warnings, "would be denied"));
 	done(&a);
-	struct pk_admission_config ignore = {PK_ENFORCE_DENY, PK_ENFORCE_IGNORE, &LK};
+	struct pk_admission_config ignore = {
+	    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_IGNORE, .lookup = &LK};
 	review(&ignore, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
 	       &a);
 	assert_allowed(&a);
 	assert_string_equal(a.warnings, "");
 	done(&a);
-	struct pk_admission_config strict = {PK_ENFORCE_DENY, PK_ENFORCE_DENY, &LK};
+	struct pk_admission_config strict = {
+	    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_DENY, .lookup = &LK};
 	review(&strict, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
 	       &a);
 	assert_denied_with(&a, "spec.clusterName");
@@ -945,13 +954,13 @@ static void test_enforcement_flag(void **state)
 {
 	(void)state;
 	enum pk_enforcement e;
-	assert_int_equal(pk_admission_parse_enforcement("deny", &e), PK_OK);
+	assert_int_equal(pk_rules_parse_enforcement("deny", &e), PK_OK);
 	assert_int_equal(e, PK_ENFORCE_DENY);
-	assert_int_equal(pk_admission_parse_enforcement("warn", &e), PK_OK);
+	assert_int_equal(pk_rules_parse_enforcement("warn", &e), PK_OK);
 	assert_int_equal(e, PK_ENFORCE_WARN);
-	assert_int_equal(pk_admission_parse_enforcement("ignore", &e), PK_OK);
-	assert_int_equal(pk_admission_parse_enforcement("Deny", &e), PK_ERR_INVALID);
-	assert_int_equal(pk_admission_parse_enforcement("", &e), PK_ERR_INVALID);
+	assert_int_equal(pk_rules_parse_enforcement("ignore", &e), PK_OK);
+	assert_int_equal(pk_rules_parse_enforcement("Deny", &e), PK_ERR_INVALID);
+	assert_int_equal(pk_rules_parse_enforcement("", &e), PK_ERR_INVALID);
 }
 
 int main(void)
