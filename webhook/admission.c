@@ -434,7 +434,10 @@ static void check_block_owner_deletion(const struct pk_admission_config *cfg,
 
 	pk_text_quote(user ? user : "the requester", strlen(user ? user : "the requester"), quser,
 	              sizeof(quser));
-	object_name(owner, sizeof(owner), kind ? kind : "?", NULL, oname);
+	char qk[300], qn[300];
+	pk_text_quote(kind ? kind : "?", strlen(kind ? kind : "?"), qk, sizeof(qk));
+	pk_text_quote(oname ? oname : "?", strlen(oname ? oname : "?"), qn, sizeof(qn));
+	snprintf(owner, sizeof(owner), "%s \"%s\"", qk, qn);
 	if (lk == NULL || lk->may_block_owner_deletion == NULL || ns == NULL || api == NULL ||
 	    kind == NULL || oname == NULL) {
 		snprintf(rule, sizeof(rule),
