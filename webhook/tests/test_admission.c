@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "admission.h"
+#include "json_patch.h"
 
 /* ---- fixtures: the objects a cluster holds, served through the lookup seam ---- */
 
@@ -859,46 +860,6 @@ static json_t *provider_claim(const char *refs, const char *pool_ref)
 
 #define CLUSTER_NAME_PATCH "{\"op\":\"add\",\"path\":\"/spec/clusterName\",\"value\":\"c1\"}"
 
-/* The JSON Pointer target's parent and last token (RFC 6901, no escapes needed here). */
-static json_t *pointer_parent(json_t *doc, const char *path, char *last, size_t len)
-{
-	char buf[256];
-	snprintf(buf, sizeof(buf), "%s", path);
-	char *slash = strrchr(buf, '/');
-	assert_non_null(slash);
-	snprintf(last, len, "%s", slash + 1);
-	*slash = '\0';
-	json_t *cur = doc;
-	for (char *tok = strtok(buf + 1, "/"); tok != NULL && cur != NULL; tok = strtok(NULL, "/"))
-		cur = json_is_array(cur) ? json_array_get(cur, strtoul(tok, NULL, 10))
-		                         : json_object_get(cur, tok);
-	return cur;
-}
-
-/* Applies a JSON Patch of test, add and replace on object members, as the apiserver would. */
-static void apply_patch(json_t *doc, const char *patch_text)
-{
-	json_t *patch = load(patch_text);
-	size_t i;
-	json_t *op;
-	json_array_foreach(patch, i, op)
-	{
-		char last[64];
-		const char *o = json_string_value(json_object_get(op, "op"));
-		json_t *parent = pointer_parent(doc, json_string_value(json_object_get(op, "path")),
-		                                last, sizeof(last));
-		assert_true(json_is_object(parent));
-		json_t *value = json_object_get(op, "value");
-		if (strcmp(o, "test") == 0)
-			assert_true(json_equal(json_object_get(parent, last), value));
-		else if (strcmp(o, "replace") == 0)
-			assert_non_null(json_object_get(parent, last));
-		if (strcmp(o, "test") != 0)
-			json_object_set(parent, last, value);
-	}
-	json_decref(patch);
-}
-
 /* The mutating call, then the validating call on what the mutation made (as the apiserver
  * chains them); `m` and `v` hold the two answers. */
 static void admit(const struct pk_admission_config *cfg, json_t *c, struct answer *m,
@@ -908,7 +869,7 @@ static void admit(const struct pk_admission_config *cfg, json_t *c, struct answe
 	assert_allowed(m);
 	json_t *mutated = json_deep_copy(c);
 	if (m->patch[0] != '\0')
-		apply_patch(mutated, m->patch);
+		pk_test_apply_json_patch(mutated, m->patch);
 	review(cfg, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, "ipaddressclaims", mutated, NULL, v);
 	json_decref(mutated);
 }
