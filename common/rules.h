@@ -69,11 +69,15 @@ void pk_rules_check_pool_shrink(const struct pk_pool *pool, const char *const *i
 /*
  * IPAddressClaim. On CREATE (old == NULL): spec.clusterName set, or empty
  * with the deprecated cluster.x-k8s.io/cluster-name label (a WARN about
- * the deprecation); an owner reference with controller: true and
+ * the deprecation); well-formed owner references (apiVersion, kind, name
+ * and uid non-empty strings, boolean flags), one with controller: true and
  * blockOwnerDeletion: true; spec.poolRef with apiGroup, kind and name
  * (v1beta2 requires apiGroup; v1beta1 made it optional, so its absence
  * there is a WARN: such a claim names no poolkeeper pool and is left to
- * whichever provider owns the core group). On UPDATE only spec
+ * whichever provider owns the core group). With apiGroup
+ * ipam.poolkeeper.io, a kind that is neither IPPool nor GlobalIPPool, or
+ * none, is a DENY naming the kind it most likely meant ("did you mean
+ * IPPool?"). On UPDATE only spec
  * immutability: metadata (finalizers, owner references, annotations) may
  * always change, so deletion and clusterctl move are never blocked.
  */
