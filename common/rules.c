@@ -934,9 +934,10 @@ void pk_rules_check_claim_mode(const json_t *claim, const json_t *old, enum pk_e
 		if (x->severity != PK_SEV_DENY)
 			continue;
 		if (mode == PK_ENFORCE_WARN) {
-			char m[PK_MESSAGE_MAX];
+			char m[PK_MESSAGE_MAX + 32];
 			snprintf(m, sizeof(m), "would be denied: %s", x->message);
-			memcpy(x->message, m, sizeof(m));
+			memcpy(x->message, m, sizeof(x->message) - 1); /* cut to the cap */
+			x->message[sizeof(x->message) - 1] = '\0';
 			x->severity = PK_SEV_WARN;
 		} else {
 			last = i;
