@@ -411,7 +411,7 @@ _serves_file_cert() {
   _restart_webhook --claim-enforcement=warn
   run claim warned ', controller: true'
   [ "$status" -eq 0 ]
-  [[ $output == *'Warning:'*'would be denied'*'spec.clusterName'* ]]
+  [[ $output == *'Warning:'*'spec.clusterName: would be denied: required'* ]]
   [[ $output == *'Warning:'*'blockOwnerDeletion'* ]]
   _restart_webhook
 }
