@@ -26,11 +26,24 @@ struct pk_lint {
 	size_t n_problems, cap_problems;
 	size_t files;
 	bool ran;
+	enum pk_enforcement claims, foreign_claims;
 };
 
 struct pk_lint *pk_lint_new(void)
 {
-	return calloc(1, sizeof(struct pk_lint));
+	struct pk_lint *l = calloc(1, sizeof(struct pk_lint));
+	if (l != NULL) {
+		l->claims = PK_ENFORCE_REPAIR;
+		l->foreign_claims = PK_ENFORCE_WARN;
+	}
+	return l;
+}
+
+void pk_lint_set_enforcement(struct pk_lint *l, enum pk_enforcement claims,
+                             enum pk_enforcement foreign_claims)
+{
+	l->claims = claims;
+	l->foreign_claims = foreign_claims;
 }
 
 void pk_lint_free(struct pk_lint *l)
@@ -230,7 +243,45 @@ static void check_pool_object(struct pk_lint_object *o, struct lint_internal *in
 	in->pool = p;
 }
 
-static void check_object(struct pk_lint_object *o, struct lint_internal *in)
+/*
+ * A claim as the webhook decides it on CREATE: the mutating endpoint's
+ * repair (on a copy; lint assumes the requester may set blockOwnerDeletion)
+ * and its warnings, then the validating endpoint's check of the result, each
+ * under the mode the claim falls under.
+ */
+static int check_claim_object(const struct pk_lint *l, struct pk_lint_object *o,
+                              const struct lint_internal *in)
+{
+	const json_t *pool_ref = json_object_get(json_object_get(in->value, "spec"), "poolRef");
+	bool ours = pk_rules_is_poolkeeper_group_ref(pool_ref);
+	enum pk_enforcement mode = ours ? l->claims : l->foreign_claims;
+	struct pk_claim_repair plan;
+
+	if (mode == PK_ENFORCE_IGNORE) {
+		free(o->violations);
+		o->violations = NULL;
+		o->status = PK_LINT_SKIPPED;
+		o->note = "a claim on another provider's pool, which --foreign-claims=ignore skips";
+		return PK_OK;
+	}
+	pk_rules_plan_claim_repair(in->value, mode, &plan);
+	if (!pk_rules_claim_repair_any(&plan)) {
+		pk_rules_check_claim_mode(in->value, NULL, mode, o->violations);
+	} else {
+		json_t *copy = json_deep_copy(in->value);
+		if (copy == NULL || pk_rules_apply_claim_repair(copy, &plan) != PK_OK) {
+			json_decref(copy);
+			return PK_ERR_NOMEM;
+		}
+		pk_rules_note_claim_repair(in->value, &plan, mode, o->violations);
+		pk_rules_check_claim_mode(copy, NULL, mode, o->violations);
+		json_decref(copy);
+	}
+	check_name(in->value, o->violations);
+	return PK_OK;
+}
+
+static int check_object(const struct pk_lint *l, struct pk_lint_object *o, struct lint_internal *in)
 {
 	if (o->api_version == NULL || o->kind == NULL) {
 		if (o->api_version == NULL)
@@ -239,7 +290,7 @@ static void check_object(struct pk_lint_object *o, struct lint_internal *in)
 		if (o->kind == NULL)
 			pk_violations_add(o->violations, PK_SEV_DENY, "kind",
 			                  "required: every Kubernetes object names its kind");
-		return;
+		return PK_OK;
 	}
 	const char *slash = strchr(o->api_version, '/');
 	size_t group_len = slash ? (size_t)(slash - o->api_version) : 0;
@@ -252,23 +303,20 @@ static void check_object(struct pk_lint_object *o, struct lint_internal *in)
 	if (ours) {
 		if (is_pool_kind(o->kind)) {
 			check_pool_object(o, in);
-			return;
+			return PK_OK;
 		}
 		pk_violations_add(o->violations, PK_SEV_DENY, "kind",
 		                  "\"%.64s\" is not a kind of %s, which has %s and %s", o->kind,
 		                  PK_POOL_GROUP, PK_POOL_KIND, PK_GLOBAL_POOL_KIND);
-		return;
+		return PK_OK;
 	}
 	if (capi && (!strcmp(version, "v1beta1") || !strcmp(version, "v1beta2"))) {
-		if (!strcmp(o->kind, "IPAddressClaim")) {
-			pk_rules_check_claim(in->value, NULL, o->violations);
-			check_name(in->value, o->violations);
-			return;
-		}
+		if (!strcmp(o->kind, "IPAddressClaim"))
+			return check_claim_object(l, o, in);
 		if (!strcmp(o->kind, "IPAddress")) {
 			pk_rules_check_ipaddress(in->value, NULL, o->violations);
 			check_name(in->value, o->violations);
-			return;
+			return PK_OK;
 		}
 	}
 	free(o->violations);
@@ -276,6 +324,7 @@ static void check_object(struct pk_lint_object *o, struct lint_internal *in)
 	o->status = PK_LINT_SKIPPED;
 	o->note = capi ? "a kind or version of ipam.cluster.x-k8s.io that lint does not check"
 	               : "not an IPAM kind";
+	return PK_OK;
 }
 
 /* ---- across objects: duplicates and overlapping pools ---- */
@@ -406,7 +455,8 @@ int pk_lint_run(struct pk_lint *l)
 		if (o->violations == NULL)
 			return PK_ERR_NOMEM;
 		pk_violations_init(o->violations);
-		check_object(o, &l->internal[i]);
+		if (check_object(l, o, &l->internal[i]) != PK_OK)
+			return PK_ERR_NOMEM;
 	}
 	if (check_duplicates(l) != PK_OK)
 		return PK_ERR_NOMEM;

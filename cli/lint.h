@@ -5,7 +5,12 @@
  * Which rules run, by apiVersion group and kind:
  *   ipam.poolkeeper.io       IPPool, GlobalIPPool    pk_rules_check_pool (as a CREATE)
  *                            any other kind          DENY: not a poolkeeper kind
- *   ipam.cluster.x-k8s.io    IPAddressClaim          pk_rules_check_claim (as a CREATE)
+ *   ipam.cluster.x-k8s.io    IPAddressClaim          as the webhook on CREATE: the repair
+ *                                                    plan applied to a copy, its warnings,
+ *                                                    then pk_rules_check_claim_mode; the mode
+ *                                                    is --claim-enforcement for claims whose
+ *                                                    poolRef.apiGroup is ipam.poolkeeper.io,
+ *                                                    --foreign-claims for the others
  *   (v1beta1 and v1beta2)    IPAddress               pk_rules_check_ipaddress (as a CREATE)
  *   anything else                                    skipped, with a note
  * Objects without a string apiVersion and kind, and checked objects without
@@ -31,6 +36,7 @@
 
 #include "address.h"
 #include "count.h"
+#include "rules.h"
 #include "violation.h"
 
 enum pk_lint_status {
@@ -88,6 +94,14 @@ struct pk_lint;
 
 struct pk_lint *pk_lint_new(void);
 void pk_lint_free(struct pk_lint *l);
+
+/*
+ * The modes claims are checked under, as the webhook's flags of the same
+ * names: claims (default repair) for claims on poolkeeper pools,
+ * foreign_claims (default warn) for the others. Call before pk_lint_run.
+ */
+void pk_lint_set_enforcement(struct pk_lint *l, enum pk_enforcement claims,
+                             enum pk_enforcement foreign_claims);
 
 /*
  * Loads the manifests in `len` bytes of `buf` named `source` (copied), and

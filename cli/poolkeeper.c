@@ -17,6 +17,7 @@
 #include "lint.h"
 #include "manifest.h"
 #include "report.h"
+#include "rules.h"
 
 #ifndef PK_VERSION
 #define PK_VERSION "dev"
@@ -24,7 +25,7 @@
 
 #define EXIT_USAGE 2
 
-enum lint_flag { F_FORMAT, F_STRICT, F_RECURSIVE, F_VERBOSE, F_HELP, F_COUNT };
+enum lint_flag { F_FORMAT, F_STRICT, F_RECURSIVE, F_VERBOSE, F_CLAIMS, F_FOREIGN, F_HELP, F_COUNT };
 
 static const struct pk_flag lint_flags[F_COUNT] = {
     [F_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
@@ -34,6 +35,11 @@ static const struct pk_flag lint_flags[F_COUNT] = {
                      "descend into subdirectories of DIR arguments"},
     [F_VERBOSE] = {"verbose", 'v', PK_FLAG_COUNT, NULL, NULL,
                    "also list the objects lint skips and directories without manifests"},
+    [F_CLAIMS] = {"claim-enforcement", 0, PK_FLAG_CHOICE, "repair", "repair|deny|warn",
+                  "claims on poolkeeper pools, as the webhook's flag of the same name: "
+                  "repair checks them as completed on admission"},
+    [F_FOREIGN] = {"foreign-claims", 0, PK_FLAG_CHOICE, "warn", "ignore|warn|deny",
+                   "claims on other providers' pools, as the webhook's flag"},
     [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
 };
 
@@ -43,7 +49,9 @@ static const char lint_summary[] =
     "with the rules poolkeeper's webhook enforces: IPPool and GlobalIPPool\n"
     "(ipam.poolkeeper.io/v1alpha1) against the pool rules and each other for overlaps,\n"
     "IPAddressClaim and IPAddress (ipam.cluster.x-k8s.io v1beta1, v1beta2) against the\n"
-    "CAPI IPAM contract. Other kinds are skipped. A DIR contributes its *.yaml, *.yml\n"
+    "CAPI IPAM contract, under the webhook's claim modes: in repair mode a claim is\n"
+    "checked as the webhook completes it (a warning per repair). Other kinds are skipped. A DIR "
+    "contributes its *.yaml, *.yml\n"
     "and *.json files (subdirectories only with -R); - reads standard input.\n"
     "\n"
     "Exit status: 0 nothing denied (warnings pass unless --strict), 1 something\n"
@@ -117,9 +125,21 @@ static int cmd_lint(int argc, char *argv[])
 	bool strict = pk_flags_get_bool(vals, F_STRICT);
 	bool verbose = vals[F_VERBOSE].count > 0;
 
+	enum pk_enforcement claims, foreign;
+	if (pk_rules_parse_enforcement(pk_flags_get_string(lint_flags, vals, F_CLAIMS), &claims) !=
+	        PK_OK ||
+	    pk_rules_parse_enforcement(pk_flags_get_string(lint_flags, vals, F_FOREIGN),
+	                               &foreign) != PK_OK) {
+		fprintf(stderr,
+		        "poolkeeper lint: --claim-enforcement or --foreign-claims has a value "
+		        "it does not take\n");
+		goto out;
+	}
+
 	l = pk_lint_new();
 	if (l == NULL)
 		goto nomem;
+	pk_lint_set_enforcement(l, claims, foreign);
 	for (size_t i = 0; i < npos; i++) {
 		size_t found = 0;
 		if (pk_inputs_add(&in, pos[i], pk_flags_get_bool(vals, F_RECURSIVE), &found,

@@ -7,8 +7,10 @@
  * files; a webhook may see objects before any schema does), so a string
  * where a boolean belongs is a violation, never a crash.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "addr_spec.h"
 #include "rules.h"
@@ -491,6 +493,53 @@ static void check_spec_immutable(const json_t *obj, const json_t *old, const cha
 	                  pk_violation_describe_value(a, false, now, sizeof(now)), kind);
 }
 
+/* Edit distance of a and b (bytes), or a large number past 64 bytes. */
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+	size_t row[65];
+	if (na > 64 || nb > 64)
+		return SIZE_MAX / 2;
+	for (size_t j = 0; j <= nb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= na; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= nb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[nb];
+}
+
+/*
+ * The poolkeeper kind an unknown kind most likely meant: the one it equals
+ * ignoring case, else the one within an edit distance of 3 (the nearer;
+ * IPPool on a tie), else both.
+ */
+static const char *closest_pool_kind(const json_t *kind)
+{
+	static const char *const kinds[] = {PK_POOL_KIND, PK_GLOBAL_POOL_KIND};
+	const char *k = json_string_value(kind);
+	size_t n = json_string_length(kind), best = SIZE_MAX, at = 0;
+	for (size_t i = 0; i < 2; i++) {
+		if (n == strlen(kinds[i]) && strncasecmp(k, kinds[i], n) == 0)
+			return kinds[i];
+		size_t d = edit_distance(k, n, kinds[i], strlen(kinds[i]));
+		if (d < best) {
+			best = d;
+			at = i;
+		}
+	}
+	return best <= 3 ? kinds[at] : PK_POOL_KIND " or " PK_GLOBAL_POOL_KIND;
+}
+
 /*
  * spec.poolRef: kind and name required; apiGroup required in v1beta2. In
  * v1beta1 a missing apiGroup is a WARN: such a reference names a core-group
@@ -535,9 +584,21 @@ static void check_pool_ref(const json_t *spec, int version, const json_t **kind,
 			    "required: the pool's API group (%s for poolkeeper pools)",
 			    PK_POOL_GROUP);
 	}
+	bool ours = json_string_is(g, PK_POOL_GROUP);
 	*kind =
 	    require_string(r, "kind", "spec.poolRef.kind", NAME_MAX_LEN,
-	                   "the pool's kind (IPPool or GlobalIPPool for poolkeeper pools)", out);
+	                   ours ? "the kind of a pool of " PK_POOL_GROUP " (" PK_POOL_KIND
+	                          " or " PK_GLOBAL_POOL_KIND "); did you mean " PK_POOL_KIND "?"
+	                        : "the pool's kind (IPPool or GlobalIPPool for poolkeeper pools)",
+	                   out);
+	if (ours && *kind != NULL && !pk_rules_is_poolkeeper_pool_ref(r)) {
+		char q[QUOTE_MAX];
+		pk_violations_add(out, PK_SEV_DENY, "spec.poolRef.kind",
+		                  "\"%s\" is not a kind of %s; did you mean %s?",
+		                  quote_json_string(*kind, q, sizeof(q)), PK_POOL_GROUP,
+		                  closest_pool_kind(*kind));
+		*kind = NULL;
+	}
 	*name =
 	    require_string(r, "name", "spec.poolRef.name", NAME_MAX_LEN, "the pool's name", out);
 }
@@ -601,66 +662,145 @@ static const char *ref_text(const json_t *ref, char *buf, size_t len)
 	return buf;
 }
 
+/* What the owner references of a claim hold, as "exactly one candidate" (rules.h) reads them. */
+struct owner_scan {
+	const json_t *refs;  /* the array; NULL when missing, empty or not an array */
+	bool well_formed;    /* every reference is */
+	long controller;     /* the first reference with controller: true; -1: none */
+	bool controller_bod; /* ... and it has blockOwnerDeletion: true */
+	long bod_only;       /* the first with blockOwnerDeletion: true but not controller */
+};
+
+static const char OWNER_NEEDED[] = "the claim needs an owner reference to its infrastructure "
+                                   "machine with controller: true and blockOwnerDeletion: true";
+
+/*
+ * Reference i as the apiserver requires it ("apiVersion, kind, name and uid
+ * must not be empty", ownerReferences validation) and with boolean flags;
+ * each thing wrong is a DENY naming its field.
+ */
+static bool owner_ref_well_formed(const json_t *r, size_t i, int *c, int *b,
+                                  struct pk_violations *out)
+{
+	static const char *const keys[] = {"apiVersion", "kind", "name", "uid"};
+	char desc[DESC_MAX], field[PK_FIELD_MAX];
+	bool ok = true;
+
+	*c = *b = 0;
+	if (!json_is_object(r)) {
+		snprintf(field, sizeof(field), "metadata.ownerReferences[%zu]", i);
+		pk_violations_add(out, PK_SEV_DENY, field, "must be an object, got %s",
+		                  pk_violation_describe_value(r, true, desc, sizeof(desc)));
+		return false;
+	}
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		const json_t *v = json_object_get(r, keys[k]);
+		if (json_is_string(v) && json_string_length(v) > 0)
+			continue;
+		snprintf(field, sizeof(field), "metadata.ownerReferences[%zu].%s", i, keys[k]);
+		if (v != NULL && !json_is_null(v) && !json_is_string(v))
+			pk_violations_add(out, PK_SEV_DENY, field, "must be a string, got %s",
+			                  pk_violation_describe_value(v, true, desc, sizeof(desc)));
+		else
+			pk_violations_add(out, PK_SEV_DENY, field,
+			                  "required: an owner reference names its owner by "
+			                  "apiVersion, kind, name and uid");
+		ok = false;
+	}
+	*c = ref_flag(r, i, "controller", out);
+	*b = ref_flag(r, i, "blockOwnerDeletion", out);
+	return ok && *c >= 0 && *b >= 0;
+}
+
+static void scan_owners(const json_t *claim, struct owner_scan *sc, struct pk_violations *out)
+{
+	sc->well_formed = true;
+	sc->controller = sc->bod_only = -1;
+	sc->controller_bod = false;
+	sc->refs = owner_refs(claim, OWNER_NEEDED, out);
+	for (size_t i = 0; i < json_array_size(sc->refs); i++) {
+		int c, b;
+		if (!owner_ref_well_formed(json_array_get(sc->refs, i), i, &c, &b, out)) {
+			sc->well_formed = false;
+			continue;
+		}
+		if (c == 1 && sc->controller < 0) {
+			sc->controller = (long)i;
+			sc->controller_bod = b == 1;
+		} else if (c == 0 && b == 1 && sc->bod_only < 0) {
+			sc->bod_only = (long)i;
+		}
+	}
+}
+
+/* `Kind "a", Kind "b"` of the first few references, for messages. */
+static const char *refs_text(const json_t *refs, char *buf, size_t len)
+{
+	char rt[2 * QUOTE_MAX];
+	size_t o = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < json_array_size(refs); i++) {
+		const char *t = i == 4 ? "..." : ref_text(json_array_get(refs, i), rt, sizeof(rt));
+		int w = snprintf(buf + o, len - o, "%s%s", i ? ", " : "", t);
+		if (w < 0 || (size_t)w >= len - o || i == 4)
+			break;
+		o += (size_t)w;
+	}
+	return buf;
+}
+
 /*
  * "The consumer must create the claim with an owner reference to its
  * infrastructure machine, with controller: true and blockOwnerDeletion:
  * true" (CAPI book, IPAM contract), so deleting the machine waits for the
- * claim and its address to be gone.
+ * claim and its address to be gone. With `lenient` (repair mode), a
+ * controller reference without blockOwnerDeletion is a WARN: the mutating
+ * webhook sets it whenever the requester may, so one left without it could
+ * not be set.
  */
-static void check_claim_owners(const json_t *claim, struct pk_violations *out)
+static void check_claim_owners(const json_t *claim, bool lenient, struct pk_violations *out)
 {
-	static const char needed[] =
-	    "the claim needs an owner reference to its infrastructure machine with "
-	    "controller: true and blockOwnerDeletion: true";
-	char desc[DESC_MAX], rt[2 * QUOTE_MAX];
-	const json_t *refs = owner_refs(claim, needed, out);
-	bool typed_bad = false, good = false;
-	long ctrl = -1, bod_only = -1;
+	char rt[2 * QUOTE_MAX], list[4 * QUOTE_MAX];
+	struct owner_scan sc;
 
-	if (refs == NULL)
+	scan_owners(claim, &sc, out);
+	if (sc.refs == NULL || !sc.well_formed || (sc.controller >= 0 && sc.controller_bod))
 		return;
-	for (size_t i = 0; i < json_array_size(refs); i++) {
-		const json_t *r = json_array_get(refs, i);
-		if (!json_is_object(r)) {
-			char field[PK_FIELD_MAX];
-			snprintf(field, sizeof(field), "metadata.ownerReferences[%zu]", i);
-			pk_violations_add(out, PK_SEV_DENY, field, "must be an object, got %s",
-			                  pk_violation_describe_value(r, true, desc, sizeof(desc)));
-			typed_bad = true;
-			continue;
-		}
-		int c = ref_flag(r, i, "controller", out);
-		int b = ref_flag(r, i, "blockOwnerDeletion", out);
-		if (c < 0 || b < 0)
-			typed_bad = true;
-		if (c == 1 && b == 1)
-			good = true;
-		else if (c == 1 && ctrl < 0)
-			ctrl = (long)i;
-		else if (b == 1 && bod_only < 0)
-			bod_only = (long)i;
-	}
-	if (good || typed_bad)
-		return;
-	if (ctrl >= 0) {
+	size_t n = json_array_size(sc.refs);
+	if (sc.controller >= 0) {
 		char field[PK_FIELD_MAX];
+		const json_t *r = json_array_get(sc.refs, (size_t)sc.controller);
 		snprintf(field, sizeof(field), "metadata.ownerReferences[%ld].blockOwnerDeletion",
-		         ctrl);
-		pk_violations_add(out, PK_SEV_DENY, field,
-		                  "the controller reference %s must set blockOwnerDeletion: true, "
-		                  "so that deleting it waits for the claim to be gone",
-		                  ref_text(json_array_get(refs, (size_t)ctrl), rt, sizeof(rt)));
-	} else if (bod_only >= 0) {
+		         sc.controller);
+		if (lenient)
+			pk_violations_add(out, PK_SEV_WARN, field,
+			                  "the controller reference %s has no blockOwnerDeletion: "
+			                  "true, so deleting it does not wait for the claim to be "
+			                  "gone; its provider should set it",
+			                  ref_text(r, rt, sizeof(rt)));
+		else
+			pk_violations_add(
+			    out, PK_SEV_DENY, field,
+			    "the controller reference %s must set blockOwnerDeletion: "
+			    "true, so that deleting it waits for the claim to be gone",
+			    ref_text(r, rt, sizeof(rt)));
+	} else if (n > 1) {
+		pk_violations_add(out, PK_SEV_DENY, "metadata.ownerReferences",
+		                  "%zu owner references and none is the controller: %s; set "
+		                  "controller: true and blockOwnerDeletion: true on the reference "
+		                  "to the infrastructure machine",
+		                  n, refs_text(sc.refs, list, sizeof(list)));
+	} else if (sc.bod_only >= 0) {
 		pk_violations_add(out, PK_SEV_DENY, "metadata.ownerReferences",
 		                  "no owner reference has controller: true; set controller: true "
 		                  "on the reference to the infrastructure machine (%s has only "
 		                  "blockOwnerDeletion: true)",
-		                  ref_text(json_array_get(refs, (size_t)bod_only), rt, sizeof(rt)));
+		                  ref_text(json_array_get(sc.refs, 0), rt, sizeof(rt)));
 	} else {
 		pk_violations_add(out, PK_SEV_DENY, "metadata.ownerReferences",
 		                  "no owner reference has controller: true and blockOwnerDeletion: "
 		                  "true; %s",
-		                  needed);
+		                  OWNER_NEEDED);
 	}
 }
 
@@ -740,7 +880,8 @@ static const json_t *capi_object_spec(const json_t *obj, const json_t *old, cons
 	return spec;
 }
 
-void pk_rules_check_claim(const json_t *claim, const json_t *old, struct pk_violations *out)
+static void check_claim(const json_t *claim, const json_t *old, bool lenient,
+                        struct pk_violations *out)
 {
 	int version;
 	const json_t *spec = capi_object_spec(claim, old, "IPAddressClaim",
@@ -751,7 +892,182 @@ void pk_rules_check_claim(const json_t *claim, const json_t *old, struct pk_viol
 		check_pool_ref(spec, version, &kind, &name, out);
 	}
 	if (json_is_object(claim) && old == NULL)
-		check_claim_owners(claim, out);
+		check_claim_owners(claim, lenient, out);
+}
+
+void pk_rules_check_claim(const json_t *claim, const json_t *old, struct pk_violations *out)
+{
+	check_claim(claim, old, false, out);
+}
+
+/* Appends `suffix` to a message, cutting the message (never the suffix) to fit. */
+static void append_suffix(char *msg, size_t cap, const char *suffix)
+{
+	size_t n = strlen(msg), k = strlen(suffix);
+	if (k >= cap)
+		return;
+	if (n + k >= cap)
+		n = cap - 1 - k;
+	memcpy(msg + n, suffix, k + 1);
+}
+
+void pk_rules_check_claim_mode(const json_t *claim, const json_t *old, enum pk_enforcement mode,
+                               struct pk_violations *out)
+{
+	struct pk_violations vs;
+	char hint[160];
+	size_t last = SIZE_MAX;
+
+	if (mode == PK_ENFORCE_IGNORE)
+		return;
+	pk_violations_init(&vs);
+	check_claim(claim, old, mode == PK_ENFORCE_REPAIR, &vs);
+	bool ours = pk_rules_is_poolkeeper_group_ref(
+	    json_object_get(json_object_get(claim, "spec"), "poolRef"));
+	snprintf(hint, sizeof(hint), " [%s mode \"%s\"; change it with %s]",
+	         ours ? "claim enforcement" : "foreign claims",
+	         mode == PK_ENFORCE_REPAIR ? "repair" : "deny",
+	         ours ? "--claim-enforcement, chart value webhook.claimEnforcement"
+	              : "--foreign-claims, chart value webhook.foreignClaims");
+	for (size_t i = 0; i < vs.n; i++) {
+		struct pk_violation *x = &vs.items[i];
+		if (x->severity != PK_SEV_DENY)
+			continue;
+		if (mode == PK_ENFORCE_WARN) {
+			char m[PK_MESSAGE_MAX + 32];
+			snprintf(m, sizeof(m), "would be denied: %s", x->message);
+			memcpy(x->message, m, sizeof(x->message) - 1); /* cut to the cap */
+			x->message[sizeof(x->message) - 1] = '\0';
+			x->severity = PK_SEV_WARN;
+		} else {
+			last = i;
+		}
+	}
+	if (last != SIZE_MAX)
+		append_suffix(vs.items[last].message, sizeof(vs.items[last].message), hint);
+	for (size_t i = 0; i < vs.n; i++)
+		pk_violations_add(out, vs.items[i].severity, vs.items[i].field, "%s",
+		                  vs.items[i].message);
+	out->dropped += vs.dropped;
+}
+
+int pk_rules_parse_enforcement(const char *s, enum pk_enforcement *out)
+{
+	static const struct {
+		const char *name;
+		enum pk_enforcement mode;
+	} modes[] = {{"repair", PK_ENFORCE_REPAIR},
+	             {"deny", PK_ENFORCE_DENY},
+	             {"warn", PK_ENFORCE_WARN},
+	             {"ignore", PK_ENFORCE_IGNORE}};
+	for (size_t i = 0; s != NULL && i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (strcmp(s, modes[i].name) == 0) {
+			*out = modes[i].mode;
+			return PK_OK;
+		}
+	}
+	return PK_ERR_INVALID;
+}
+
+/* ---------------------------------------------------------- claim repair */
+
+void pk_rules_plan_claim_repair(const json_t *claim, enum pk_enforcement mode,
+                                struct pk_claim_repair *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	plan->candidate = -1;
+	const json_t *spec = json_object_get(claim, "spec");
+	if (mode == PK_ENFORCE_IGNORE || !json_is_object(claim) || !json_is_object(spec) ||
+	    !pk_rules_is_poolkeeper_pool_ref(json_object_get(spec, "poolRef")))
+		return;
+
+	/* spec.clusterName empty, the deprecated label set: copy it (CAPI's own
+	 * defaulting did the same while the label was the only source). */
+	const json_t *cn = json_object_get(spec, "clusterName");
+	const json_t *labels = json_object_get(json_object_get(claim, "metadata"), "labels");
+	const char *label = pk_json_cstr_at(labels, PK_CLUSTER_NAME_LABEL);
+	if ((cn == NULL || (json_is_string(cn) && json_string_length(cn) == 0)) && label != NULL &&
+	    label[0] != '\0') {
+		plan->cluster_name = label;
+		plan->cluster_name_replace = cn != NULL;
+	}
+
+	struct owner_scan sc;
+	struct pk_violations scratch;
+	pk_violations_init(&scratch);
+	scan_owners(claim, &sc, &scratch);
+	if (sc.refs == NULL || !sc.well_formed)
+		return;
+	if (sc.controller >= 0)
+		plan->candidate = sc.controller;
+	else if (json_array_size(sc.refs) == 1)
+		plan->candidate = 0;
+	if (plan->candidate < 0 || mode != PK_ENFORCE_REPAIR)
+		return;
+	plan->set_controller = sc.controller < 0;
+	plan->set_block_owner_deletion = sc.controller < 0 || !sc.controller_bod;
+	if (sc.controller < 0 && sc.bod_only == 0)
+		plan->set_block_owner_deletion = false; /* it has it already */
+}
+
+bool pk_rules_claim_repair_any(const struct pk_claim_repair *plan)
+{
+	return plan->set_controller || plan->set_block_owner_deletion || plan->cluster_name != NULL;
+}
+
+int pk_rules_apply_claim_repair(json_t *claim, const struct pk_claim_repair *plan)
+{
+	if (plan->set_controller || plan->set_block_owner_deletion) {
+		json_t *refs =
+		    json_object_get(json_object_get(claim, "metadata"), "ownerReferences");
+		json_t *ref =
+		    plan->candidate < 0 ? NULL : json_array_get(refs, (size_t)plan->candidate);
+		if (!json_is_object(ref))
+			return PK_ERR_INVALID;
+		if (plan->set_controller &&
+		    json_object_set_new(ref, "controller", json_true()) != 0)
+			return PK_ERR_NOMEM;
+		if (plan->set_block_owner_deletion &&
+		    json_object_set_new(ref, "blockOwnerDeletion", json_true()) != 0)
+			return PK_ERR_NOMEM;
+	}
+	if (plan->cluster_name != NULL) {
+		json_t *spec = json_object_get(claim, "spec");
+		if (!json_is_object(spec))
+			return PK_ERR_INVALID;
+		if (json_object_set_new(spec, "clusterName", json_string(plan->cluster_name)) != 0)
+			return PK_ERR_NOMEM;
+	}
+	return PK_OK;
+}
+
+void pk_rules_note_claim_repair(const json_t *claim, const struct pk_claim_repair *plan,
+                                enum pk_enforcement mode, struct pk_violations *out)
+{
+	if (plan->set_controller || plan->set_block_owner_deletion) {
+		const json_t *refs =
+		    json_object_get(json_object_get(claim, "metadata"), "ownerReferences");
+		const json_t *ref = json_array_get(refs, (size_t)plan->candidate);
+		const json_t *kind = json_object_get(ref, "kind");
+		char field[PK_FIELD_MAX], rt[2 * QUOTE_MAX], k[QUOTE_MAX];
+		bool both = plan->set_controller && plan->set_block_owner_deletion;
+		snprintf(field, sizeof(field), "metadata.ownerReferences[%ld]", plan->candidate);
+		pk_violations_add(out, PK_SEV_WARN, field,
+		                  "set %s on the owner reference to %s; %s's provider should set "
+		                  "%s itself",
+		                  both ? "controller: true and blockOwnerDeletion: true"
+		                  : plan->set_controller ? "controller: true"
+		                                         : "blockOwnerDeletion: true",
+		                  ref_text(ref, rt, sizeof(rt)),
+		                  json_is_string(kind) ? quote_json_string(kind, k, sizeof(k))
+		                                       : "?",
+		                  both ? "them" : "it");
+	}
+	if (plan->cluster_name != NULL && mode != PK_ENFORCE_REPAIR)
+		pk_violations_add(out, PK_SEV_WARN, "spec.clusterName",
+		                  "was empty and was set from the deprecated label %s; set "
+		                  "spec.clusterName in the claim instead",
+		                  PK_CLUSTER_NAME_LABEL);
 }
 
 /*
@@ -952,6 +1268,12 @@ void pk_rules_check_ipaddress(const json_t *addr, const json_t *old, struct pk_v
 	const json_t *pool_kind, *pool_name;
 	check_pool_ref(spec, version, &pool_kind, &pool_name, out);
 	check_ipaddress_owners(addr, claim_name, pool_kind, pool_name, out);
+}
+
+bool pk_rules_is_poolkeeper_group_ref(const json_t *pool_ref)
+{
+	return json_is_object(pool_ref) &&
+	       json_string_is(json_object_get(pool_ref, "apiGroup"), PK_POOL_GROUP);
 }
 
 bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref)

@@ -24,6 +24,22 @@
 #define PK_SKIP_DELETE_PROTECTION_ANNOTATION "ipam.poolkeeper.io/skip-delete-protection"
 
 /*
+ * What the webhook and `poolkeeper lint` do with a claim's contract
+ * violations (--claim-enforcement for claims on poolkeeper pools,
+ * --foreign-claims for the others).
+ */
+enum pk_enforcement {
+	PK_ENFORCE_IGNORE = 0, /* no checks, no warnings */
+	PK_ENFORCE_WARN,       /* violations become warnings; admitted */
+	PK_ENFORCE_DENY,       /* violations deny */
+	PK_ENFORCE_REPAIR, /* complete what is unambiguous (pk_rules_plan_claim_repair), deny the
+	                      rest */
+};
+
+/* Parses "repair|deny|warn|ignore"; PK_ERR_INVALID (and *out untouched) otherwise. */
+PK_MUST_CHECK int pk_rules_parse_enforcement(const char *s, enum pk_enforcement *out);
+
+/*
  * Pool, CREATE and UPDATE, on what the object alone shows: addresses
  * present, every entry parses, one family across addresses, excluded
  * addresses and gateway, prefix within the family, every address inside
@@ -53,15 +69,85 @@ void pk_rules_check_pool_shrink(const struct pk_pool *pool, const char *const *i
 /*
  * IPAddressClaim. On CREATE (old == NULL): spec.clusterName set, or empty
  * with the deprecated cluster.x-k8s.io/cluster-name label (a WARN about
- * the deprecation); an owner reference with controller: true and
+ * the deprecation); well-formed owner references (apiVersion, kind, name
+ * and uid non-empty strings, boolean flags), one with controller: true and
  * blockOwnerDeletion: true; spec.poolRef with apiGroup, kind and name
  * (v1beta2 requires apiGroup; v1beta1 made it optional, so its absence
  * there is a WARN: such a claim names no poolkeeper pool and is left to
- * whichever provider owns the core group). On UPDATE only spec
+ * whichever provider owns the core group). With apiGroup
+ * ipam.poolkeeper.io, a kind that is neither IPPool nor GlobalIPPool, or
+ * none, is a DENY naming the kind it most likely meant ("did you mean
+ * IPPool?"). On UPDATE only spec
  * immutability: metadata (finalizers, owner references, annotations) may
  * always change, so deletion and clusterctl move are never blocked.
  */
 void pk_rules_check_claim(const json_t *claim, const json_t *old, struct pk_violations *out);
+
+/*
+ * pk_rules_check_claim as the webhook's validating endpoint and lint apply
+ * it under `mode` (the mode for this claim: --claim-enforcement when its
+ * poolRef is ours by group, --foreign-claims otherwise):
+ *   ignore  nothing is added;
+ *   warn    every DENY is added as a WARN starting "would be denied: ";
+ *   deny    as pk_rules_check_claim;
+ *   repair  as deny, except that a controller reference without
+ *           blockOwnerDeletion: true is a WARN (the mutating webhook sets it
+ *           whenever the requester may; when it was not set, it could not be).
+ * In deny and repair mode the last DENY ends with the mode and how to change
+ * it (the flag and the chart value), so a denial always says both.
+ */
+void pk_rules_check_claim_mode(const json_t *claim, const json_t *old, enum pk_enforcement mode,
+                               struct pk_violations *out);
+
+/*
+ * How a claim on a poolkeeper pool is completed on CREATE.
+ *
+ * The candidate ("exactly one candidate", docs/webhook.md): when every owner
+ * reference is well formed (an object with non-empty string apiVersion,
+ * kind, name and uid; controller and blockOwnerDeletion booleans when
+ * present), the reference with controller: true, else the only reference
+ * when there is exactly one. No reference, two or more without a
+ * controller, or any malformed one: no candidate, nothing is repaired.
+ */
+struct pk_claim_repair {
+	long candidate;                /* index in metadata.ownerReferences; -1: none */
+	bool set_controller;           /* add controller: true to the candidate */
+	bool set_block_owner_deletion; /* add blockOwnerDeletion: true to the candidate */
+	const char *cluster_name;      /* copy into spec.clusterName; borrowed from the label */
+	bool cluster_name_replace;     /* spec.clusterName is present (empty): replace, not add */
+};
+
+/*
+ * Plans the repair of `claim` under `mode`. Only claims whose poolRef names
+ * an IPPool or GlobalIPPool of ipam.poolkeeper.io get a plan. spec.clusterName
+ * is copied from the cluster.x-k8s.io/cluster-name label in every mode but
+ * ignore, when it is empty and the label is not; the owner reference is
+ * repaired in repair mode only. The candidate is set whenever there is one,
+ * repaired or not.
+ */
+void pk_rules_plan_claim_repair(const json_t *claim, enum pk_enforcement mode,
+                                struct pk_claim_repair *plan);
+
+/* True when the plan changes anything. */
+bool pk_rules_claim_repair_any(const struct pk_claim_repair *plan);
+
+/*
+ * Applies a plan made from `claim` (or from an equal object, e.g. lint's
+ * original before json_deep_copy) to `claim`. PK_ERR_NOMEM, or
+ * PK_ERR_INVALID when the claim does not have the shape the plan expects.
+ */
+PK_MUST_CHECK int pk_rules_apply_claim_repair(json_t *claim, const struct pk_claim_repair *plan);
+
+/*
+ * One WARN per repair the plan makes, in the words a user sees as an
+ * admission warning: the owner reference repaired, naming the owner's kind
+ * and what its provider should set itself; and, outside repair mode, the
+ * deprecated label copied into spec.clusterName (in repair mode that copy is
+ * silent: every provider relies on the label, and a warning on every claim
+ * is noise nobody can act on).
+ */
+void pk_rules_note_claim_repair(const json_t *claim, const struct pk_claim_repair *plan,
+                                enum pk_enforcement mode, struct pk_violations *out);
 
 /*
  * IPAddress. On CREATE: spec.address parses, spec.prefix within the
@@ -109,5 +195,12 @@ void pk_rules_check_ipaddress_unique(const json_t *addr, const char *const *othe
 
 /* True when the poolRef object names an IPPool or GlobalIPPool of ipam.poolkeeper.io. */
 bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref);
+
+/*
+ * True when the poolRef object's apiGroup is ipam.poolkeeper.io, whatever
+ * its kind: such a claim is poolkeeper's, and an unknown kind (or none) is
+ * one of its violations, not another provider's business.
+ */
+bool pk_rules_is_poolkeeper_group_ref(const json_t *pool_ref);
 
 #endif

@@ -23,21 +23,6 @@
 #define NAME_TEXT_MAX 640
 #define WARNINGS_MAX  16
 
-int pk_admission_parse_enforcement(const char *s, enum pk_enforcement *out)
-{
-	if (s == NULL)
-		return PK_ERR_INVALID;
-	if (strcmp(s, "deny") == 0)
-		*out = PK_ENFORCE_DENY;
-	else if (strcmp(s, "warn") == 0)
-		*out = PK_ENFORCE_WARN;
-	else if (strcmp(s, "ignore") == 0)
-		*out = PK_ENFORCE_IGNORE;
-	else
-		return PK_ERR_INVALID;
-	return PK_OK;
-}
-
 /*
  * A JSON string of text that may have been cut inside a UTF-8 sequence by
  * a bounded buffer, or carry bytes from an error message: falls back to
@@ -419,42 +404,150 @@ static void review_pool(const struct pk_admission_config *cfg, enum pk_admission
 
 /* ---- claims and addresses ---- */
 
+/* WARN violations as warnings, "<what>: <message>" (the field is in the message's words). */
+static void warn_notes(struct verdict *v, const struct pk_violations *vs, const char *what)
+{
+	for (size_t i = 0; i < vs->n; i++)
+		if (vs->items[i].severity == PK_SEV_WARN)
+			warn(v, "%s: %s", what, vs->items[i].message);
+}
+
+/*
+ * Before blockOwnerDeletion: true goes on the candidate, whether the
+ * requester may set it: OwnerReferencesPermissionEnforcement (kube-apiserver,
+ * a validating plugin, so it sees our patch) refuses it unless the
+ * requesting user may `update` the owner's finalizers subresource. When it
+ * cannot be set, the plan keeps controller only and a warning names the rule.
+ */
+static void check_block_owner_deletion(const struct pk_admission_config *cfg,
+                                       const json_t *user_info, const char *ns, const json_t *ref,
+                                       const char *what, struct pk_claim_repair *plan,
+                                       struct verdict *v)
+{
+	const struct pk_admission_lookup *lk = cfg->lookup;
+	const char *api = pk_json_cstr_at(ref, "apiVersion"), *kind = pk_json_cstr_at(ref, "kind"),
+	           *oname = pk_json_cstr_at(ref, "name");
+	const char *user = pk_json_cstr_at(user_info, "username");
+	char rule[600] = "", owner[NAME_TEXT_MAX], quser[300];
+	bool allowed = false;
+	struct pk_err err = {0};
+
+	pk_text_quote(user ? user : "the requester", strlen(user ? user : "the requester"), quser,
+	              sizeof(quser));
+	char qk[300], qn[300];
+	pk_text_quote(kind ? kind : "?", strlen(kind ? kind : "?"), qk, sizeof(qk));
+	pk_text_quote(oname ? oname : "?", strlen(oname ? oname : "?"), qn, sizeof(qn));
+	snprintf(owner, sizeof(owner), "%s \"%s\"", qk, qn);
+	if (lk == NULL || lk->may_block_owner_deletion == NULL || ns == NULL || api == NULL ||
+	    kind == NULL || oname == NULL) {
+		snprintf(rule, sizeof(rule),
+		         "poolkeeper-webhook cannot ask whether it may update the owner's "
+		         "finalizers");
+	} else if (lk->may_block_owner_deletion(lk->ctx, user_info, ns, api, kind, oname, &allowed,
+	                                        rule, sizeof(rule), &err) != PK_OK) {
+		allowed = false;
+		snprintf(rule, sizeof(rule), "the permission check failed: %s", err.msg);
+	} else if (allowed) {
+		return;
+	}
+	plan->set_block_owner_deletion = false;
+	warn(v,
+	     "%s: %s may not set blockOwnerDeletion on the owner reference to %s (%s); grant it "
+	     "(docs/compatibility.md) and poolkeeper sets it on the next claim",
+	     what, quser, owner, rule);
+	if (cfg->count_repair != NULL)
+		cfg->count_repair(cfg->count_ctx, kind ? kind : "", "skipped:permission");
+}
+
+static void count_repairs(const struct pk_admission_config *cfg, const json_t *ref,
+                          const struct pk_claim_repair *plan)
+{
+	if (cfg->count_repair == NULL)
+		return;
+	const char *kind = pk_json_cstr_at(ref, "kind");
+	kind = kind ? kind : "";
+	if (plan->set_controller)
+		cfg->count_repair(cfg->count_ctx, kind, "controller");
+	if (plan->set_block_owner_deletion)
+		cfg->count_repair(cfg->count_ctx, kind, "blockOwnerDeletion");
+	if (plan->cluster_name != NULL)
+		cfg->count_repair(cfg->count_ctx, kind, "clusterName");
+}
+
+/* The JSON Patch of a plan; each change to an owner reference first tests its uid. */
+static json_t *repair_patch(const json_t *ref, const struct pk_claim_repair *plan)
+{
+	json_t *patch = json_array();
+	char path[96];
+	if (plan->set_controller || plan->set_block_owner_deletion) {
+		snprintf(path, sizeof(path), "/metadata/ownerReferences/%ld/uid", plan->candidate);
+		json_array_append_new(patch, json_pack("{s:s, s:s, s:O}", "op", "test", "path",
+		                                       path, "value", json_object_get(ref, "uid")));
+	}
+	if (plan->set_controller) {
+		snprintf(path, sizeof(path), "/metadata/ownerReferences/%ld/controller",
+		         plan->candidate);
+		json_array_append_new(
+		    patch, json_pack("{s:s, s:s, s:b}", "op", "add", "path", path, "value", 1));
+	}
+	if (plan->set_block_owner_deletion) {
+		snprintf(path, sizeof(path), "/metadata/ownerReferences/%ld/blockOwnerDeletion",
+		         plan->candidate);
+		json_array_append_new(
+		    patch, json_pack("{s:s, s:s, s:b}", "op", "add", "path", path, "value", 1));
+	}
+	if (plan->cluster_name != NULL)
+		json_array_append_new(
+		    patch, json_pack("{s:s, s:s, s:s}", "op",
+		                     plan->cluster_name_replace ? "replace" : "add", "path",
+		                     "/spec/clusterName", "value", plan->cluster_name));
+	return patch;
+}
+
 static void review_claim(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
                          const char *op, const char *ns, const char *name, const json_t *obj,
-                         const json_t *old, struct verdict *v)
+                         const json_t *old, const json_t *user_info, struct verdict *v)
 {
 	if (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0)
 		return; /* deletion is never blocked */
-	const json_t *spec = json_object_get(obj, "spec");
-	bool ours = pk_rules_is_poolkeeper_pool_ref(json_object_get(spec, "poolRef"));
+	const json_t *pool_ref = json_object_get(json_object_get(obj, "spec"), "poolRef");
+	/* "Ours" by group: an unknown kind of ipam.poolkeeper.io is our violation. */
+	bool ours = pk_rules_is_poolkeeper_group_ref(pool_ref);
 	enum pk_enforcement mode = ours ? cfg->claims : cfg->foreign_claims;
 	char what[NAME_TEXT_MAX];
 	object_name(what, sizeof(what), "IPAddressClaim", ns, name);
 
 	if (endpoint == PK_ADMISSION_MUTATE) {
-		/* On CREATE only (the spec is immutable afterwards), and only for poolkeeper's
-		 * claims. */
-		if (!ours || strcmp(op, "CREATE") != 0 || !json_is_object(spec))
+		/* On CREATE only: the spec is immutable afterwards, and metadata changes
+		 * on UPDATE (garbage collector, clusterctl move) are never touched. */
+		if (strcmp(op, "CREATE") != 0)
 			return;
-		const json_t *cn = json_object_get(spec, "clusterName");
-		if (cn != NULL && !(json_is_string(cn) && json_string_length(cn) == 0))
+		struct pk_claim_repair plan;
+		pk_rules_plan_claim_repair(obj, mode, &plan);
+		if (!pk_rules_claim_repair_any(&plan))
 			return;
-		const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
-		const char *label = pk_json_cstr_at(labels, PK_CLUSTER_NAME_LABEL);
-		if (label == NULL || label[0] == '\0')
+		const json_t *refs =
+		    json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+		const json_t *ref =
+		    plan.candidate < 0 ? NULL : json_array_get(refs, (size_t)plan.candidate);
+		if (plan.set_block_owner_deletion)
+			check_block_owner_deletion(cfg, user_info,
+			                           ns != NULL ? ns : meta_str(obj, "namespace"),
+			                           ref, what, &plan, v);
+		if (!pk_rules_claim_repair_any(&plan))
 			return;
-		v->patch = json_pack("[{s:s, s:s, s:s}]", "op", cn == NULL ? "add" : "replace",
-		                     "path", "/spec/clusterName", "value", label);
-		warn(v,
-		     "%s: spec.clusterName was empty and was set from the deprecated label %s; set "
-		     "spec.clusterName in the claim instead",
-		     what, PK_CLUSTER_NAME_LABEL);
+		struct pk_violations notes;
+		pk_violations_init(&notes);
+		pk_rules_note_claim_repair(obj, &plan, mode, &notes);
+		warn_notes(v, &notes, what);
+		count_repairs(cfg, ref, &plan);
+		v->patch = repair_patch(ref, &plan);
 		return;
 	}
 	struct pk_violations vs;
 	pk_violations_init(&vs);
-	pk_rules_check_claim(obj, strcmp(op, "UPDATE") == 0 ? old : NULL, &vs);
-	apply(v, &vs, mode, what);
+	pk_rules_check_claim_mode(obj, strcmp(op, "UPDATE") == 0 ? old : NULL, mode, &vs);
+	apply(v, &vs, PK_ENFORCE_DENY, what);
 }
 
 /*
@@ -698,7 +791,8 @@ void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admissio
 	} else if (strcmp(group, PK_CAPI_IPAM_GROUP) == 0 &&
 	           (strcmp(version, "v1beta1") == 0 || strcmp(version, "v1beta2") == 0) &&
 	           strcmp(resource, "ipaddressclaims") == 0) {
-		review_claim(cfg, endpoint, op, ns, name, obj, old, &v);
+		review_claim(cfg, endpoint, op, ns, name, obj, old,
+		             json_object_get(req, "userInfo"), &v);
 	} else if (strcmp(group, PK_CAPI_IPAM_GROUP) == 0 &&
 	           (strcmp(version, "v1beta1") == 0 || strcmp(version, "v1beta2") == 0) &&
 	           strcmp(resource, "ipaddresses") == 0) {

@@ -13,17 +13,12 @@
 #include <jansson.h>
 
 #include "pk.h"
+#include "rules.h"
 
 /* Request bodies larger than this are refused (the server answers 413). */
 #define PK_ADMISSION_MAX_BODY (3u * 1024u * 1024u)
 /* JSON nested deeper than this is refused before jansson sees it. */
 #define PK_ADMISSION_MAX_DEPTH 64
-
-enum pk_enforcement {
-	PK_ENFORCE_IGNORE = 0, /* no checks, no warnings */
-	PK_ENFORCE_WARN,       /* violations become warnings; admitted */
-	PK_ENFORCE_DENY,       /* violations deny */
-};
 
 /*
  * Objects the checks need from the cluster. Each returns PK_OK and a new
@@ -46,12 +41,34 @@ struct pk_admission_lookup {
 	/* One IPAddressClaim, or *obj = NULL when it does not exist. */
 	int (*get_claim)(void *ctx, const char *ns, const char *name, json_t **obj,
 	                 struct pk_err *err);
+	/*
+	 * Whether the requesting user (the AdmissionReview's request.userInfo
+	 * object) may `update` the finalizers subresource of the owner
+	 * (apiVersion, kind, name) in namespace ns: what the apiserver requires
+	 * before it accepts blockOwnerDeletion: true. On PK_OK *allowed is set
+	 * and `rule` holds, for messages, the rule in words: "update on
+	 * vspherevms/finalizers in API group infrastructure.cluster.x-k8s.io"
+	 * (or, when the kind has no resource, why). NULL means "cannot ask":
+	 * repair then sets controller only, with a warning.
+	 */
+	int (*may_block_owner_deletion)(void *ctx, const json_t *user_info, const char *ns,
+	                                const char *api_version, const char *kind, const char *name,
+	                                bool *allowed, char *rule, size_t rule_len,
+	                                struct pk_err *err);
 };
 
 struct pk_admission_config {
-	enum pk_enforcement claims;               /* claims on poolkeeper pools (deny|warn) */
-	enum pk_enforcement foreign_claims;       /* claims on other providers' pools */
+	enum pk_enforcement claims;         /* claims on poolkeeper pools (repair|deny|warn) */
+	enum pk_enforcement foreign_claims; /* claims on other providers' pools */
 	const struct pk_admission_lookup *lookup; /* NULL: no API access */
+	/*
+	 * Called once per repair made by the mutating endpoint: owner_kind as
+	 * the reference says it (untrusted text), what is "controller",
+	 * "blockOwnerDeletion", "clusterName" or "skipped:permission". NULL: not
+	 * counted.
+	 */
+	void (*count_repair)(void *ctx, const char *owner_kind, const char *what);
+	void *count_ctx;
 };
 
 enum pk_admission_endpoint {
@@ -67,8 +84,5 @@ enum pk_admission_endpoint {
  */
 void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
                          const char *body, size_t len, int *http_status, json_t **response);
-
-/* Parses a flag value "deny|warn|ignore"; PK_ERR_INVALID otherwise. */
-PK_MUST_CHECK int pk_admission_parse_enforcement(const char *s, enum pk_enforcement *out);
 
 #endif

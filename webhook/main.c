@@ -54,7 +54,7 @@ static const struct pk_flag flags[F_COUNT] = {
     [F_METRICS_ADDR] = {"metrics-bind-address", 0, PK_FLAG_STRING, ":8080", "HOST:PORT",
                         "plain HTTP listener for /metrics; 0 turns metrics off"},
     [F_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
-    [F_CLAIMS] = {"claim-enforcement", 0, PK_FLAG_CHOICE, "deny", "deny|warn",
+    [F_CLAIMS] = {"claim-enforcement", 0, PK_FLAG_CHOICE, "repair", "repair|deny|warn",
                   "contract violations of claims on poolkeeper pools"},
     [F_FOREIGN] = {"foreign-claims", 0, PK_FLAG_CHOICE, "warn", "ignore|warn|deny",
                    "contract violations of claims on other providers' pools"},
@@ -118,11 +118,11 @@ static int parse_options(int argc, char **argv, struct options *o, struct pk_err
 	                                &o->server.metrics_off, err)) != PK_OK)
 		return rc;
 
-	if ((rc = pk_admission_parse_enforcement(pk_flags_get_string(flags, vals, F_CLAIMS),
-	                                         &o->admission.claims)) != PK_OK)
-		return pk_err_set(err, rc, "--claim-enforcement must be deny or warn");
-	if ((rc = pk_admission_parse_enforcement(pk_flags_get_string(flags, vals, F_FOREIGN),
-	                                         &o->admission.foreign_claims)) != PK_OK)
+	if ((rc = pk_rules_parse_enforcement(pk_flags_get_string(flags, vals, F_CLAIMS),
+	                                     &o->admission.claims)) != PK_OK)
+		return pk_err_set(err, rc, "--claim-enforcement must be repair, deny or warn");
+	if ((rc = pk_rules_parse_enforcement(pk_flags_get_string(flags, vals, F_FOREIGN),
+	                                     &o->admission.foreign_claims)) != PK_OK)
 		return pk_err_set(err, rc, "--foreign-claims must be ignore, warn or deny");
 	if ((rc = pk_log_parse_format(pk_flags_get_string(flags, vals, F_LOG_FORMAT),
 	                              &o->log_format, err)) != PK_OK)

@@ -26,6 +26,14 @@ expect 1 lint "$dir/invalid"
 for f in "$dir"/invalid/*.yaml; do
 	expect 1 lint "$f"
 done
+# the claim modes: warn admits what repair and deny refuse; ignore is only
+# for --foreign-claims
+two="$dir/invalid/claim-two-owners-none-controller.yaml"
+expect 1 lint --claim-enforcement deny "$two"
+expect 0 lint --claim-enforcement warn "$two"
+expect 1 lint --claim-enforcement=warn --strict "$two"
+expect 2 lint --claim-enforcement ignore "$two"
+expect 2 lint --foreign-claims maybe "$two"
 expect 2 lint "$dir/does-not-exist.yaml"
 rm -f /tmp/pk-examples.$$
 exit $fail

@@ -9,7 +9,12 @@
 
 #include <cmocka.h>
 
+#include <openssl/evp.h>
+
+#include "admission.h"
 #include "lint.h"
+/* webhook/tests: the mutating endpoint's patches, applied as the apiserver does */
+#include "../../webhook/tests/json_patch.h"
 
 #define POOL(kind, ns, name, addrs, prefix)                                                 \
 	"apiVersion: ipam.poolkeeper.io/v1alpha1\nkind: " kind "\nmetadata:\n  name: " name \
@@ -170,16 +175,251 @@ static void test_claims(void **state)
 	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
 	assert_int_equal(obj(l, 1)->status, PK_LINT_DENY);
 	assert_true(has(l, 1, PK_SEV_DENY, "spec.clusterName"));
-	/* Label only: admitted with a deprecation warning; --strict fails it. */
+	/* Label only: in repair mode (the default) the webhook copies it silently (the one
+	 * warning left is the duplicate name of this fixture). */
 	assert_int_equal(obj(l, 2)->status, PK_LINT_WARN);
+	assert_int_equal(obj(l, 2)->violations->n, 1);
+	assert_true(has(l, 2, PK_SEV_WARN, "is also defined at"));
 	pk_lint_free(l);
 
-	l = lint("c.yaml",
-	         CLAIM("v1beta1", "  labels: {cluster.x-k8s.io/cluster-name: w1}\n", POOL_REF),
-	         NULL);
+	/* Under deny, the copy comes with the deprecation warning; --strict fails it. */
+	static const char label_only[] =
+	    CLAIM("v1beta1", "  labels: {cluster.x-k8s.io/cluster-name: w1}\n", POOL_REF);
+	l = pk_lint_new();
+	assert_non_null(l);
+	pk_lint_set_enforcement(l, PK_ENFORCE_DENY, PK_ENFORCE_WARN);
+	assert_int_equal(pk_lint_add_buffer(l, label_only, strlen(label_only), "c.yaml"), PK_OK);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_WARN);
+	assert_true(has(l, 0, PK_SEV_WARN,
+	                "spec.clusterName: was empty and was set from the "
+	                "deprecated label"));
 	assert_int_equal(pk_lint_exit_code(l, false), 0);
 	assert_int_equal(pk_lint_exit_code(l, true), 1);
 	pk_lint_free(l);
+}
+
+/* A claim shaped as CAPV creates it (one owner reference, no flags, label only), and one on
+ * another provider's pool with no owner, linted under the given modes. */
+#define CAPV_CLAIM                                                                     \
+	"apiVersion: ipam.cluster.x-k8s.io/v1beta1\nkind: IPAddressClaim\nmetadata:\n" \
+	"  name: vm-1-0-0\n  namespace: default\n"                                     \
+	"  labels: {cluster.x-k8s.io/cluster-name: w1}\n  ownerReferences:\n"          \
+	"  - {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: VSphereVM, "  \
+	"name: vm-1, uid: u1}\nspec:\n" POOL_REF
+#define FOREIGN_CLAIM                                                                  \
+	"apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddressClaim\nmetadata:\n" \
+	"  name: f1\nspec:\n  clusterName: w1\n"                                       \
+	"  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: p}\n"
+
+static struct pk_lint *lint_modes(const char *text, enum pk_enforcement claims,
+                                  enum pk_enforcement foreign)
+{
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	pk_lint_set_enforcement(l, claims, foreign);
+	assert_int_equal(pk_lint_add_buffer(l, text, strlen(text), "c.yaml"), PK_OK);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	return l;
+}
+
+static void test_claim_modes(void **state)
+{
+	(void)state;
+	/* repair: passes, with the repair the webhook makes as a warning */
+	struct pk_lint *l = lint_modes(CAPV_CLAIM, PK_ENFORCE_REPAIR, PK_ENFORCE_WARN);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_WARN);
+	assert_true(has(l, 0, PK_SEV_WARN,
+	                "metadata.ownerReferences[0]: set controller: true and blockOwnerDeletion: "
+	                "true on the owner reference to VSphereVM \"vm-1\"; VSphereVM's provider "
+	                "should set them itself"));
+	assert_int_equal(obj(l, 0)->violations->n, 1);
+	pk_lint_free(l);
+	/* deny: refused, naming the mode and how to change it */
+	l = lint_modes(CAPV_CLAIM, PK_ENFORCE_DENY, PK_ENFORCE_WARN);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
+	assert_true(has(l, 0, PK_SEV_DENY,
+	                "[claim enforcement mode \"deny\"; change it with --claim-enforcement, "
+	                "chart value webhook.claimEnforcement]"));
+	pk_lint_free(l);
+	/* warn: admitted with "would be denied" */
+	l = lint_modes(CAPV_CLAIM, PK_ENFORCE_WARN, PK_ENFORCE_WARN);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_WARN);
+	assert_true(has(l, 0, PK_SEV_WARN, "would be denied: no owner reference has controller"));
+	pk_lint_free(l);
+
+	/* Another provider's claim without an owner: a warning by default, as the webhook
+	 * admits it (lint used to deny it); denied or skipped as --foreign-claims says. */
+	l = lint_modes(FOREIGN_CLAIM, PK_ENFORCE_REPAIR, PK_ENFORCE_WARN);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_WARN);
+	assert_true(has(l, 0, PK_SEV_WARN, "would be denied: required: the claim needs an owner"));
+	assert_int_equal(pk_lint_exit_code(l, false), 0);
+	pk_lint_free(l);
+	l = lint_modes(FOREIGN_CLAIM, PK_ENFORCE_REPAIR, PK_ENFORCE_DENY);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
+	assert_true(has(l, 0, PK_SEV_DENY, "change it with --foreign-claims"));
+	pk_lint_free(l);
+	l = lint_modes(FOREIGN_CLAIM, PK_ENFORCE_DENY, PK_ENFORCE_IGNORE);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_SKIPPED);
+	pk_lint_free(l);
+}
+
+/* ---- one verdict: lint and the webhook on the same claim in the same modes ---- */
+
+enum verdict { V_PASS, V_WARN, V_DENY };
+static const char *const VERDICT_NAMES[] = {"pass", "warn", "deny"};
+
+/* Lint assumes the requester may set blockOwnerDeletion; so does this webhook. */
+static int may_always(void *ctx, const json_t *user_info, const char *ns, const char *api_version,
+                      const char *kind, const char *name, bool *allowed, char *rule,
+                      size_t rule_len, struct pk_err *err)
+{
+	(void)ctx, (void)user_info, (void)ns, (void)api_version, (void)kind, (void)name;
+	(void)err;
+	*allowed = true;
+	snprintf(rule, rule_len, "update on %s/finalizers", kind);
+	return PK_OK;
+}
+
+static json_t *admission_call(const struct pk_admission_config *cfg, enum pk_admission_endpoint ep,
+                              const json_t *claim)
+{
+	json_t *rv =
+	    json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:O, s:{s:s}}}",
+	              "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "request",
+	              "uid", "u", "operation", "CREATE", "resource", "group",
+	              "ipam.cluster.x-k8s.io", "version", "v1beta2", "resource", "ipaddressclaims",
+	              "namespace", "default", "object", claim, "userInfo", "username", "capv");
+	char *body = json_dumps(rv, JSON_COMPACT);
+	int http = 0;
+	json_t *resp = NULL;
+	pk_admission_review(cfg, ep, body, strlen(body), &http, &resp);
+	assert_int_equal(http, 200);
+	free(body);
+	json_decref(rv);
+	return resp;
+}
+
+/* /mutate, the patch applied, then /validate: denied, admitted with warnings, or clean. */
+static enum verdict webhook_verdict(const struct pk_admission_config *cfg, const char *text)
+{
+	json_t *claim = json_loads(text, 0, NULL);
+	assert_non_null(claim);
+	json_t *m = admission_call(cfg, PK_ADMISSION_MUTATE, claim);
+	const json_t *mr = json_object_get(m, "response");
+	bool warned = json_array_size(json_object_get(mr, "warnings")) > 0;
+	const char *p64 = json_string_value(json_object_get(mr, "patch"));
+	if (p64 != NULL) {
+		char patch[4096];
+		int n = EVP_DecodeBlock((unsigned char *)patch, (const unsigned char *)p64,
+		                        (int)strlen(p64));
+		assert_true(n > 0 && (size_t)n < sizeof(patch));
+		patch[n] = '\0';
+		pk_test_apply_json_patch(claim, patch);
+	}
+	json_t *v = admission_call(cfg, PK_ADMISSION_VALIDATE, claim);
+	const json_t *vr = json_object_get(v, "response");
+	warned = warned || json_array_size(json_object_get(vr, "warnings")) > 0;
+	enum verdict out = !json_is_true(json_object_get(vr, "allowed")) ? V_DENY
+	                   : warned                                      ? V_WARN
+	                                                                 : V_PASS;
+	json_decref(m);
+	json_decref(v);
+	json_decref(claim);
+	return out;
+}
+
+static enum verdict lint_verdict(const char *text, enum pk_enforcement claims,
+                                 enum pk_enforcement foreign)
+{
+	struct pk_lint *l = lint_modes(text, claims, foreign);
+	enum pk_lint_status st = obj(l, 0)->status;
+	pk_lint_free(l);
+	return st == PK_LINT_DENY ? V_DENY : st == PK_LINT_WARN ? V_WARN : V_PASS;
+}
+
+#define VCLAIM(refs, spec)                                                                   \
+	"{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddressClaim\","     \
+	"\"metadata\":{\"name\":\"vm-1-0-0\",\"namespace\":\"default\",\"labels\":"          \
+	"{\"cluster.x-k8s.io/cluster-name\":\"c1\"},\"ownerReferences\":" refs "},\"spec\":" \
+	"{" spec "}}"
+#define V_OURS \
+	"\"poolRef\":{\"apiGroup\":\"ipam.poolkeeper.io\",\"kind\":\"IPPool\",\"name\":\"p\"}"
+#define V_FOREIGN                                                                           \
+	"\"poolRef\":{\"apiGroup\":\"ipam.cluster.x-k8s.io\",\"kind\":\"InClusterIPPool\"," \
+	"\"name\":\"p\"}"
+#define V_REF(flags)                                                                          \
+	"{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"VSphereVM\"," \
+	"\"name\":\"vm-1\",\"uid\":\"6f1c\"" flags "}"
+#define V_OTHER                               \
+	"{\"apiVersion\":\"cluster.x-k8s.io/" \
+	"v1beta1\",\"kind\":\"Machine\",\"name\":\"m\",\"uid\":\"7\"}"
+
+static void test_lint_and_webhook_agree(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *text;
+	} claims[] = {
+	    {"CAPV: no flags", VCLAIM("[" V_REF("") "]", V_OURS)},
+	    {"CAPM3: controller only", VCLAIM("[" V_REF(",\"controller\":true") "]", V_OURS)},
+	    {"Proxmox: both flags, label", VCLAIM("[" V_REF(",\"controller\":true,"
+	                                                    "\"blockOwnerDeletion\":true") "]",
+	                                          V_OURS)},
+	    {"both flags and clusterName",
+	     VCLAIM("[" V_REF(",\"controller\":true,\"blockOwnerDeletion\":true") "]",
+	            "\"clusterName\":\"c1\"," V_OURS)},
+	    {"blockOwnerDeletion only",
+	     VCLAIM("[" V_REF(",\"blockOwnerDeletion\":true") "]", V_OURS)},
+	    {"no owner", VCLAIM("[]", V_OURS)},
+	    {"two, none the controller", VCLAIM("[" V_OTHER "," V_REF("") "]", V_OURS)},
+	    {"two, one the controller",
+	     VCLAIM("[" V_OTHER "," V_REF(",\"controller\":true") "]", V_OURS)},
+	    {"controller a string", VCLAIM("[" V_REF(",\"controller\":\"yes\"") "]", V_OURS)},
+	    {"no uid",
+	     VCLAIM("[{\"apiVersion\":\"v1\",\"kind\":\"VSphereVM\",\"name\":\"x\"}]", V_OURS)},
+	    {"unknown pool kind",
+	     VCLAIM("[" V_REF("") "]",
+	            "\"poolRef\":{\"apiGroup\":\"ipam.poolkeeper.io\",\"kind\":\"IPpool\","
+	            "\"name\":\"p\"}")},
+	    {"foreign, no flags", VCLAIM("[" V_REF("") "]", V_FOREIGN)},
+	    {"foreign, no owner", VCLAIM("[]", V_FOREIGN)},
+	    {"foreign, complete",
+	     VCLAIM("[" V_REF(",\"controller\":true,\"blockOwnerDeletion\":true") "]",
+	            "\"clusterName\":\"c1\"," V_FOREIGN)},
+	};
+	static const enum pk_enforcement ours[] = {PK_ENFORCE_REPAIR, PK_ENFORCE_DENY,
+	                                           PK_ENFORCE_WARN};
+	static const enum pk_enforcement foreign[] = {PK_ENFORCE_IGNORE, PK_ENFORCE_WARN,
+	                                              PK_ENFORCE_DENY};
+	struct pk_admission_lookup lk = {.may_block_owner_deletion = may_always};
+	size_t seen[3] = {0};
+	for (size_t c = 0; c < sizeof(claims) / sizeof(claims[0]); c++)
+		for (size_t o = 0; o < 3; o++)
+			for (size_t f = 0; f < 3; f++) {
+				struct pk_admission_config cfg = {
+				    .claims = ours[o], .foreign_claims = foreign[f], .lookup = &lk};
+				enum verdict w = webhook_verdict(&cfg, claims[c].text);
+				enum verdict l = lint_verdict(claims[c].text, ours[o], foreign[f]);
+				if (w != l)
+					fail_msg("%s, claims mode %d, foreign mode %d: webhook %s, "
+					         "lint %s",
+					         claims[c].name, (int)ours[o], (int)foreign[f],
+					         VERDICT_NAMES[w], VERDICT_NAMES[l]);
+				seen[w]++;
+			}
+	/* the table reaches every verdict */
+	assert_true(seen[V_PASS] > 0 && seen[V_WARN] > 0 && seen[V_DENY] > 0);
+	/* and the verdicts the issue names: CAPV passes repair (with its warning), is denied
+	 * under deny; an orphan is denied in repair */
+	struct pk_admission_config repair = {
+	    .claims = PK_ENFORCE_REPAIR, .foreign_claims = PK_ENFORCE_WARN, .lookup = &lk};
+	struct pk_admission_config deny = repair;
+	deny.claims = PK_ENFORCE_DENY;
+	assert_int_equal(webhook_verdict(&repair, claims[0].text), V_WARN);
+	assert_int_equal(webhook_verdict(&deny, claims[0].text), V_DENY);
+	assert_int_equal(webhook_verdict(&repair, claims[5].text), V_DENY);
+	assert_int_equal(webhook_verdict(&repair, claims[2].text), V_PASS);
 }
 
 static void test_overlaps(void **state)
@@ -274,6 +514,8 @@ int main(void)
 	    cmocka_unit_test(test_pool_denials),
 	    cmocka_unit_test(test_dispatch_by_kind),
 	    cmocka_unit_test(test_claims),
+	    cmocka_unit_test(test_claim_modes),
+	    cmocka_unit_test(test_lint_and_webhook_agree),
 	    cmocka_unit_test(test_overlaps),
 	    cmocka_unit_test(test_denied_pool_not_compared),
 	    cmocka_unit_test(test_duplicates_warn),

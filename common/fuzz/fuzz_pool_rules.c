@@ -72,6 +72,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pk_rules_check_ipaddress(j, NULL, &v);
 	pk_violations_join(&v, PK_SEV_DENY, line, sizeof(line));
 	(void)pk_rules_is_poolkeeper_pool_ref(j);
+	(void)pk_rules_is_poolkeeper_group_ref(j);
+
+	/* Claim modes and repair: a plan applied to a copy leaves a claim whose candidate
+	 * needs nothing more, and the result is checked again in every mode. */
+	static const enum pk_enforcement modes[] = {PK_ENFORCE_REPAIR, PK_ENFORCE_DENY,
+	                                            PK_ENFORCE_WARN, PK_ENFORCE_IGNORE};
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		struct pk_claim_repair plan;
+		pk_violations_init(&v);
+		pk_rules_check_claim_mode(j, NULL, modes[m], &v);
+		pk_rules_plan_claim_repair(j, modes[m], &plan);
+		pk_rules_note_claim_repair(j, &plan, modes[m], &v);
+		if (!pk_rules_claim_repair_any(&plan))
+			continue;
+		json_t *copy = json_deep_copy(j);
+		if (copy == NULL)
+			continue;
+		if (pk_rules_apply_claim_repair(copy, &plan) != PK_OK)
+			abort(); /* a plan always fits the object it was made from */
+		struct pk_claim_repair again;
+		pk_rules_plan_claim_repair(copy, modes[m], &again);
+		if (again.set_controller || again.set_block_owner_deletion ||
+		    again.cluster_name != NULL)
+			abort(); /* repairing is idempotent */
+		pk_violations_init(&v);
+		pk_rules_check_claim_mode(copy, NULL, modes[m], &v);
+		json_decref(copy);
+	}
 	json_decref(j);
 	return 0;
 }

@@ -360,13 +360,42 @@ static const struct edit_case claim_cases[] = {
      "the controller reference VSphereMachine \"m1\" must set blockOwnerDeletion: true"},
     {"blockOwnerDeletion without controller", "metadata.ownerReferences.0.controller", "false",
      PK_SEV_DENY, "metadata.ownerReferences", "no owner reference has controller: true"},
-    {"neither flag", "metadata.ownerReferences.0", "{'kind':'VSphereMachine','name':'m1'}",
+    {"neither flag", "metadata.ownerReferences.0",
+     "{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'VSphereMachine',"
+     "'name':'m1','uid':'u1'}",
      PK_SEV_DENY, "metadata.ownerReferences",
      "no owner reference has controller: true and blockOwnerDeletion: true"},
     {"a good reference among others", "metadata.ownerReferences",
-     "[{'kind':'Foo','name':'f'},{'kind':'VSphereMachine','name':'m1','controller':true,"
+     "[{'apiVersion':'v1','kind':'Foo','name':'f','uid':'u0'},{'apiVersion':'v1',"
+     "'kind':'VSphereMachine','name':'m1','uid':'u1','controller':true,"
      "'blockOwnerDeletion':true}]",
      0, NULL, NULL},
+    {"two references, none the controller", "metadata.ownerReferences",
+     "[{'apiVersion':'v1','kind':'Foo','name':'f','uid':'u0'},{'apiVersion':'v1',"
+     "'kind':'VSphereMachine','name':'m1','uid':'u1','blockOwnerDeletion':true}]",
+     PK_SEV_DENY, "metadata.ownerReferences",
+     "2 owner references and none is the controller: Foo \"f\", VSphereMachine \"m1\"; set "
+     "controller: true and blockOwnerDeletion: true on the reference to the infrastructure "
+     "machine"},
+    {"owner reference without uid", "metadata.ownerReferences.0.uid", NULL, PK_SEV_DENY,
+     "metadata.ownerReferences[0].uid", "required: an owner reference names its owner by"},
+    {"owner reference with an empty name", "metadata.ownerReferences.0.name", "''", PK_SEV_DENY,
+     "metadata.ownerReferences[0].name", "required"},
+    {"owner reference apiVersion a number", "metadata.ownerReferences.0.apiVersion", "1",
+     PK_SEV_DENY, "metadata.ownerReferences[0].apiVersion", "must be a string, got 1"},
+    {"unknown kind of ipam.poolkeeper.io", "spec.poolRef.kind", "'IPpool'", PK_SEV_DENY,
+     "spec.poolRef.kind", "\"IPpool\" is not a kind of ipam.poolkeeper.io; did you mean IPPool?"},
+    {"kind of ipam.poolkeeper.io near GlobalIPPool", "spec.poolRef.kind", "'GlobalPool'",
+     PK_SEV_DENY, "spec.poolRef.kind", "did you mean GlobalIPPool?"},
+    {"kind of ipam.poolkeeper.io in lower case", "spec.poolRef.kind", "'globalippool'", PK_SEV_DENY,
+     "spec.poolRef.kind", "did you mean GlobalIPPool?"},
+    {"kind of ipam.poolkeeper.io far from both", "spec.poolRef.kind", "'Subnet'", PK_SEV_DENY,
+     "spec.poolRef.kind", "did you mean IPPool or GlobalIPPool?"},
+    {"no kind with ipam.poolkeeper.io", "spec.poolRef.kind", NULL, PK_SEV_DENY, "spec.poolRef.kind",
+     "required: the kind of a pool of ipam.poolkeeper.io (IPPool or "
+     "GlobalIPPool); did you mean IPPool?"},
+    {"an unknown kind of another group is no violation here", "spec.poolRef",
+     "{'apiGroup':'ipam.example.com','kind':'IPpool','name':'x'}", 0, NULL, NULL},
     {"metadata an array", "metadata", "[]", PK_SEV_DENY, "metadata", "got an array"},
     {"spec missing", "spec", NULL, PK_SEV_DENY, "spec", "must be an object"},
     {"wrong kind", "kind", "'IPAddress'", PK_SEV_DENY, "kind",
@@ -420,6 +449,256 @@ static void test_claim_create(void **state)
 	pk_rules_check_claim(c, NULL, &v);
 	expect(&v, PK_SEV_DENY, "spec.clusterName", "required");
 	json_decref(c);
+}
+
+/* ------------------------------------------------- claim repair and modes */
+
+/*
+ * Claims as the infrastructure providers create them, field for field from
+ * their code: a poolkeeper pool, the deprecated cluster-name label and no
+ * spec.clusterName, one owner reference to the provider's machine object.
+ */
+static json_t *provider_claim(const char *refs, const char *spec_cluster)
+{
+	char buf[2048];
+	snprintf(buf, sizeof(buf),
+	         "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta1','kind':'IPAddressClaim',"
+	         "'metadata':{'name':'vm-1-0-0','namespace':'default',"
+	         "'labels':{'cluster.x-k8s.io/cluster-name':'c1'},'ownerReferences':%s},"
+	         "'spec':{%s'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool',"
+	         "'name':'p1'}}}",
+	         refs, spec_cluster);
+	return load(buf);
+}
+
+/* sigs.k8s.io/cluster-api-provider-vsphere v1.14.0,
+ * controllers/vspherevm_ipaddress_reconciler.go (createOrPatchIPAddressClaim): the
+ * reference from EnsureOwnerRef, with neither controller nor blockOwnerDeletion. */
+#define CAPV_REF                                                                      \
+	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'VSphereVM'," \
+	"'name':'vm-1','uid':'6f1c'}"
+#define CAPV_REFS "[" CAPV_REF "]"
+/* metal3-io/cluster-api-provider-metal3, baremetal/metal3data_manager.go: the Metal3Data
+ * with controller: true and no blockOwnerDeletion. */
+#define CAPM3_REF                                                                      \
+	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'Metal3Data'," \
+	"'name':'data-1','uid':'8a2e','controller':true}"
+#define CAPM3_REFS "[" CAPM3_REF "]"
+/* sigs.k8s.io/cluster-api-provider-openstack v0.13.0,
+ * controllers/openstackserver_controller.go: the OpenStackServer, neither flag. */
+#define CAPO_REFS                                                                             \
+	"[{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'OpenStackServer'," \
+	"'name':'srv-1','uid':'3b7d'}]"
+/* github.com/ionos-cloud/cluster-api-provider-proxmox v0.7.0, pkg/kubernetes/ipam/ipam.go:
+ * SetControllerReference, both flags. */
+#define PROXMOX_REFS                                                                         \
+	"[{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'ProxmoxMachine'," \
+	"'name':'pm-1','uid':'5c9f','controller':true,'blockOwnerDeletion':true}]"
+
+struct repair_case {
+	const char *name;
+	const char *refs;
+	const char *spec_cluster; /* "'clusterName':...," or "" */
+	long candidate;
+	bool controller, bod;
+	bool cluster, replace; /* the label is copied; by replace */
+	const char *note;      /* the owner-reference note, NULL: none */
+};
+
+static const struct repair_case repair_cases[] = {
+    {"CAPV: one reference, no flags, label only", CAPV_REFS, "", 0, true, true, true, false,
+     "set controller: true and blockOwnerDeletion: true on the owner reference to VSphereVM "
+     "\"vm-1\"; VSphereVM's provider should set them itself"},
+    {"CAPM3: controller without blockOwnerDeletion", CAPM3_REFS, "", 0, false, true, true, false,
+     "set blockOwnerDeletion: true on the owner reference to Metal3Data \"data-1\"; "
+     "Metal3Data's provider should set it itself"},
+    {"CAPO: one reference, no flags", CAPO_REFS, "", 0, true, true, true, false,
+     "OpenStackServer's provider should set them itself"},
+    {"Proxmox: both flags, nothing but the label", PROXMOX_REFS, "", 0, false, false, true, false,
+     NULL},
+    {"Proxmox with clusterName set: nothing at all", PROXMOX_REFS, "'clusterName':'c1',", 0, false,
+     false, false, false, NULL},
+    {"an empty clusterName is replaced", PROXMOX_REFS, "'clusterName':'',", 0, false, false, true,
+     true, NULL},
+    {"one reference with blockOwnerDeletion only: controller added",
+     "[{'apiVersion':'v1','kind':'Foo','name':'f','uid':'u0','blockOwnerDeletion':true}]", "", 0,
+     true, false, true, false,
+     "set controller: true on the owner reference to Foo \"f\"; Foo's provider should set it "
+     "itself"},
+    {"no owner reference", "[]", "", -1, false, false, true, false, NULL},
+    {"two references, none the controller",
+     "[{'apiVersion':'v1','kind':'Foo','name':'f','uid':'u0'}," CAPV_REF "]", "", -1, false, false,
+     true, false, NULL},
+    {"two references, the second the controller",
+     "[{'apiVersion':'v1','kind':'Foo','name':'f','uid':'u0'}," CAPM3_REF "]", "", 1, false, true,
+     true, false, "Metal3Data \"data-1\""},
+    {"controller a string: nothing repaired",
+     "[{'apiVersion':'v1','kind':'Foo','name':'f','uid':'u0','controller':'true'}]", "", -1, false,
+     false, true, false, NULL},
+    {"blockOwnerDeletion a number: nothing repaired",
+     "[{'apiVersion':'v1','kind':'Foo','name':'f','uid':'u0','blockOwnerDeletion':1}]", "", -1,
+     false, false, true, false, NULL},
+    {"uid missing: nothing repaired", "[{'apiVersion':'v1','kind':'Foo','name':'f'}]", "", -1,
+     false, false, true, false, NULL},
+    {"a reference that is not an object: nothing repaired", "['vm-1']", "", -1, false, false, true,
+     false, NULL},
+    {"another good reference next to a malformed one: nothing repaired",
+     "[{'kind':'Foo'}," CAPV_REF "]", "", -1, false, false, true, false, NULL},
+};
+
+static void test_claim_repair_plan(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(repair_cases) / sizeof(repair_cases[0]); i++) {
+		const struct repair_case *rc = &repair_cases[i];
+		print_message("case: %s\n", rc->name);
+		json_t *c = provider_claim(rc->refs, rc->spec_cluster);
+		struct pk_claim_repair plan;
+		pk_rules_plan_claim_repair(c, PK_ENFORCE_REPAIR, &plan);
+		assert_int_equal(plan.candidate, rc->candidate);
+		assert_int_equal(plan.set_controller, rc->controller);
+		assert_int_equal(plan.set_block_owner_deletion, rc->bod);
+		assert_int_equal(plan.cluster_name != NULL, rc->cluster);
+		if (rc->cluster)
+			assert_string_equal(plan.cluster_name, "c1");
+		assert_int_equal(plan.cluster_name_replace, rc->replace);
+
+		/* The notes: one per owner-reference repair, none for the label in repair mode. */
+		struct pk_violations v;
+		pk_violations_init(&v);
+		pk_rules_note_claim_repair(c, &plan, PK_ENFORCE_REPAIR, &v);
+		expect_none(&v, PK_SEV_DENY);
+		assert_int_equal(v.n, rc->note != NULL ? 1 : 0);
+		if (rc->note != NULL)
+			assert_non_null(strstr(v.items[0].message, rc->note));
+
+		/* Applied, what was repairable now passes; what was not still denies. */
+		json_t *fixed = json_deep_copy(c);
+		assert_int_equal(pk_rules_apply_claim_repair(fixed, &plan), PK_OK);
+		pk_violations_init(&v);
+		pk_rules_check_claim_mode(fixed, NULL, PK_ENFORCE_REPAIR, &v);
+		if (rc->candidate >= 0) {
+			assert_int_equal(v.n, 0);
+		} else {
+			expect(&v, PK_SEV_DENY, v.items[0].field, "");
+			assert_non_null(strstr(v.items[v.n - 1].message,
+			                       "[claim enforcement mode \"repair\"; change it with "
+			                       "--claim-enforcement, chart value "
+			                       "webhook.claimEnforcement]"));
+		}
+		json_decref(fixed);
+
+		/* deny and warn modes never touch owner references; the label is still copied,
+		 * with the deprecation note. */
+		pk_rules_plan_claim_repair(c, PK_ENFORCE_DENY, &plan);
+		assert_false(plan.set_controller || plan.set_block_owner_deletion);
+		assert_int_equal(plan.cluster_name != NULL, rc->cluster);
+		pk_violations_init(&v);
+		pk_rules_note_claim_repair(c, &plan, PK_ENFORCE_WARN, &v);
+		assert_int_equal(v.n, rc->cluster ? 1 : 0);
+		if (rc->cluster)
+			expect(&v, PK_SEV_WARN, "spec.clusterName", "deprecated label");
+		/* ignore: no plan */
+		pk_rules_plan_claim_repair(c, PK_ENFORCE_IGNORE, &plan);
+		assert_false(pk_rules_claim_repair_any(&plan));
+		json_decref(c);
+	}
+
+	/* Only claims on a poolkeeper pool of a known kind are planned. */
+	json_t *c = provider_claim(CAPV_REFS, "");
+	struct pk_claim_repair plan;
+	edit(c, "spec.poolRef.kind", "'IPpool'");
+	pk_rules_plan_claim_repair(c, PK_ENFORCE_REPAIR, &plan);
+	assert_false(pk_rules_claim_repair_any(&plan));
+	edit(c, "spec.poolRef",
+	     "{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool',"
+	     "'name':'p'}");
+	pk_rules_plan_claim_repair(c, PK_ENFORCE_REPAIR, &plan);
+	assert_false(pk_rules_claim_repair_any(&plan));
+	json_decref(c);
+	/* A plan that does not fit the object is refused, not applied. */
+	c = provider_claim("[]", "");
+	plan = (struct pk_claim_repair){.candidate = 0, .set_controller = true};
+	assert_int_equal(pk_rules_apply_claim_repair(c, &plan), PK_ERR_INVALID);
+	json_decref(c);
+}
+
+static void test_claim_modes(void **state)
+{
+	(void)state;
+	struct pk_violations v;
+	/* CAPM3 after a repair the requester was not allowed: controller, no blockOwnerDeletion */
+	json_t *c = provider_claim(CAPM3_REFS, "'clusterName':'c1',");
+	pk_violations_init(&v);
+	pk_rules_check_claim_mode(c, NULL, PK_ENFORCE_REPAIR, &v);
+	expect_none(&v, PK_SEV_DENY);
+	expect(&v, PK_SEV_WARN, "metadata.ownerReferences[0].blockOwnerDeletion",
+	       "the controller reference Metal3Data \"data-1\" has no blockOwnerDeletion: true");
+	pk_violations_init(&v);
+	pk_rules_check_claim_mode(c, NULL, PK_ENFORCE_DENY, &v);
+	expect(&v, PK_SEV_DENY, "metadata.ownerReferences[0].blockOwnerDeletion",
+	       "must set blockOwnerDeletion: true, so that deleting it waits for the claim to be "
+	       "gone [claim enforcement mode \"deny\"; change it with --claim-enforcement, chart "
+	       "value webhook.claimEnforcement]");
+	pk_violations_init(&v);
+	pk_rules_check_claim_mode(c, NULL, PK_ENFORCE_WARN, &v);
+	expect_none(&v, PK_SEV_DENY);
+	expect(&v, PK_SEV_WARN, "metadata.ownerReferences[0].blockOwnerDeletion",
+	       "would be denied: the controller reference");
+	pk_violations_init(&v);
+	pk_rules_check_claim_mode(c, NULL, PK_ENFORCE_IGNORE, &v);
+	assert_int_equal(v.n, 0);
+	json_decref(c);
+
+	/* Only the last DENY carries the mode; a foreign claim names --foreign-claims. */
+	c = provider_claim("[]", "");
+	edit(c, "spec.poolRef",
+	     "{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool',"
+	     "'name':'p'}");
+	edit(c, "metadata.labels", NULL);
+	pk_violations_init(&v);
+	pk_rules_check_claim_mode(c, NULL, PK_ENFORCE_DENY, &v);
+	assert_int_equal(pk_violations_count(&v, PK_SEV_DENY), 2);
+	assert_null(strstr(v.items[0].message, "mode"));
+	assert_non_null(strstr(v.items[1].message, "[foreign claims mode \"deny\"; change it with "
+	                                           "--foreign-claims, chart value "
+	                                           "webhook.foreignClaims]"));
+	json_decref(c);
+
+	/* On UPDATE metadata is never checked, in any mode. */
+	json_t *old = provider_claim(CAPV_REFS, "'clusterName':'c1',");
+	c = json_deep_copy(old);
+	edit(c, "metadata.ownerReferences", "[]");
+	static const enum pk_enforcement modes[] = {PK_ENFORCE_REPAIR, PK_ENFORCE_DENY,
+	                                            PK_ENFORCE_WARN};
+	for (size_t i = 0; i < 3; i++) {
+		pk_violations_init(&v);
+		pk_rules_check_claim_mode(c, old, modes[i], &v);
+		assert_int_equal(v.n, 0);
+	}
+	json_decref(c);
+	json_decref(old);
+
+	/* A DENY message near the cap still ends with the mode (the message is cut, not it). */
+	char big[300];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	c = provider_claim(PROXMOX_REFS, "");
+	json_object_set_new(json_object_get(json_object_get(c, "spec"), "poolRef"), "kind",
+	                    json_string(big));
+	pk_violations_init(&v);
+	pk_rules_check_claim_mode(c, NULL, PK_ENFORCE_REPAIR, &v);
+	const char *m = v.items[v.n - 1].message;
+	assert_string_equal(m + strlen(m) - strlen("webhook.claimEnforcement]"),
+	                    "webhook.claimEnforcement]");
+	json_decref(c);
+
+	enum pk_enforcement e = PK_ENFORCE_IGNORE;
+	assert_int_equal(pk_rules_parse_enforcement("repair", &e), PK_OK);
+	assert_int_equal(e, PK_ENFORCE_REPAIR);
+	assert_int_equal(pk_rules_parse_enforcement("Repair", &e), PK_ERR_INVALID);
+	assert_int_equal(pk_rules_parse_enforcement(NULL, &e), PK_ERR_INVALID);
+	assert_int_equal(e, PK_ENFORCE_REPAIR);
 }
 
 static void test_claim_update(void **state)
@@ -744,26 +1023,32 @@ static void test_ipaddress_unique(void **state)
 static void test_is_poolkeeper_pool_ref(void **state)
 {
 	(void)state;
+	/* want: a known pool of ours (the controller's test); group: ours by group (the
+	 * webhook's and lint's: an unknown kind is then our violation) */
 	static const struct {
 		const char *ref;
-		bool want;
+		bool want, group;
 	} cases[] = {
-	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'p'}", true},
-	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'GlobalIPPool','name':'p'}", true},
-	    {"{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'p'}", false},
-	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'InClusterIPPool','name':'p'}", false},
-	    {"{'apiGroup':'ipam.poolkeeper.io.evil','kind':'IPPool','name':'p'}", false},
-	    {"{'kind':'IPPool','name':'p'}", false},
-	    {"{'apiGroup':7,'kind':'IPPool'}", false},
-	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'ippool'}", false},
-	    {"'ipam.poolkeeper.io/IPPool'", false},
+	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'p'}", true, true},
+	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'GlobalIPPool','name':'p'}", true, true},
+	    {"{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'p'}", false,
+	     false},
+	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'InClusterIPPool','name':'p'}", false, true},
+	    {"{'apiGroup':'ipam.poolkeeper.io.evil','kind':'IPPool','name':'p'}", false, false},
+	    {"{'kind':'IPPool','name':'p'}", false, false},
+	    {"{'apiGroup':7,'kind':'IPPool'}", false, false},
+	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'ippool'}", false, true},
+	    {"{'apiGroup':'ipam.poolkeeper.io','name':'p'}", false, true},
+	    {"'ipam.poolkeeper.io/IPPool'", false, false},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		json_t *r = load(cases[i].ref);
 		assert_int_equal(pk_rules_is_poolkeeper_pool_ref(r), cases[i].want);
+		assert_int_equal(pk_rules_is_poolkeeper_group_ref(r), cases[i].group);
 		json_decref(r);
 	}
 	assert_false(pk_rules_is_poolkeeper_pool_ref(NULL));
+	assert_false(pk_rules_is_poolkeeper_group_ref(NULL));
 }
 
 /* The fixture pools in common/tests/fixtures pass every pool rule. */
@@ -805,6 +1090,8 @@ int main(void)
 	    cmocka_unit_test(test_ipaddress_in_pool),
 	    cmocka_unit_test(test_ipaddress_unique),
 	    cmocka_unit_test(test_is_poolkeeper_pool_ref),
+	    cmocka_unit_test(test_claim_repair_plan),
+	    cmocka_unit_test(test_claim_modes),
 	    cmocka_unit_test(test_fixture_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,9 @@ setup_file() {
   export CERTS=$BATS_FILE_TMPDIR/certs
   pk_certs "$CERTS"
   pk_install_poolkeeper poolkeeper poolkeeper-system "$CERTS"
-  pk_start_webhook webhook "$CERTS"
+  # This suite covers the rules in deny mode, as they read before repair
+  # became the default; claim repair has its own suite.
+  pk_start_webhook webhook "$CERTS" --claim-enforcement=deny
   # The apiserver picks up new webhook configurations within a second or so.
   pk_wait_for -t 30 "the webhook to be called" _webhook_answers default
 }
@@ -43,10 +45,14 @@ EOF
   [[ $out == *"did you mean 10.99.0.0/24?"* ]]
 }
 
-# _restart_webhook [flags...]: restarts the webhook with flags, on the port
-# the chart's registration calls.
+# _restart_webhook [flags...]: restarts the webhook with flags (none:
+# --claim-enforcement=deny, as the suite starts it), on the port the chart's
+# registration calls.
 _restart_webhook() {
   pk_stop webhook
+  if (($# == 0)); then
+    set -- --claim-enforcement=deny
+  fi
   pk_start_webhook webhook "$CERTS" "$@"
   pk_wait_for -t 30 "the restarted webhook" _webhook_answers "$NS"
 }
@@ -125,17 +131,18 @@ OWNER_OK=', controller: true, blockOwnerDeletion: true'
   [[ $output == *'spec.clusterName'* ]]
 }
 
-@test "a claim with only the deprecated cluster-name label is admitted with a warning and spec.clusterName filled in" {
+@test "in deny mode a claim with only the deprecated cluster-name label is admitted with a warning and spec.clusterName filled in" {
   run claim c2 "$OWNER_OK" "" "labels: {cluster.x-k8s.io/cluster-name: prod}"
   [ "$status" -eq 0 ]
   [[ $output == *'Warning:'*'deprecated'* ]]
   [ "$(pk_jsonpath -n "$NS" "$CLAIMS" c2 '{.spec.clusterName}')" = prod ]
 }
 
-@test "a claim whose controller owner reference lacks blockOwnerDeletion is denied" {
+@test "in deny mode a claim whose controller owner reference lacks blockOwnerDeletion is denied, naming the mode" {
   run claim c3 ', controller: true' "clusterName: prod"
   [ "$status" -ne 0 ]
   [[ $output == *'blockOwnerDeletion'* ]]
+  [[ $output == *'claim enforcement mode "deny"; change it with --claim-enforcement, chart value webhook.claimEnforcement'* ]]
   run claim c3 ', blockOwnerDeletion: true' "clusterName: prod"
   [ "$status" -ne 0 ]
   [[ $output == *'controller'* ]]
@@ -404,7 +411,7 @@ _serves_file_cert() {
   _restart_webhook --claim-enforcement=warn
   run claim warned ', controller: true'
   [ "$status" -eq 0 ]
-  [[ $output == *'Warning:'*'would be denied'*'spec.clusterName'* ]]
+  [[ $output == *'Warning:'*'spec.clusterName: would be denied: required'* ]]
   [[ $output == *'Warning:'*'blockOwnerDeletion'* ]]
   _restart_webhook
 }

@@ -4,10 +4,35 @@
  * the server can send: an AdmissionReview with allowed set (HTTP 200) or an
  * error object (HTTP 400/413).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admission.h"
+
+/* Allowed for a kind of even length, refused for odd, an error past 20 bytes: every branch. */
+static int may_block_owner_deletion(void *ctx, const json_t *user_info, const char *ns,
+                                    const char *api_version, const char *kind, const char *name,
+                                    bool *allowed, char *rule, size_t rule_len, struct pk_err *err)
+{
+	(void)ctx;
+	(void)user_info;
+	(void)ns;
+	(void)api_version;
+	(void)name;
+	if (strlen(kind) > 20)
+		return pk_err_set(err, PK_ERR_INVALID, "review failed for %s", kind);
+	*allowed = strlen(kind) % 2 == 0;
+	snprintf(rule, rule_len, "update on %s/finalizers", kind);
+	return PK_OK;
+}
+
+static void count_repair(void *ctx, const char *owner_kind, const char *what)
+{
+	(void)ctx;
+	if (owner_kind == NULL || what == NULL)
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -69,12 +94,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		obj = json_object();
 	else
 		json_incref(obj);
-	struct pk_admission_lookup lk = {obj, list_pools, list_pool_addresses, get_pool, get_claim};
+	struct pk_admission_lookup lk = {.ctx = obj,
+	                                 .list_pools = list_pools,
+	                                 .list_pool_addresses = list_pool_addresses,
+	                                 .get_pool = get_pool,
+	                                 .get_claim = get_claim,
+	                                 .may_block_owner_deletion = may_block_owner_deletion};
 	const struct pk_admission_config cfgs[] = {
-	    {PK_ENFORCE_DENY, PK_ENFORCE_WARN, NULL},
-	    {PK_ENFORCE_WARN, PK_ENFORCE_DENY, &lk},
+	    {.claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_WARN},
+	    {.claims = PK_ENFORCE_WARN, .foreign_claims = PK_ENFORCE_DENY, .lookup = &lk},
+	    {.claims = PK_ENFORCE_REPAIR,
+	     .foreign_claims = PK_ENFORCE_IGNORE,
+	     .lookup = &lk,
+	     .count_repair = count_repair},
+	    {.claims = PK_ENFORCE_REPAIR, .foreign_claims = PK_ENFORCE_WARN},
 	};
-	for (int c = 0; c < 2; c++)
+	for (size_t c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++)
 		for (int ep = PK_ADMISSION_VALIDATE; ep <= PK_ADMISSION_MUTATE; ep++) {
 			int http = 0;
 			json_t *resp = NULL;

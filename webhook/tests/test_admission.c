@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "admission.h"
+#include "json_patch.h"
 
 /* ---- fixtures: the objects a cluster holds, served through the lookup seam ---- */
 
@@ -21,6 +22,10 @@ struct world {
 	json_t *claims;    /* array of IPAddressClaim objects */
 	bool fail;         /* every lookup fails */
 	bool fail_claims;  /* get_claim fails */
+	/* may_block_owner_deletion: its answer, and what it was asked */
+	enum { PERM_ALLOW, PERM_REFUSE, PERM_FAIL } perm;
+	char asked[512];
+	char counted[512]; /* count_repair calls, "Kind:what " each */
 };
 
 static bool str_eq(const json_t *o, const char *key, const char *want)
@@ -107,8 +112,37 @@ static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj, 
 	return PK_OK;
 }
 
+/* The requester as the apiserver names it in request.userInfo. */
+#define REQUESTER "system:serviceaccount:capv-system:capv-controller-manager"
+
+static int may_block_owner_deletion(void *ctx, const json_t *user_info, const char *ns,
+                                    const char *api_version, const char *kind, const char *name,
+                                    bool *allowed, char *rule, size_t rule_len, struct pk_err *err)
+{
+	struct world *w = ctx;
+	snprintf(w->asked, sizeof(w->asked), "%s %s %s %s %s",
+	         json_string_value(json_object_get(user_info, "username")), ns, api_version, kind,
+	         name);
+	if (w->perm == PERM_FAIL)
+		return pk_err_set(err, PK_ERR_INVALID, "SubjectAccessReview: connection refused");
+	*allowed = w->perm == PERM_ALLOW;
+	snprintf(rule, rule_len, "update on vspherevms/finalizers in API group %s", "g.example");
+	return PK_OK;
+}
+
+static void count_repair(void *ctx, const char *owner_kind, const char *what)
+{
+	struct world *w = ctx;
+	size_t n = strlen(w->counted);
+	snprintf(w->counted + n, sizeof(w->counted) - n, "%s:%s ", owner_kind, what);
+}
+
 static struct world W;
-static struct pk_admission_lookup LK = {&W, list_pools, list_pool_addresses, get_pool, get_claim};
+static struct pk_admission_lookup LK = {.ctx = &W,
+                                        .list_pools = list_pools,
+                                        .list_pool_addresses = list_pool_addresses,
+                                        .get_pool = get_pool,
+                                        .get_claim = get_claim};
 
 static json_t *load(const char *text)
 {
@@ -161,6 +195,8 @@ static int setup(void **state)
 	W.claims = json_array();
 	W.fail = false;
 	W.fail_claims = false;
+	W.perm = PERM_ALLOW;
+	W.asked[0] = W.counted[0] = '\0';
 	return 0;
 }
 
@@ -189,9 +225,10 @@ static void review(const struct pk_admission_config *cfg, enum pk_admission_endp
                    const char *op, const char *group, const char *version, const char *resource,
                    json_t *obj, json_t *old, struct answer *a)
 {
-	json_t *req = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:b}", "uid", "7f2d-1", "operation",
-	                        op, "resource", "group", group, "version", version, "resource",
-	                        resource, "dryRun", 0);
+	json_t *req = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:b, s:{s:s, s:s, s:[s]}}", "uid",
+	                        "7f2d-1", "operation", op, "resource", "group", group, "version",
+	                        version, "resource", resource, "dryRun", 0, "userInfo", "username",
+	                        REQUESTER, "uid", "5e1f", "groups", "system:serviceaccounts");
 	const json_t *md = json_object_get(obj ? obj : old, "metadata");
 	if (json_object_get(md, "name"))
 		json_object_set(req, "name", json_object_get(md, "name"));
@@ -255,8 +292,10 @@ static void assert_allowed(struct answer *a)
 		fail_msg("denied: %s", a->message);
 }
 
-static const struct pk_admission_config CFG_API = {PK_ENFORCE_DENY, PK_ENFORCE_WARN, &LK};
-static const struct pk_admission_config CFG_NOAPI = {PK_ENFORCE_DENY, PK_ENFORCE_WARN, NULL};
+static const struct pk_admission_config CFG_API = {
+    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_WARN, .lookup = &LK};
+static const struct pk_admission_config CFG_NOAPI = {.claims = PK_ENFORCE_DENY,
+                                                     .foreign_claims = PK_ENFORCE_WARN};
 
 #define POOL_V  "ipam.poolkeeper.io", "v1alpha1"
 #define CAPI_V2 "ipam.cluster.x-k8s.io", "v1beta2"
@@ -633,7 +672,8 @@ static void test_claim_enforcement_modes(void **state)
 	struct answer a;
 	json_t *bad = claim("v1beta2", NULL, NULL, "", "ipam.poolkeeper.io");
 	/* --claim-enforcement=warn admits with kubectl "Warning:" lines */
-	struct pk_admission_config warn = {PK_ENFORCE_WARN, PK_ENFORCE_WARN, &LK};
+	struct pk_admission_config warn = {
+	    .claims = PK_ENFORCE_WARN, .foreign_claims = PK_ENFORCE_WARN, .lookup = &LK};
 	review(&warn, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", bad, NULL, &a);
 	assert_allowed(&a);
 	assert_non_null(strstr(a.warnings, "would be denied"));
@@ -648,13 +688,15 @@ static void test_claim_enforcement_modes(void **state)
 	assert_allowed(&a);
 	assert_non_null(strstr(a.warnings, "would be denied"));
 	done(&a);
-	struct pk_admission_config ignore = {PK_ENFORCE_DENY, PK_ENFORCE_IGNORE, &LK};
+	struct pk_admission_config ignore = {
+	    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_IGNORE, .lookup = &LK};
 	review(&ignore, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
 	       &a);
 	assert_allowed(&a);
 	assert_string_equal(a.warnings, "");
 	done(&a);
-	struct pk_admission_config strict = {PK_ENFORCE_DENY, PK_ENFORCE_DENY, &LK};
+	struct pk_admission_config strict = {
+	    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_DENY, .lookup = &LK};
 	review(&strict, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
 	       &a);
 	assert_denied_with(&a, "spec.clusterName");
@@ -744,6 +786,411 @@ static void test_mutations(void **state)
 	assert_string_equal(a.patch, "");
 	done(&a);
 	json_decref(p);
+}
+
+/* ---- claim repair (--claim-enforcement=repair) ---- */
+
+static struct pk_admission_lookup LK_REPAIR = {.ctx = &W,
+                                               .list_pools = list_pools,
+                                               .list_pool_addresses = list_pool_addresses,
+                                               .get_pool = get_pool,
+                                               .get_claim = get_claim,
+                                               .may_block_owner_deletion =
+                                                   may_block_owner_deletion};
+static const struct pk_admission_config CFG_REPAIR = {.claims = PK_ENFORCE_REPAIR,
+                                                      .foreign_claims = PK_ENFORCE_WARN,
+                                                      .lookup = &LK_REPAIR,
+                                                      .count_repair = count_repair,
+                                                      .count_ctx = &W};
+
+/* A fixture written with ' for ". */
+static json_t *loadq(const char *text)
+{
+	char *t = strdup(text);
+	assert_non_null(t);
+	for (char *c = t; *c; c++)
+		if (*c == '\'')
+			*c = '"';
+	json_t *j = load(t);
+	free(t);
+	return j;
+}
+
+/*
+ * Claims as the providers create them, field for field from their code:
+ * v1beta1, a poolkeeper pool, the deprecated cluster-name label and no
+ * spec.clusterName, and one owner reference to the provider's machine object.
+ */
+static json_t *provider_claim(const char *refs, const char *pool_ref)
+{
+	char buf[2048];
+	snprintf(buf, sizeof(buf),
+	         "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta1','kind':'IPAddressClaim',"
+	         "'metadata':{'name':'vm-1-0-0','namespace':'team-a','labels':"
+	         "{'cluster.x-k8s.io/cluster-name':'c1'},'ownerReferences':%s},"
+	         "'spec':{'poolRef':%s}}",
+	         refs,
+	         pool_ref ? pool_ref
+	                  : "{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool',"
+	                    "'name':'nodes'}");
+	return loadq(buf);
+}
+
+/* sigs.k8s.io/cluster-api-provider-vsphere v1.14.0,
+ * controllers/vspherevm_ipaddress_reconciler.go: the VSphereVM reference that EnsureOwnerRef
+ * adds, neither controller nor blockOwnerDeletion; finalizer ip-claim-protection. */
+#define CAPV_REF                                                                             \
+	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'VSphereVM','name':" \
+	"'vm-1','uid':'6f1c'}"
+/* metal3-io/cluster-api-provider-metal3, baremetal/metal3data_manager.go: the Metal3Data with
+ * controller: true and no blockOwnerDeletion. */
+#define CAPM3_REF                                                                             \
+	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'Metal3Data','name':" \
+	"'data-1','uid':'8a2e','controller':true}"
+/* sigs.k8s.io/cluster-api-provider-openstack v0.13.0, controllers/openstackserver_controller.go:
+ * the OpenStackServer (v1alpha1), neither flag. */
+#define CAPO_REF                                                                             \
+	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'OpenStackServer'," \
+	"'name':'srv-1','uid':'3b7d'}"
+/* github.com/ionos-cloud/cluster-api-provider-proxmox v0.7.0, pkg/kubernetes/ipam/ipam.go:
+ * SetControllerReference, both flags. */
+#define PROXMOX_REF                                                                         \
+	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'ProxmoxMachine'," \
+	"'name':'pm-1','uid':'5c9f','controller':true,'blockOwnerDeletion':true}"
+
+#define CLUSTER_NAME_PATCH "{\"op\":\"add\",\"path\":\"/spec/clusterName\",\"value\":\"c1\"}"
+
+/* The mutating call, then the validating call on what the mutation made (as the apiserver
+ * chains them); `m` and `v` hold the two answers. */
+static void admit(const struct pk_admission_config *cfg, json_t *c, struct answer *m,
+                  struct answer *v)
+{
+	review(cfg, PK_ADMISSION_MUTATE, "CREATE", CAPI_V1, "ipaddressclaims", c, NULL, m);
+	assert_allowed(m);
+	json_t *mutated = json_deep_copy(c);
+	if (m->patch[0] != '\0')
+		pk_test_apply_json_patch(mutated, m->patch);
+	review(cfg, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, "ipaddressclaims", mutated, NULL, v);
+	json_decref(mutated);
+}
+
+static void test_repair_provider_shapes(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *ref, *patch, *warning, *counted;
+	} cases[] = {
+	    {"CAPV", CAPV_REF,
+	     "[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/0/uid\",\"value\":\"6f1c\"},"
+	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/controller\",\"value\":true},"
+	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/blockOwnerDeletion\","
+	     "\"value\":true}," CLUSTER_NAME_PATCH "]",
+	     "IPAddressClaim team-a/vm-1-0-0: set controller: true and blockOwnerDeletion: true on "
+	     "the owner reference to VSphereVM \"vm-1\"; VSphereVM's provider should set them "
+	     "itself\n",
+	     "VSphereVM:controller VSphereVM:blockOwnerDeletion VSphereVM:clusterName "},
+	    {"CAPM3", CAPM3_REF,
+	     "[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/0/uid\",\"value\":\"8a2e\"},"
+	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/blockOwnerDeletion\","
+	     "\"value\":true}," CLUSTER_NAME_PATCH "]",
+	     "IPAddressClaim team-a/vm-1-0-0: set blockOwnerDeletion: true on the owner reference "
+	     "to Metal3Data \"data-1\"; Metal3Data's provider should set it itself\n",
+	     "Metal3Data:blockOwnerDeletion Metal3Data:clusterName "},
+	    {"CAPO", CAPO_REF,
+	     "[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/0/uid\",\"value\":\"3b7d\"},"
+	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/controller\",\"value\":true},"
+	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/blockOwnerDeletion\","
+	     "\"value\":true}," CLUSTER_NAME_PATCH "]",
+	     "IPAddressClaim team-a/vm-1-0-0: set controller: true and blockOwnerDeletion: true on "
+	     "the owner reference to OpenStackServer \"srv-1\"; OpenStackServer's provider should "
+	     "set them itself\n",
+	     "OpenStackServer:controller OpenStackServer:blockOwnerDeletion "
+	     "OpenStackServer:clusterName "},
+	    /* Proxmox sets both flags: only the label is copied, silently. */
+	    {"Proxmox", PROXMOX_REF, "[" CLUSTER_NAME_PATCH "]", "", "ProxmoxMachine:clusterName "},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		print_message("case: %s\n", cases[i].name);
+		char refs[512];
+		snprintf(refs, sizeof(refs), "[%s]", cases[i].ref);
+		json_t *c = provider_claim(refs, NULL);
+		struct answer m, v;
+		W.counted[0] = W.asked[0] = '\0';
+		admit(&CFG_REPAIR, c, &m, &v);
+		assert_string_equal(m.patch, cases[i].patch);
+		/* one warning per repair; none for the label in repair mode */
+		assert_string_equal(m.warnings, cases[i].warning);
+		assert_string_equal(W.counted, cases[i].counted);
+		/* the requester was asked about exactly this owner, when bOD was to be set */
+		if (strstr(cases[i].patch, "blockOwnerDeletion") != NULL)
+			assert_non_null(
+			    strstr(W.asked, REQUESTER " team-a infrastructure.cluster"));
+		else
+			assert_string_equal(W.asked, "");
+		/* what the mutation made passes, without a further warning */
+		assert_allowed(&v);
+		assert_string_equal(v.warnings, "");
+		done(&m);
+		done(&v);
+		json_decref(c);
+	}
+}
+
+static void test_repair_not_repaired(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *refs, *denial;
+	} cases[] = {
+	    {"no owner reference", "[]", "metadata.ownerReferences: is empty"},
+	    {"two references, none the controller",
+	     "[{'apiVersion':'cluster.x-k8s.io/v1beta1','kind':'Machine','name':'m-1','uid':'77'},"
+	     "" CAPV_REF "]",
+	     "2 owner references and none is the controller: Machine \"m-1\", VSphereVM \"vm-1\""},
+	    {"controller as a string",
+	     "[{'apiVersion':'v1','kind':'VSphereVM','name':'vm-1','uid':'6f1c','controller':"
+	     "'true'}]",
+	     "metadata.ownerReferences[0].controller: must be a boolean"},
+	    {"blockOwnerDeletion as a number",
+	     "[{'apiVersion':'v1','kind':'VSphereVM','name':'vm-1','uid':'6f1c',"
+	     "'blockOwnerDeletion':1}]",
+	     "metadata.ownerReferences[0].blockOwnerDeletion: must be a boolean"},
+	    {"no uid", "[{'apiVersion':'v1','kind':'VSphereVM','name':'vm-1'}]",
+	     "metadata.ownerReferences[0].uid: required"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		print_message("case: %s\n", cases[i].name);
+		json_t *c = provider_claim(cases[i].refs, NULL);
+		struct answer m, v;
+		W.counted[0] = '\0';
+		admit(&CFG_REPAIR, c, &m, &v);
+		/* the label is still copied; the owner references are not touched */
+		assert_string_equal(m.patch, "[" CLUSTER_NAME_PATCH "]");
+		assert_string_equal(m.warnings, "");
+		assert_null(strstr(W.counted, "controller"));
+		assert_denied_with(&v, cases[i].denial);
+		/* the denial ends with the mode and how to change it */
+		assert_denied_with(&v,
+		                   "[claim enforcement mode \"repair\"; change it with "
+		                   "--claim-enforcement, chart value webhook.claimEnforcement]");
+		done(&m);
+		done(&v);
+		json_decref(c);
+	}
+
+	/* two references, the second the controller: that one is repaired, by its index */
+	json_t *c = provider_claim(
+	    "[{'apiVersion':'cluster.x-k8s.io/v1beta1','kind':'Machine','name':'m-1','uid':'77'},"
+	    "" CAPM3_REF "]",
+	    NULL);
+	struct answer m, v;
+	admit(&CFG_REPAIR, c, &m, &v);
+	assert_string_equal(
+	    m.patch,
+	    "[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/1/uid\",\"value\":\"8a2e\"},"
+	    "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/1/blockOwnerDeletion\","
+	    "\"value\":true}," CLUSTER_NAME_PATCH "]");
+	assert_allowed(&v);
+	done(&m);
+	done(&v);
+	json_decref(c);
+}
+
+static void test_repair_permission(void **state)
+{
+	(void)state;
+	static const struct {
+		int perm;
+		bool no_callback;
+		const char *why;
+	} cases[] = {
+	    {PERM_REFUSE, false, "(update on vspherevms/finalizers in API group g.example)"},
+	    {PERM_FAIL, false,
+	     "(the permission check failed: SubjectAccessReview: connection refused)"},
+	    {PERM_ALLOW, true,
+	     "(poolkeeper-webhook cannot ask whether it may update the owner's finalizers)"},
+	};
+	struct pk_admission_lookup no_ask = LK_REPAIR;
+	no_ask.may_block_owner_deletion = NULL;
+	struct pk_admission_config cfg_no_ask = CFG_REPAIR;
+	cfg_no_ask.lookup = &no_ask;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		print_message("case: %s\n", cases[i].why);
+		W.perm = cases[i].perm;
+		W.counted[0] = '\0';
+		json_t *c = provider_claim("[" CAPV_REF "]", NULL);
+		struct answer m, v;
+		admit(cases[i].no_callback ? &cfg_no_ask : &CFG_REPAIR, c, &m, &v);
+		/* controller only */
+		assert_string_equal(
+		    m.patch,
+		    "[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/0/uid\",\"value\":"
+		    "\"6f1c\"},{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/controller\","
+		    "\"value\":true}," CLUSTER_NAME_PATCH "]");
+		/* the warning names the requester, the owner and the rule */
+		char want[1024];
+		snprintf(
+		    want, sizeof(want),
+		    "IPAddressClaim team-a/vm-1-0-0: " REQUESTER " may not set "
+		    "blockOwnerDeletion on the owner reference to VSphereVM \"vm-1\" %s; grant "
+		    "it (docs/compatibility.md) and poolkeeper sets it on the next claim\n"
+		    "IPAddressClaim team-a/vm-1-0-0: set controller: true on the owner reference "
+		    "to VSphereVM \"vm-1\"; VSphereVM's provider should set it itself\n",
+		    cases[i].why);
+		assert_string_equal(m.warnings, want);
+		assert_string_equal(W.counted, "VSphereVM:skipped:permission VSphereVM:controller "
+		                               "VSphereVM:clusterName ");
+		/* admitted: a controller without blockOwnerDeletion is a warning in repair mode */
+		assert_allowed(&v);
+		assert_non_null(strstr(v.warnings,
+		                       "metadata.ownerReferences[0].blockOwnerDeletion: "
+		                       "the controller reference VSphereVM \"vm-1\" has "
+		                       "no blockOwnerDeletion: true"));
+		done(&m);
+		done(&v);
+		json_decref(c);
+	}
+
+	/* CAPM3 refused: nothing to patch on the reference at all */
+	W.perm = PERM_REFUSE;
+	json_t *c = provider_claim("[" CAPM3_REF "]", NULL);
+	struct answer m, v;
+	admit(&CFG_REPAIR, c, &m, &v);
+	assert_string_equal(m.patch, "[" CLUSTER_NAME_PATCH "]");
+	assert_non_null(strstr(m.warnings, "may not set blockOwnerDeletion"));
+	assert_allowed(&v);
+	done(&m);
+	done(&v);
+	json_decref(c);
+}
+
+static void test_repair_updates_and_foreign_claims(void **state)
+{
+	(void)state;
+	struct answer a;
+	/* UPDATE: never repaired, and metadata never denied */
+	json_t *old = provider_claim("[" CAPV_REF "]", NULL);
+	json_object_set_new(json_object_get(old, "spec"), "clusterName", json_string("c1"));
+	json_t *c = json_deep_copy(old);
+	json_object_set_new(json_object_get(c, "metadata"), "ownerReferences", json_array());
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	assert_string_equal(a.patch, "");
+	assert_string_equal(a.warnings, "");
+	done(&a);
+	review(&CFG_REPAIR, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old,
+	       &a);
+	assert_allowed(&a);
+	assert_string_equal(a.warnings, "");
+	done(&a);
+	json_decref(c);
+	json_decref(old);
+
+	/* another provider's claim: untouched, admitted with warnings (--foreign-claims=warn) */
+	c = provider_claim(
+	    "[" CAPV_REF "]",
+	    "{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'p'}");
+	W.counted[0] = '\0';
+	struct answer m, v;
+	admit(&CFG_REPAIR, c, &m, &v);
+	assert_string_equal(m.patch, "");
+	assert_string_equal(m.warnings, "");
+	assert_string_equal(W.counted, "");
+	assert_allowed(&v);
+	assert_non_null(strstr(v.warnings, "would be denied"));
+	done(&m);
+	done(&v);
+	json_decref(c);
+}
+
+static void test_unknown_pool_kind(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *pool_ref, *denial;
+	} cases[] = {
+	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'IPpool','name':'nodes'}",
+	     "spec.poolRef.kind: \"IPpool\" is not a kind of ipam.poolkeeper.io; did you mean "
+	     "IPPool?"},
+	    {"{'apiGroup':'ipam.poolkeeper.io','name':'nodes'}",
+	     "spec.poolRef.kind: required: the kind of a pool of ipam.poolkeeper.io (IPPool or "
+	     "GlobalIPPool); did you mean IPPool?"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *c = provider_claim("[" PROXMOX_REF "]", cases[i].pool_ref);
+		struct answer m, v;
+		/* ours by group: never planned (no pool would serve it), denied in repair and deny
+		 */
+		admit(&CFG_REPAIR, c, &m, &v);
+		assert_string_equal(m.patch, "");
+		assert_denied_with(&v, cases[i].denial);
+		done(&m);
+		done(&v);
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, "ipaddressclaims", c,
+		       NULL, &v);
+		assert_denied_with(&v, cases[i].denial);
+		done(&v);
+		/* warn mode admits, with the words */
+		struct pk_admission_config warn = {.claims = PK_ENFORCE_WARN,
+		                                   .foreign_claims = PK_ENFORCE_IGNORE};
+		review(&warn, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, "ipaddressclaims", c, NULL,
+		       &v);
+		assert_allowed(&v);
+		assert_non_null(strstr(v.warnings, "did you mean IPPool?"));
+		done(&v);
+		json_decref(c);
+	}
+}
+
+static void test_deny_and_warn_modes(void **state)
+{
+	(void)state;
+	struct pk_admission_config deny = CFG_REPAIR, warn = CFG_REPAIR;
+	deny.claims = PK_ENFORCE_DENY;
+	warn.claims = PK_ENFORCE_WARN;
+	json_t *c = provider_claim("[" CAPV_REF "]", NULL);
+	struct answer m, v;
+	/* deny: only the label is copied (with the deprecation warning); refused, naming the
+	 * mode */
+	W.counted[0] = '\0';
+	admit(&deny, c, &m, &v);
+	assert_string_equal(m.patch, "[" CLUSTER_NAME_PATCH "]");
+	assert_non_null(strstr(m.warnings, "deprecated label cluster.x-k8s.io/cluster-name"));
+	assert_string_equal(W.counted, "VSphereVM:clusterName ");
+	assert_denied_with(&v, "no owner reference has controller: true and blockOwnerDeletion");
+	assert_denied_with(&v, "[claim enforcement mode \"deny\"; change it with "
+	                       "--claim-enforcement, chart value webhook.claimEnforcement]");
+	done(&m);
+	done(&v);
+	/* deny: CAPM3's controller without blockOwnerDeletion is refused too */
+	json_t *m3 = provider_claim("[" CAPM3_REF "]", NULL);
+	admit(&deny, m3, &m, &v);
+	assert_denied_with(&v, "metadata.ownerReferences[0].blockOwnerDeletion");
+	done(&m);
+	done(&v);
+	json_decref(m3);
+	/* warn: admitted, with warnings */
+	admit(&warn, c, &m, &v);
+	assert_string_equal(m.patch, "[" CLUSTER_NAME_PATCH "]");
+	assert_allowed(&v);
+	assert_non_null(strstr(v.warnings, "metadata.ownerReferences: would be denied: no owner "
+	                                   "reference has controller: true"));
+	done(&m);
+	done(&v);
+	/* no owner at all: refused in every mode but warn */
+	json_t *orphan = provider_claim("[]", NULL);
+	const struct pk_admission_config *modes[] = {&CFG_REPAIR, &deny};
+	for (size_t i = 0; i < 2; i++) {
+		admit(modes[i], orphan, &m, &v);
+		assert_denied_with(&v, "metadata.ownerReferences");
+		done(&m);
+		done(&v);
+	}
+	admit(&warn, orphan, &m, &v);
+	assert_allowed(&v);
+	done(&m);
+	done(&v);
+	json_decref(orphan);
+	json_decref(c);
 }
 
 /* ---- addresses ---- */
@@ -945,13 +1392,15 @@ static void test_enforcement_flag(void **state)
 {
 	(void)state;
 	enum pk_enforcement e;
-	assert_int_equal(pk_admission_parse_enforcement("deny", &e), PK_OK);
+	assert_int_equal(pk_rules_parse_enforcement("deny", &e), PK_OK);
 	assert_int_equal(e, PK_ENFORCE_DENY);
-	assert_int_equal(pk_admission_parse_enforcement("warn", &e), PK_OK);
+	assert_int_equal(pk_rules_parse_enforcement("warn", &e), PK_OK);
 	assert_int_equal(e, PK_ENFORCE_WARN);
-	assert_int_equal(pk_admission_parse_enforcement("ignore", &e), PK_OK);
-	assert_int_equal(pk_admission_parse_enforcement("Deny", &e), PK_ERR_INVALID);
-	assert_int_equal(pk_admission_parse_enforcement("", &e), PK_ERR_INVALID);
+	assert_int_equal(pk_rules_parse_enforcement("ignore", &e), PK_OK);
+	assert_int_equal(pk_rules_parse_enforcement("repair", &e), PK_OK);
+	assert_int_equal(e, PK_ENFORCE_REPAIR);
+	assert_int_equal(pk_rules_parse_enforcement("Deny", &e), PK_ERR_INVALID);
+	assert_int_equal(pk_rules_parse_enforcement("", &e), PK_ERR_INVALID);
 }
 
 int main(void)
@@ -966,6 +1415,13 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_claim_enforcement_modes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_claim_updates_and_deletes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_repair_provider_shapes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_repair_not_repaired, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_repair_permission, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_repair_updates_and_foreign_claims, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_unknown_pool_kind, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deny_and_warn_modes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ipaddresses, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ipaddress_claim_and_duplicates, setup, teardown),
 	    cmocka_unit_test(test_enforcement_flag),

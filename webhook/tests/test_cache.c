@@ -427,9 +427,13 @@ static int cb_get_claim(void *ctx, const char *ns, const char *name, json_t **ob
 static bool review_global_pool(struct fixture *f, const char *op, json_t *obj, json_t *old,
                                char *msg, size_t len)
 {
-	struct pk_admission_lookup lk = {f->c, cb_list_pools, cb_list_pool_addresses, cb_get_pool,
-	                                 cb_get_claim};
-	struct pk_admission_config cfg = {PK_ENFORCE_DENY, PK_ENFORCE_WARN, &lk};
+	struct pk_admission_lookup lk = {.ctx = f->c,
+	                                 .list_pools = cb_list_pools,
+	                                 .list_pool_addresses = cb_list_pool_addresses,
+	                                 .get_pool = cb_get_pool,
+	                                 .get_claim = cb_get_claim};
+	struct pk_admission_config cfg = {
+	    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_WARN, .lookup = &lk};
 	json_t *req = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:O*, s:O*}}",
 	                        "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview",
 	                        "request", "uid", "u-1", "operation", op, "resource", "group",

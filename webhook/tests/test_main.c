@@ -131,7 +131,7 @@ static void test_help(void **state)
 	                      "--metrics-bind-address HOST:PORT",
 	                      "0 turns metrics off (default :8080)",
 	                      "--kubeconfig FILE",
-	                      "--claim-enforcement deny|warn",
+	                      "--claim-enforcement repair|deny|warn",
 	                      "--foreign-claims ignore|warn|deny",
 	                      "--log-format text|json",
 	                      "-v, --v N",
