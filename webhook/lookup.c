@@ -399,14 +399,40 @@ static const char *resource_of(const json_t *list, const char *kind)
 	return NULL;
 }
 
-/* The resource of (group, version, kind): cached, else read from discovery. *found false
- * when the group/version is not served or has no such kind. */
-static int owner_resource(struct pk_lookup *l, const char *group, const char *version,
-                          const char *kind, char *res, size_t res_len, bool *found,
-                          struct pk_err *err)
+int pk_lookup_owner_target(const char *ns, const char *api_version, const char *kind,
+                           const char *name, struct pk_owner_target *t, struct pk_err *err)
 {
-	char gv[320], path[340];
-	snprintf(gv, sizeof(gv), "%s%s%s", group, group[0] != '\0' ? "/" : "", version);
+	struct pk_err why = {{0}};
+	memset(t, 0, sizeof(*t));
+	if (pk_parse_dns_name(ns, false, &why) != PK_OK)
+		return bad_field(err, "namespace", ns, "must be a namespace name");
+	int rc = split_api_version(api_version, t->group, sizeof(t->group), t->version,
+	                           sizeof(t->version), err);
+	if (rc == PK_OK)
+		rc = check_kind(kind, err);
+	if (rc == PK_OK)
+		rc = check_name(name, err);
+	if (rc != PK_OK) {
+		memset(t, 0, sizeof(*t));
+		return rc;
+	}
+	/* validated: no '/', '?', '%', '#', space or ".." can reach the path */
+	if (t->group[0] == '\0') {
+		snprintf(t->group_version, sizeof(t->group_version), "%s", t->version);
+		snprintf(t->path, sizeof(t->path), "/api/%s", t->version);
+	} else {
+		snprintf(t->group_version, sizeof(t->group_version), "%s/%s", t->group, t->version);
+		snprintf(t->path, sizeof(t->path), "/apis/%s/%s", t->group, t->version);
+	}
+	return PK_OK;
+}
+
+/* The resource of the target's kind: cached, else read from discovery. *found false
+ * when the group/version is not served or has no such kind. */
+static int owner_resource(struct pk_lookup *l, const struct pk_owner_target *t, const char *kind,
+                          char *res, size_t res_len, bool *found, struct pk_err *err)
+{
+	const char *gv = t->group_version;
 	long long now = pk_kube_now_ns();
 	switch (pk_kindmap_get(l->kinds, gv, kind, now, res, res_len)) {
 	case PK_KINDMAP_FOUND:
@@ -418,15 +444,10 @@ static int owner_resource(struct pk_lookup *l, const char *group, const char *ve
 	case PK_KINDMAP_NONE:
 		break;
 	}
-	/* group and version were validated: no '/', '?', '%' or ".." can reach the path */
-	if (group[0] == '\0')
-		snprintf(path, sizeof(path), "/api/%s", version);
-	else
-		snprintf(path, sizeof(path), "/apis/%s/%s", group, version);
 	struct pk_kube_error e;
 	json_t *list = NULL;
 	enum pk_kube_reason rc =
-	    pk_kube_client_request(l->client, "GET", path, NULL, NULL, 0, 0, &list, &e);
+	    pk_kube_client_request(l->client, "GET", t->path, NULL, NULL, 0, 0, &list, &e);
 	if (rc != PK_KUBE_OK && rc != PK_KUBE_NOT_FOUND) {
 		char what[400];
 		snprintf(what, sizeof(what), "API discovery of %s", gv);
@@ -497,28 +518,21 @@ int pk_lookup_may_block_owner_deletion(void *ctx, const json_t *user_info, const
                                        struct pk_err *err)
 {
 	struct pk_lookup *l = ctx;
-	char group[256], version[64], res[256];
-	struct pk_err why = {{0}};
+	struct pk_owner_target t;
+	char res[256];
 	*allowed = false;
 	if (rule_len > 0)
 		rule[0] = '\0';
-	if (pk_parse_dns_name(ns, false, &why) != PK_OK)
-		return bad_field(err, "namespace", ns, "must be a namespace name");
-	int rc =
-	    split_api_version(api_version, group, sizeof(group), version, sizeof(version), err);
-	if (rc == PK_OK)
-		rc = check_kind(kind, err);
-	if (rc == PK_OK)
-		rc = check_name(name, err);
+	int rc = pk_lookup_owner_target(ns, api_version, kind, name, &t, err);
 	if (rc != PK_OK)
 		return rc;
+	const char *group = t.group, *version = t.version;
 	json_t *spec = review_spec(user_info, err);
 	if (spec == NULL)
 		return PK_ERR_INVALID;
 
 	bool found = false;
-	if ((rc = owner_resource(l, group, version, kind, res, sizeof(res), &found, err)) !=
-	    PK_OK) {
+	if ((rc = owner_resource(l, &t, kind, res, sizeof(res), &found, err)) != PK_OK) {
 		json_decref(spec);
 		return rc;
 	}

@@ -88,6 +88,25 @@ PK_MUST_CHECK int pk_lookup_may_block_owner_deletion(void *ctx, const json_t *us
                                                      struct pk_err *err);
 
 /*
+ * What a tenant's owner reference may be asked about, checked before any request:
+ * ns a namespace name (DNS label), api_version GROUP/VERSION (a DNS subdomain and a DNS
+ * label) or VERSION (the core group), kind at most 63 of letters, digits and '-' starting
+ * with a letter, name an object name (at most 253 printable characters, no '/' or '%', not
+ * "." or ".."). On PK_OK t holds the group, the version and the discovery path
+ * ("/apis/<group>/<version>" or "/api/<version>"); else PK_ERR_INVALID, t zeroed, and err
+ * names the field and quotes the value. Pure.
+ */
+struct pk_owner_target {
+	char group[254];
+	char version[64];
+	char group_version[320]; /* "group/version", or "version" for the core group */
+	char path[330];
+};
+PK_MUST_CHECK int pk_lookup_owner_target(const char *ns, const char *api_version, const char *kind,
+                                         const char *name, struct pk_owner_target *t,
+                                         struct pk_err *err);
+
+/*
  * The cache of discovery answers behind it: (group/version, kind) -> resource, or "no
  * such kind". At most `max` entries (a new one past that evicts the one closest to
  * expiry); an entry found lives ttl_ns, a kind discovery did not know miss_ttl_ns (so a

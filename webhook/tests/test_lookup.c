@@ -185,6 +185,19 @@ static void test_owner_input_refused_before_any_request(void **state)
 	assert_false(allowed);
 	assert_non_null(strstr(err.msg, "request.userInfo.username"));
 
+	/* what is accepted is asked of exactly one discovery path */
+	struct pk_owner_target t;
+	assert_int_equal(pk_lookup_owner_target("ns", av_ok, "VSphereVM", "vm-1", &t, &err), PK_OK);
+	assert_string_equal(t.path, "/apis/infrastructure.cluster.x-k8s.io/v1beta1");
+	assert_string_equal(t.group, "infrastructure.cluster.x-k8s.io");
+	assert_string_equal(t.version, "v1beta1");
+	assert_int_equal(pk_lookup_owner_target("ns", "v1", "ConfigMap", "cm", &t, &err), PK_OK);
+	assert_string_equal(t.path, "/api/v1");
+	assert_string_equal(t.group, "");
+	assert_int_equal(pk_lookup_owner_target("ns", "a.io/v1/x", "K", "n", &t, &err),
+	                 PK_ERR_INVALID);
+	assert_string_equal(t.path, "");
+
 	/* Well-formed input does reach the API (which is down): the discovery request's own
 	 * error, naming what it read, in err, and never allowed. */
 	assert_int_not_equal(ask(l, user_json, "ns", av_ok, "VSphereVM", "vm-1", &allowed, &err),
