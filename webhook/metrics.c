@@ -293,43 +293,38 @@ char *pk_metrics_render(const struct pk_metrics *m, size_t *len)
 	         (long long)atomic_load_explicit(&m->expiry, memory_order_relaxed));
 
 	/* Repairs: every kind that has a row, and "other" once it has counted anything. */
-	size_t nk = atomic_load_explicit(&m->nkinds, memory_order_acquire);
-	uint64_t other[NREPAIRS], other_sum = 0;
+	size_t rows[PK_METRICS_REPAIR_KINDS + 1];
+	size_t nrows = atomic_load_explicit(&m->nkinds, memory_order_acquire);
+	for (size_t k = 0; k < nrows; k++)
+		rows[k] = k;
+	uint64_t other_sum = 0;
 	for (int w = 0; w < NREPAIRS; w++)
-		other_sum += other[w] =
+		other_sum +=
 		    atomic_load_explicit(&m->repairs[OTHER_ROW].n[w], memory_order_relaxed);
+	if (other_sum > 0)
+		rows[nrows++] = OTHER_ROW;
 	text_add(&t, "# HELP poolkeeper_webhook_claim_repairs_total Owner references and cluster "
 	             "names the mutating webhook completed on claims, by the owner's kind and what "
 	             "it set.\n"
 	             "# TYPE poolkeeper_webhook_claim_repairs_total counter\n");
-	for (size_t k = 0; k <= OTHER_ROW; k++) {
-		if (k == nk)
-			k = OTHER_ROW;
-		if (k == OTHER_ROW && other_sum == 0)
-			break;
+	for (size_t i = 0; i < nrows; i++)
 		for (int w = 0; w < SKIPPED_PERMISSION; w++)
 			text_add(&t,
 			         "poolkeeper_webhook_claim_repairs_total{owner_kind=\"%s\","
 			         "repair=\"%s\"} %llu\n",
-			         m->repairs[k].kind, repair_names[w],
-			         (unsigned long long)atomic_load_explicit(&m->repairs[k].n[w],
+			         m->repairs[rows[i]].kind, repair_names[w],
+			         (unsigned long long)atomic_load_explicit(&m->repairs[rows[i]].n[w],
 			                                                  memory_order_relaxed));
-	}
 	text_add(&t, "# HELP poolkeeper_webhook_claim_repairs_skipped_total blockOwnerDeletion "
 	             "left unset on a claim's owner reference, by the owner's kind and why.\n"
 	             "# TYPE poolkeeper_webhook_claim_repairs_skipped_total counter\n");
-	for (size_t k = 0; k <= OTHER_ROW; k++) {
-		if (k == nk)
-			k = OTHER_ROW;
-		if (k == OTHER_ROW && other_sum == 0)
-			break;
+	for (size_t i = 0; i < nrows; i++)
 		text_add(&t,
 		         "poolkeeper_webhook_claim_repairs_skipped_total{owner_kind=\"%s\","
 		         "reason=\"permission\"} %llu\n",
-		         m->repairs[k].kind,
+		         m->repairs[rows[i]].kind,
 		         (unsigned long long)atomic_load_explicit(
-		             &m->repairs[k].n[SKIPPED_PERMISSION], memory_order_relaxed));
-	}
+		             &m->repairs[rows[i]].n[SKIPPED_PERMISSION], memory_order_relaxed));
 
 	if (t.failed) {
 		free(t.buf);
