@@ -662,6 +662,7 @@ int pk_lookup_open_mode(const char *kubeconfig, enum pk_lookup_mode mode, struct
 	l->admission.list_pool_addresses = list_pool_addresses;
 	l->admission.get_pool = get_pool;
 	l->admission.get_claim = get_claim;
+	l->admission.may_block_owner_deletion = pk_lookup_may_block_owner_deletion;
 	*out = l;
 	return PK_OK;
 fail:
