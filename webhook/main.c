@@ -205,6 +205,9 @@ int main(int argc, char **argv)
 		pk_log_error("cannot load the serving certificate", PK_LOG_STR("error", err.msg));
 		goto out;
 	}
+	/* each repair the mutating webhook makes, by owner kind, on /metrics */
+	o.admission.count_repair = pk_metrics_count_repair;
+	o.admission.count_ctx = metrics;
 	o.server.admission = &o.admission;
 	o.server.certs = certs;
 	o.server.metrics = metrics;

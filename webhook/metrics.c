@@ -1,6 +1,7 @@
 /* metrics.c - counters and a latency histogram, rendered for Prometheus. */
 #include "metrics.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,8 +20,24 @@ struct histogram {
 	atomic_uint_fast64_t sum_ns;
 };
 
+/* Repairs, by owner kind: rows 0..PK_METRICS_REPAIR_KINDS-1 are kinds in the order first
+ * seen, the last row is "other". */
+#define NREPAIRS  4
+#define OTHER_ROW PK_METRICS_REPAIR_KINDS
+static const char *const repair_names[NREPAIRS] = {"controller", "blockOwnerDeletion",
+                                                   "clusterName", "skipped:permission"};
+#define SKIPPED_PERMISSION 3
+
+struct repair_row {
+	char kind[64];
+	atomic_uint_fast64_t n[NREPAIRS];
+};
+
 struct pk_metrics {
 	atomic_uint_fast64_t requests[NENDPOINTS][NRESULTS];
+	pthread_mutex_t kinds_lock; /* taken to add a row; rows are never removed */
+	atomic_size_t nkinds;       /* rows in use, published after the row's name is written */
+	struct repair_row repairs[PK_METRICS_REPAIR_KINDS + 1];
 	struct histogram duration[NENDPOINTS];
 	atomic_uint_fast64_t reloads[2]; /* [0] failure, [1] success */
 	atomic_int_fast64_t expiry;
@@ -37,11 +54,19 @@ static size_t endpoint_index(enum pk_admission_endpoint e)
 struct pk_metrics *pk_metrics_new(void)
 {
 	struct pk_metrics *m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return NULL;
+	pthread_mutex_init(&m->kinds_lock, NULL);
+	atomic_init(&m->nkinds, 0);
+	snprintf(m->repairs[OTHER_ROW].kind, sizeof(m->repairs[OTHER_ROW].kind), "other");
 	return m;
 }
 
 void pk_metrics_free(struct pk_metrics *m)
 {
+	if (m == NULL)
+		return;
+	pthread_mutex_destroy(&m->kinds_lock);
 	free(m);
 }
 
@@ -84,6 +109,76 @@ uint64_t pk_metrics_get_requests(const struct pk_metrics *m, enum pk_admission_e
 		return 0;
 	return atomic_load_explicit(&m->requests[endpoint_index(endpoint)][result],
 	                            memory_order_relaxed);
+}
+
+/* Whether kind may be a label value of its own: 1..63 of [A-Za-z0-9]. */
+static bool plain_kind(const char *kind)
+{
+	size_t n = kind != NULL ? strlen(kind) : 0;
+	bool ok = n > 0 && n <= 63;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (kind[i] >= 'a' && kind[i] <= 'z') || (kind[i] >= 'A' && kind[i] <= 'Z') ||
+		     (kind[i] >= '0' && kind[i] <= '9');
+	return ok;
+}
+
+/* The row of kind among the first n rows, or NULL. */
+static struct repair_row *find_row(struct pk_metrics *m, const char *kind, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(m->repairs[i].kind, kind) == 0)
+			return &m->repairs[i];
+	return NULL;
+}
+
+/* The row of kind: its own (added when there is room), else "other". */
+static struct repair_row *repair_row(struct pk_metrics *m, const char *kind)
+{
+	if (!plain_kind(kind))
+		return &m->repairs[OTHER_ROW];
+	struct repair_row *r =
+	    find_row(m, kind, atomic_load_explicit(&m->nkinds, memory_order_acquire));
+	if (r != NULL)
+		return r;
+	pthread_mutex_lock(&m->kinds_lock);
+	size_t n = atomic_load_explicit(&m->nkinds, memory_order_relaxed);
+	r = find_row(m, kind, n); /* added by another thread meanwhile? */
+	if (r == NULL && n < PK_METRICS_REPAIR_KINDS) {
+		r = &m->repairs[n];
+		snprintf(r->kind, sizeof(r->kind), "%s", kind);
+		atomic_store_explicit(&m->nkinds, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&m->kinds_lock);
+	return r != NULL ? r : &m->repairs[OTHER_ROW];
+}
+
+static int repair_index(const char *what)
+{
+	for (int i = 0; what != NULL && i < NREPAIRS; i++)
+		if (strcmp(what, repair_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+void pk_metrics_count_repair(void *ctx, const char *owner_kind, const char *what)
+{
+	struct pk_metrics *m = ctx;
+	int w = repair_index(what);
+	if (m == NULL || w < 0)
+		return;
+	atomic_fetch_add_explicit(&repair_row(m, owner_kind)->n[w], 1, memory_order_relaxed);
+}
+
+uint64_t pk_metrics_get_repairs(struct pk_metrics *m, const char *label, const char *what)
+{
+	int w = repair_index(what);
+	if (w < 0 || label == NULL)
+		return 0;
+	struct repair_row *r =
+	    strcmp(label, "other") == 0
+	        ? &m->repairs[OTHER_ROW]
+	        : find_row(m, label, atomic_load_explicit(&m->nkinds, memory_order_acquire));
+	return r != NULL ? atomic_load_explicit(&r->n[w], memory_order_relaxed) : 0;
 }
 
 uint64_t pk_metrics_get_reloads(const struct pk_metrics *m, bool ok)
@@ -196,6 +291,40 @@ char *pk_metrics_render(const struct pk_metrics *m, size_t *len)
 	         "# TYPE poolkeeper_webhook_certificate_expiry_timestamp_seconds gauge\n"
 	         "poolkeeper_webhook_certificate_expiry_timestamp_seconds %lld\n",
 	         (long long)atomic_load_explicit(&m->expiry, memory_order_relaxed));
+
+	/* Repairs: every kind that has a row, and "other" once it has counted anything. */
+	size_t rows[PK_METRICS_REPAIR_KINDS + 1];
+	size_t nrows = atomic_load_explicit(&m->nkinds, memory_order_acquire);
+	for (size_t k = 0; k < nrows; k++)
+		rows[k] = k;
+	uint64_t other_sum = 0;
+	for (int w = 0; w < NREPAIRS; w++)
+		other_sum +=
+		    atomic_load_explicit(&m->repairs[OTHER_ROW].n[w], memory_order_relaxed);
+	if (other_sum > 0)
+		rows[nrows++] = OTHER_ROW;
+	text_add(&t, "# HELP poolkeeper_webhook_claim_repairs_total Owner references and cluster "
+	             "names the mutating webhook completed on claims, by the owner's kind and what "
+	             "it set.\n"
+	             "# TYPE poolkeeper_webhook_claim_repairs_total counter\n");
+	for (size_t i = 0; i < nrows; i++)
+		for (int w = 0; w < SKIPPED_PERMISSION; w++)
+			text_add(&t,
+			         "poolkeeper_webhook_claim_repairs_total{owner_kind=\"%s\","
+			         "repair=\"%s\"} %llu\n",
+			         m->repairs[rows[i]].kind, repair_names[w],
+			         (unsigned long long)atomic_load_explicit(&m->repairs[rows[i]].n[w],
+			                                                  memory_order_relaxed));
+	text_add(&t, "# HELP poolkeeper_webhook_claim_repairs_skipped_total blockOwnerDeletion "
+	             "left unset on a claim's owner reference, by the owner's kind and why.\n"
+	             "# TYPE poolkeeper_webhook_claim_repairs_skipped_total counter\n");
+	for (size_t i = 0; i < nrows; i++)
+		text_add(&t,
+		         "poolkeeper_webhook_claim_repairs_skipped_total{owner_kind=\"%s\","
+		         "reason=\"permission\"} %llu\n",
+		         m->repairs[rows[i]].kind,
+		         (unsigned long long)atomic_load_explicit(
+		             &m->repairs[rows[i]].n[SKIPPED_PERMISSION], memory_order_relaxed));
 
 	if (t.failed) {
 		free(t.buf);

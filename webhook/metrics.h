@@ -6,9 +6,16 @@
  *   poolkeeper_webhook_request_duration_seconds{endpoint}     histogram
  *   poolkeeper_webhook_certificate_reloads_total{result}      counter
  *   poolkeeper_webhook_certificate_expiry_timestamp_seconds   gauge
+ *   poolkeeper_webhook_claim_repairs_total{owner_kind,repair}  counter
+ *   poolkeeper_webhook_claim_repairs_skipped_total{owner_kind,reason} counter
  *
  * Every update is a relaxed atomic add, so request threads never wait on
- * each other or on a scrape.
+ * each other or on a scrape; only the first repair for an owner kind not
+ * seen before takes a lock, to give it a row.
+ *
+ * owner_kind comes from a tenant's object, so its values are bounded: a
+ * kind of at most 63 of [A-Za-z0-9] is itself, anything else is "other",
+ * and after PK_METRICS_REPAIR_KINDS distinct kinds every new one is "other".
  */
 #ifndef PK_WEBHOOK_METRICS_H
 #define PK_WEBHOOK_METRICS_H
@@ -39,10 +46,24 @@ void pk_metrics_count_reload(struct pk_metrics *m, bool ok);
 /* notAfter of the serving certificate now in use, seconds since the epoch. */
 void pk_metrics_set_cert_expiry(struct pk_metrics *m, int64_t not_after);
 
+/*
+ * One repair by the mutating webhook: the count_repair callback of struct
+ * pk_admission_config, with count_ctx the struct pk_metrics. owner_kind is
+ * the reference's kind as sent (untrusted; NULL or "" count as "other");
+ * what is "controller", "blockOwnerDeletion" or "clusterName" (a repair
+ * made) or "skipped:permission" (blockOwnerDeletion left out: the requester
+ * may not set it). Any other `what` is not counted.
+ */
+#define PK_METRICS_REPAIR_KINDS 64
+void pk_metrics_count_repair(void *m, const char *owner_kind, const char *what);
+
 /* Reads one counter back (tests and the benchmark). */
 uint64_t pk_metrics_get_requests(const struct pk_metrics *m, enum pk_admission_endpoint endpoint,
                                  enum pk_metrics_result result);
 uint64_t pk_metrics_get_reloads(const struct pk_metrics *m, bool ok);
+/* The count of `what` (as pk_metrics_count_repair takes it) under the owner_kind label value
+ * label ("other" for the bucket of the rest); 0 for a label never counted. */
+uint64_t pk_metrics_get_repairs(struct pk_metrics *m, const char *label, const char *what);
 
 /*
  * The exposition text, NUL-terminated; *len gets its length. The caller

@@ -3,11 +3,12 @@
 # helm template in each certificate mode, in webhook.url mode, with one
 # watched namespace, with a watch filter and with ServiceMonitors, each
 # applied with a server-side dry run; wrong values refused by the schema with
-# a message naming them; the registrations the chart renders; an install
+# a message naming them; the registrations the chart renders; the provider
+# finalizer roles (rbac.providerFinalizers) rendered per entry; an install
 # (hooks off: the plane runs no pods) whose objects all carry the provider
 # and app.kubernetes.io labels; the RBAC proven minimal with
-# `kubectl auth can-i` for the webhook, the controller and the certificate
-# Job; an upgrade with changed values and an uninstall that keep every pool,
+# `kubectl auth can-i` for the webhook, the controller, the certificate
+# Job and the providers' accounts; an upgrade with changed values and an uninstall that keep every pool,
 # claim and address, and the CRDs.
 #
 # The tests run in order and share one release: later ones use what earlier
@@ -125,13 +126,21 @@ _delete_certs_rbac() {
   _certs_rbac 2>/dev/null | kubectl delete --ignore-not-found -n "$CHART_NS" -f - >/dev/null 2>&1 || true
 }
 
-# _can <yes|no> <account> <kubectl auth can-i arguments...>
+# _can <yes|no> <account> <kubectl auth can-i arguments...>: as a
+# ServiceAccount of $CHART_NS.
 _can() {
-  local want=$1 sa=$2 got
+  local want=$1 sa=$2
   shift 2
-  got=$(kubectl auth can-i --as="system:serviceaccount:$CHART_NS:$sa" "$@" 2>/dev/null) || true
+  _can_as "$want" "system:serviceaccount:$CHART_NS:$sa" "$@"
+}
+
+# _can_as <yes|no> <user> <kubectl auth can-i arguments...>
+_can_as() {
+  local want=$1 user=$2 got
+  shift 2
+  got=$(kubectl auth can-i --as="$user" "$@" 2>/dev/null) || true
   if [[ $got != "$want" ]]; then
-    echo "can-i $* as $sa: $got, expected $want" >&2
+    echo "can-i $* as $user: $got, expected $want" >&2
     return 1
   fi
 }
@@ -349,7 +358,27 @@ _install_flags() {
   run _template --set webhook.claimEnforcement=maybe
   echo "$output"
   [ "$status" -ne 0 ]
-  [[ $output == *"/webhook/claimEnforcement"* ]]
+  [[ $output == *"/webhook/claimEnforcement"*"'maybe'"*"repair|deny|warn"* ]]
+  # rbac.providerFinalizers: a subresource or a path in a resource name, an
+  # account without a namespace, an entry without accounts.
+  run _template --set 'rbac.providerFinalizers[0].group=x.io' \
+    --set 'rbac.providerFinalizers[0].resources[0]=vms/status' \
+    --set 'rbac.providerFinalizers[0].serviceAccounts[0].namespace=a' \
+    --set 'rbac.providerFinalizers[0].serviceAccounts[0].name=b'
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/rbac/providerFinalizers/0/resources/0"*"'vms/status'"* ]]
+  run _template --set 'rbac.providerFinalizers[0].group=x.io' \
+    --set 'rbac.providerFinalizers[0].resources[0]=vms' \
+    --set 'rbac.providerFinalizers[0].serviceAccounts[0].name=b'
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/rbac/providerFinalizers/0/serviceAccounts/0"*"namespace"* ]]
+  run _template --set 'rbac.providerFinalizers[0].group=x.io' \
+    --set 'rbac.providerFinalizers[0].resources[0]=vms'
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/rbac/providerFinalizers/0"*"serviceAccounts"* ]]
   run _template --set certs.mode=provided
   echo "$output"
   [ "$status" -ne 0 ]
@@ -387,6 +416,44 @@ EOF
   [[ $output == *"/logging/format"* ]]
 }
 
+# _finalizer_rules [helm flags...]: "role-name group resources... <- subjects..." per
+# provider finalizer role the chart renders, with the binding that names it.
+_finalizer_rules() {
+  _template --show-only templates/rbac-provider-finalizers.yaml "$@" |
+    kubectl create --dry-run=client -o json -f - |
+    jq -rs '[.[] | (.items // [.])[]] as $d
+      | ($d[] | select(.kind == "ClusterRole")) as $r
+      | ($d[] | select(.kind == "ClusterRoleBinding" and .roleRef.name == $r.metadata.name)) as $b
+      | "\($r.metadata.name) \($r.rules | length) \($r.rules[0].apiGroups | join(",")) \($r.rules[0].resources | join(",")) \($r.rules[0].verbs | join(",")) <- \([$b.subjects[] | "\(.kind):\(.namespace)/\(.name)"] | join(","))"'
+}
+
+@test "rbac.providerFinalizers: one role per entry, update on its own kinds' finalizers only, bound to its own accounts" {
+  # The defaults: CAPV, CAPM3, CAPO and Proxmox as their kustomize configs install them.
+  run _finalizer_rules
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$output" = "$REL-provider-finalizers-0 1 infrastructure.cluster.x-k8s.io vspherevms/finalizers update <- ServiceAccount:capv-system/default
+$REL-provider-finalizers-1 1 infrastructure.cluster.x-k8s.io metal3datas/finalizers update <- ServiceAccount:capm3-system/capm3-manager
+$REL-provider-finalizers-2 1 infrastructure.cluster.x-k8s.io openstackservers/finalizers update <- ServiceAccount:capo-system/capo-manager
+$REL-provider-finalizers-3 1 infrastructure.cluster.x-k8s.io proxmoxmachines/finalizers update <- ServiceAccount:capmox-system/capmox-controller-manager" ]
+  # A value of one's own: two kinds, two accounts.
+  run _finalizer_rules --set 'rbac.providerFinalizers[0].group=infra.example.com' \
+    --set 'rbac.providerFinalizers[0].resources={vms,disks}' \
+    --set 'rbac.providerFinalizers[0].serviceAccounts[0].namespace=infra' \
+    --set 'rbac.providerFinalizers[0].serviceAccounts[0].name=manager' \
+    --set 'rbac.providerFinalizers[0].serviceAccounts[1].namespace=infra2' \
+    --set 'rbac.providerFinalizers[0].serviceAccounts[1].name=manager'
+  echo "$output"
+  [ "$output" = "$REL-provider-finalizers-0 1 infra.example.com vms/finalizers,disks/finalizers update <- ServiceAccount:infra/manager,ServiceAccount:infra2/manager" ]
+  # None: nothing rendered.
+  run _template --show-only templates/rbac-provider-finalizers.yaml --set-json 'rbac.providerFinalizers=[]'
+  [ "$status" -ne 0 ]
+  [[ $output == *"could not find template"* ]]
+  # The webhook's own role gains create on SubjectAccessReviews and nothing else new.
+  run _template --show-only templates/rbac-webhook.yaml
+  [[ $output == *'apiGroups: ["authorization.k8s.io"]'*'resources: ["subjectaccessreviews"]'*'verbs: ["create"]'* ]]
+}
+
 @test "helm install --no-hooks in webhook.url mode creates the release's objects, each labelled" {
   run helm install "$REL" "$CHART" -n "$CHART_NS" --no-hooks $(_install_flags)
   echo "$output"
@@ -417,7 +484,7 @@ EOF
     and .securityContext.allowPrivilegeEscalation == false and .securityContext.capabilities.drop == ["ALL"]
     and .securityContext.seccompProfile.type == "RuntimeDefault"
     and .livenessProbe.httpGet.path == "/healthz" and .readinessProbe.httpGet.path == "/readyz"
-    and (.args | index("--claim-enforcement=deny") and index("--foreign-claims=warn")))' <<<"$dep"
+    and (.args | index("--claim-enforcement=repair") and index("--foreign-claims=warn")))' <<<"$dep"
   # The serving key in the mounted Secret is not world-readable: the pod's
   # fsGroup is the webhook's group, so UID 65532 can read it.
   jq -e '.spec.template.spec.securityContext.fsGroup == 65532
@@ -429,7 +496,7 @@ EOF
   [ "$(wc -l <"$BATS_FILE_TMPDIR/uids")" -eq 3 ]
 }
 
-@test "RBAC: the webhook's account reads and watches pools, addresses and claims and can write nothing" {
+@test "RBAC: the webhook's account reads and watches pools, addresses and claims, asks SubjectAccessReviews, and can write nothing" {
   local w=$REL-webhook v r
   for r in "$POOLS" globalippools.ipam.poolkeeper.io "$CLAIMS"; do
     _can yes "$w" get "$r" -n "$CHART_NS"
@@ -450,6 +517,34 @@ EOF
   _can no "$w" list secrets -A
   _can no "$w" delete clusters.cluster.x-k8s.io -A
   _can no "$w" patch "validatingwebhookconfigurations/$REL-validating"
+  # Whether a claim's requester may set blockOwnerDeletion: a review, which changes nothing.
+  _can yes "$w" create subjectaccessreviews.authorization.k8s.io
+  _can no "$w" create localsubjectaccessreviews.authorization.k8s.io -n "$CHART_NS"
+  _can no "$w" create tokenreviews.authentication.k8s.io
+}
+
+@test "RBAC: each provider's account may update its own kinds' finalizers, nothing else" {
+  local g=infrastructure.cluster.x-k8s.io capv=system:serviceaccount:capv-system:default
+  local capm3=system:serviceaccount:capm3-system:capm3-manager capo=system:serviceaccount:capo-system:capo-manager
+  local capmox=system:serviceaccount:capmox-system:capmox-controller-manager
+  # kubectl auth can-i names a resource by its group only when the plane serves it.
+  _stub_crd vspherevms "$g" VSphereVM
+  _stub_crd metal3datas "$g" Metal3Data
+  _stub_crd openstackservers "$g" OpenStackServer
+  _stub_crd proxmoxmachines "$g" ProxmoxMachine
+  _can_as yes "$capv" update "vspherevms.$g" --subresource=finalizers -n capv-system
+  _can_as yes "$capv" update "vspherevms.$g" --subresource=finalizers -n tenant-a
+  _can_as yes "$capm3" update "metal3datas.$g" --subresource=finalizers -n tenant-a
+  _can_as yes "$capo" update "openstackservers.$g" --subresource=finalizers -n tenant-a
+  _can_as yes "$capmox" update "proxmoxmachines.$g" --subresource=finalizers -n tenant-a
+  # Only the finalizers, only with update, only its own kinds, only in that group.
+  _can_as no "$capv" update "vspherevms.$g" -n tenant-a
+  _can_as no "$capv" patch "vspherevms.$g" --subresource=finalizers -n tenant-a
+  _can_as no "$capv" update "vspherevms.$g" --subresource=status -n tenant-a
+  _can_as no "$capv" update "openstackservers.$g" --subresource=finalizers -n tenant-a
+  _can_as no "$capo" update "metal3datas.$g" --subresource=finalizers -n tenant-a
+  # Another account of the same namespace gets nothing.
+  _can_as no system:serviceaccount:capo-system:default update "openstackservers.$g" --subresource=finalizers -n tenant-a
 }
 
 # _patch_pool_as <account> <merge patch>: PATCHes pool "nodes" of $CHART_NS

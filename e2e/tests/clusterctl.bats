@@ -131,8 +131,11 @@ json() {
   # clusterctl's labels on every object.
   [ "$(jq '[.[] | select(.metadata.labels["cluster.x-k8s.io/provider"] != "ipam-poolkeeper" or (.metadata.labels | has("clusterctl.cluster.x-k8s.io") | not))] | length' "$PK_TMP/out.json")" -eq 0 ]
   # The Deployments equal those of the chart's own defaults (certManager),
-  # but for the managed-by label.
-  helm template poolkeeper "$REPO_ROOT/charts/poolkeeper" -n poolkeeper-system --include-crds --set certs.mode=certManager >"$PK_TMP/chart.yaml"
+  # but for the managed-by label. The components leave out
+  # rbac.providerFinalizers (clusterctl would move its bindings' subjects
+  # into poolkeeper's namespace: scripts/release).
+  helm template poolkeeper "$REPO_ROOT/charts/poolkeeper" -n poolkeeper-system --include-crds --set certs.mode=certManager \
+    --set-json 'rbac.providerFinalizers=[]' >"$PK_TMP/chart.yaml"
   json "$PK_TMP/chart.yaml" >"$PK_TMP/chart.json"
   for d in poolkeeper-webhook poolkeeper-controller; do
     # (clusterctl's round trip through the typed Deployment adds an empty

@@ -6,6 +6,11 @@
  * it fails naming what it could not read rather than finding nothing. The
  * loaded case runs against a real kube-apiserver in e2e/tests/webhook.bats,
  * whose start-up waits for /readyz.
+ *
+ * The owner-reference permission lookup: what a tenant's reference says
+ * (apiVersion, kind, name, the namespace) is refused before any request when
+ * it could change the discovery path or the review, and the discovery cache
+ * keeps its bound and its expiries.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,6 +111,173 @@ static void test_not_ready_and_live_before_the_first_list(void **state)
 	pk_lookup_close(l);
 }
 
+static const char user_json[] =
+    "{\"username\":\"system:serviceaccount:capv-system:capv-manager\",\"uid\":\"u-1\","
+    "\"groups\":[\"system:serviceaccounts\",7],\"extra\":{\"k\":[\"v\"]}}";
+
+/* Asks for one owner; returns the code, *allowed and err as they came back. */
+static int ask(struct pk_lookup *l, const char *user, const char *ns, const char *av,
+               const char *kind, const char *name, bool *allowed, struct pk_err *err)
+{
+	json_t *u = json_loads(user, JSON_ALLOW_NUL, NULL);
+	char rule[256] = "not touched";
+	*allowed = true;
+	int rc = pk_lookup_may_block_owner_deletion(l, u, ns, av, kind, name, allowed, rule,
+	                                            sizeof(rule), err);
+	json_decref(u);
+	if (rc != PK_OK)
+		assert_string_equal(rule, ""); /* no stale rule text on failure */
+	return rc;
+}
+
+static void test_owner_input_refused_before_any_request(void **state)
+{
+	(void)state;
+	struct pk_lookup *l = NULL;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_lookup_open_mode(kubeconfig, PK_LOOKUP_LIVE, &l, &err), PK_OK);
+	static const char av_ok[] = "infrastructure.cluster.x-k8s.io/v1beta1";
+	static const struct {
+		const char *ns, *av, *kind, *name, *field;
+	} bad[] = {
+	    /* apiVersion: anything that could leave /apis/<group>/<version> */
+	    {"ns", "../../api/v1", "VSphereVM", "vm",
+	     "owner reference apiVersion \"../../api/v1\""},
+	    {"ns", "a.io/v1/namespaces", "VSphereVM", "vm", "owner reference apiVersion"},
+	    {"ns", "a.io/v1?watch=1", "VSphereVM", "vm", "owner reference apiVersion"},
+	    {"ns", "a.io/v1%2F..", "VSphereVM", "vm", "owner reference apiVersion"},
+	    {"ns", "a.io/", "VSphereVM", "vm", "owner reference apiVersion"},
+	    {"ns", "/v1", "VSphereVM", "vm", "owner reference apiVersion"},
+	    {"ns", "", "VSphereVM", "vm", "owner reference apiVersion \"\""},
+	    {"ns", NULL, "VSphereVM", "vm", "owner reference apiVersion"},
+	    {"ns", "A.io/v1", "VSphereVM", "vm", "its group must be a DNS subdomain"},
+	    {"ns", "a.io/V1", "VSphereVM", "vm", "its version must be a DNS label"},
+	    {"ns", "a.io/v1\n", "VSphereVM", "vm", "\"a.io/v1\\x0a\""},
+	    /* kind: compared, never sent, but still a kind */
+	    {"ns", av_ok, "VSphereVM/status", "vm", "owner reference kind \"VSphereVM/status\""},
+	    {"ns", av_ok, "", "vm", "owner reference kind"},
+	    {"ns", av_ok, "1VM", "vm", "owner reference kind"},
+	    {"ns", av_ok, "Kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk", "vm",
+	     "owner reference kind"},
+	    /* name and namespace */
+	    {"ns", av_ok, "VSphereVM", "..", "owner reference name \"..\""},
+	    {"ns", av_ok, "VSphereVM", "a/b", "owner reference name"},
+	    {"ns", av_ok, "VSphereVM", "%2e%2e", "owner reference name"},
+	    {"ns", av_ok, "VSphereVM", "a b", "owner reference name"},
+	    {"ns", av_ok, "VSphereVM", "", "owner reference name"},
+	    {"../kube-system", av_ok, "VSphereVM", "vm", "namespace \"../kube-system\""},
+	    {NULL, av_ok, "VSphereVM", "vm", "namespace"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bool allowed;
+		memset(&err, 0, sizeof(err));
+		int rc = ask(l, user_json, bad[i].ns, bad[i].av, bad[i].kind, bad[i].name, &allowed,
+		             &err);
+		if (rc != PK_ERR_INVALID || allowed || strstr(err.msg, bad[i].field) == NULL ||
+		    strstr(err.msg, "discovery") != NULL)
+			fail_msg("case %zu: rc %d allowed %d: %s", i, rc, allowed, err.msg);
+	}
+	/* a request without a user to ask about */
+	bool allowed;
+	assert_int_equal(
+	    ask(l, "{\"groups\":[\"g\"]}", "ns", av_ok, "VSphereVM", "vm", &allowed, &err),
+	    PK_ERR_INVALID);
+	assert_false(allowed);
+	assert_non_null(strstr(err.msg, "request.userInfo.username"));
+
+	/* what is accepted is asked of exactly one discovery path */
+	struct pk_owner_target t;
+	assert_int_equal(pk_lookup_owner_target("ns", av_ok, "VSphereVM", "vm-1", &t, &err), PK_OK);
+	assert_string_equal(t.path, "/apis/infrastructure.cluster.x-k8s.io/v1beta1");
+	assert_string_equal(t.group, "infrastructure.cluster.x-k8s.io");
+	assert_string_equal(t.version, "v1beta1");
+	assert_int_equal(pk_lookup_owner_target("ns", "v1", "ConfigMap", "cm", &t, &err), PK_OK);
+	assert_string_equal(t.path, "/api/v1");
+	assert_string_equal(t.group, "");
+	assert_int_equal(pk_lookup_owner_target("ns", "a.io/v1/x", "K", "n", &t, &err),
+	                 PK_ERR_INVALID);
+	assert_string_equal(t.path, "");
+
+	/* Well-formed input does reach the API (which is down): the discovery request's own
+	 * error, naming what it read, in err, and never allowed. */
+	assert_int_not_equal(ask(l, user_json, "ns", av_ok, "VSphereVM", "vm-1", &allowed, &err),
+	                     PK_OK);
+	assert_false(allowed);
+	assert_non_null(strstr(err.msg, "API discovery of "
+	                                "infrastructure.cluster.x-k8s.io/v1beta1: "));
+	assert_int_not_equal(
+	    ask(l, user_json, "ns", "v1", "ConfigMap", "cm.with.dots", &allowed, &err), PK_OK);
+	assert_non_null(strstr(err.msg, "API discovery of v1: "));
+	pk_lookup_close(l);
+}
+
+#define S(n) ((long long)(n)*1000 * 1000 * 1000)
+
+static void test_kindmap_expiry_and_bound(void **state)
+{
+	(void)state;
+	struct pk_kindmap *m = pk_kindmap_new(3, S(600), S(10));
+	assert_non_null(m);
+	char res[64];
+	const char *gv = "infrastructure.cluster.x-k8s.io/v1beta1";
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", 0, res, sizeof(res)), PK_KINDMAP_NONE);
+	assert_int_equal(pk_kindmap_put(m, gv, "VSphereVM", "vspherevms", 0), PK_OK);
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", S(599), res, sizeof(res)),
+	                 PK_KINDMAP_FOUND);
+	assert_string_equal(res, "vspherevms");
+	/* the key is the group/version and the kind: neither alone */
+	assert_int_equal(pk_kindmap_get(m, "infrastructure.cluster.x-k8s.io/v1alpha1", "VSphereVM",
+	                                0, res, sizeof(res)),
+	                 PK_KINDMAP_NONE);
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereMachine", 0, res, sizeof(res)),
+	                 PK_KINDMAP_NONE);
+	/* a resource name that does not fit the caller's buffer is not a hit */
+	char tiny[4];
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", 0, tiny, sizeof(tiny)),
+	                 PK_KINDMAP_NONE);
+	/* found: asked again after the TTL */
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", S(600), res, sizeof(res)),
+	                 PK_KINDMAP_NONE);
+
+	/* missing: remembered briefly, so a CRD installed later is found */
+	assert_int_equal(pk_kindmap_put(m, gv, "Metal3Data", NULL, S(100)), PK_OK);
+	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(109), res, sizeof(res)),
+	                 PK_KINDMAP_MISSING);
+	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(110), res, sizeof(res)),
+	                 PK_KINDMAP_NONE);
+	assert_int_equal(pk_kindmap_put(m, gv, "Metal3Data", "metal3datas", S(111)), PK_OK);
+	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(112), res, sizeof(res)),
+	                 PK_KINDMAP_FOUND);
+	assert_string_equal(res, "metal3datas");
+	assert_int_equal(pk_kindmap_len(m), 2);
+
+	/* bounded: a fourth kind evicts the entry closest to expiry (VSphereVM, from t=0) */
+	assert_int_equal(pk_kindmap_put(m, gv, "OpenStackServer", "openstackservers", S(200)),
+	                 PK_OK);
+	assert_int_equal(pk_kindmap_len(m), 3);
+	assert_int_equal(pk_kindmap_put(m, "v1", "ConfigMap", "configmaps", S(201)), PK_OK);
+	assert_int_equal(pk_kindmap_len(m), 3);
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", S(202), res, sizeof(res)),
+	                 PK_KINDMAP_NONE);
+	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(202), res, sizeof(res)),
+	                 PK_KINDMAP_FOUND);
+	assert_int_equal(pk_kindmap_get(m, "v1", "ConfigMap", S(202), res, sizeof(res)),
+	                 PK_KINDMAP_FOUND);
+	/* refreshing a kind already held evicts nothing */
+	assert_int_equal(pk_kindmap_put(m, "v1", "ConfigMap", "configmaps", S(300)), PK_OK);
+	assert_int_equal(pk_kindmap_len(m), 3);
+	assert_int_equal(pk_kindmap_get(m, gv, "OpenStackServer", S(300), res, sizeof(res)),
+	                 PK_KINDMAP_FOUND);
+	/* a key too long to hold is never stored */
+	char longkind[600];
+	memset(longkind, 'K', sizeof(longkind) - 1);
+	longkind[sizeof(longkind) - 1] = '\0';
+	assert_int_not_equal(pk_kindmap_put(m, gv, longkind, "x", 0), PK_OK);
+	assert_int_equal(pk_kindmap_len(m), 3);
+	pk_kindmap_free(m);
+	pk_kindmap_free(NULL);
+}
+
 static void slurp(const char *path, char *buf, size_t cap)
 {
 	buf[0] = '\0';
@@ -189,6 +361,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_not_ready_and_live_before_the_first_list),
 	    cmocka_unit_test(test_binary_not_ready_until_listed),
+	    cmocka_unit_test(test_owner_input_refused_before_any_request),
+	    cmocka_unit_test(test_kindmap_expiry_and_bound),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
