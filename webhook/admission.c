@@ -504,6 +504,74 @@ static json_t *repair_patch(const json_t *ref, const struct pk_claim_repair *pla
 	return patch;
 }
 
+/*
+ * On UPDATE in repair mode: the flags a writer drops from an owner reference
+ * the stored claim has, put back. A provider that re-applies its own owner
+ * reference on every reconcile (CAPV's createOrPatchIPAddressClaim runs
+ * EnsureOwnerRef, which replaces the reference with one that has neither
+ * flag) would otherwise undo the repair, and the apiserver would refuse its
+ * patch anyway: changing owner references needs `delete` on the claim, which
+ * CAPV's role lacks (OwnerReferencesPermissionEnforcement). With the flags
+ * put back the references are unchanged, so that patch passes and the claim
+ * keeps the contract. Only an absent flag is put back, never one the writer
+ * set to false, and controller only while no other reference has it. The
+ * reference is matched by uid, and the patch tests that uid at its index.
+ */
+static json_t *restore_patch(const json_t *obj, const json_t *old)
+{
+	static const char *const flags[] = {"controller", "blockOwnerDeletion"};
+	const json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+	const json_t *old_refs =
+	    json_object_get(json_object_get(old, "metadata"), "ownerReferences");
+	json_t *patch = NULL;
+	bool has_controller = false;
+	size_t i, j;
+	const json_t *r, *o;
+
+	json_array_foreach(refs, i, r)
+	{
+		has_controller |= json_is_true(json_object_get(r, "controller"));
+	}
+	json_array_foreach(refs, i, r)
+	{
+		const char *uid = pk_json_cstr_at(r, "uid");
+		if (uid == NULL || uid[0] == '\0')
+			continue;
+		const json_t *was = NULL;
+		json_array_foreach(old_refs, j, o)
+		{
+			const char *ouid = pk_json_cstr_at(o, "uid");
+			if (ouid != NULL && strcmp(ouid, uid) == 0) {
+				was = o;
+				break;
+			}
+		}
+		bool tested = false;
+		for (size_t f = 0; was != NULL && f < sizeof(flags) / sizeof(flags[0]); f++) {
+			const json_t *now = json_object_get(r, flags[f]);
+			if (!json_is_true(json_object_get(was, flags[f])) ||
+			    (now != NULL && !json_is_null(now)) || (f == 0 && has_controller))
+				continue;
+			char path[96];
+			if (patch == NULL)
+				patch = json_array();
+			if (!tested) {
+				snprintf(path, sizeof(path), "/metadata/ownerReferences/%zu/uid",
+				         i);
+				json_array_append_new(patch,
+				                      json_pack("{s:s, s:s, s:s}", "op", "test",
+				                                "path", path, "value", uid));
+				tested = true;
+			}
+			snprintf(path, sizeof(path), "/metadata/ownerReferences/%zu/%s", i,
+			         flags[f]);
+			json_array_append_new(patch, json_pack("{s:s, s:s, s:b}", "op", "add",
+			                                       "path", path, "value", 1));
+		}
+	}
+	return patch;
+}
+
 static void review_claim(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
                          const char *op, const char *ns, const char *name, const json_t *obj,
                          const json_t *old, const json_t *user_info, struct verdict *v)
@@ -518,10 +586,14 @@ static void review_claim(const struct pk_admission_config *cfg, enum pk_admissio
 	object_name(what, sizeof(what), "IPAddressClaim", ns, name);
 
 	if (endpoint == PK_ADMISSION_MUTATE) {
-		/* On CREATE only: the spec is immutable afterwards, and metadata changes
-		 * on UPDATE (garbage collector, clusterctl move) are never touched. */
-		if (strcmp(op, "CREATE") != 0)
+		/* On CREATE: the repair. On UPDATE (the spec is immutable then) only the
+		 * repaired flags a writer dropped are put back; metadata changes by the
+		 * garbage collector or clusterctl move are otherwise never touched. */
+		if (strcmp(op, "UPDATE") == 0) {
+			if (ours && mode == PK_ENFORCE_REPAIR && json_is_object(old))
+				v->patch = restore_patch(obj, old);
 			return;
+		}
 		struct pk_claim_repair plan;
 		pk_rules_plan_claim_repair(obj, mode, &plan);
 		if (!pk_rules_claim_repair_any(&plan))

@@ -1085,6 +1085,66 @@ static void test_repair_updates_and_foreign_claims(void **state)
 	json_decref(c);
 	json_decref(old);
 
+	/* CAPV's next reconcile: createOrPatchIPAddressClaim re-applies its reference without
+	 * flags (EnsureOwnerRef replaces it). The flags the repair set are put back, so the
+	 * references do not change and the apiserver needs no `delete` on the claim from CAPV. */
+	old = provider_claim("[" CAPV_REF "]", NULL);
+	json_object_set_new(json_object_get(old, "spec"), "clusterName", json_string("c1"));
+	json_t *oref =
+	    json_array_get(json_object_get(json_object_get(old, "metadata"), "ownerReferences"), 0);
+	json_object_set_new(oref, "controller", json_true());
+	json_object_set_new(oref, "blockOwnerDeletion", json_true());
+	c = provider_claim("[" CAPV_REF "]", NULL);
+	json_object_set_new(json_object_get(c, "spec"), "clusterName", json_string("c1"));
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	assert_allowed(&a);
+	assert_string_equal(
+	    a.patch, "[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/0/uid\",\"value\":"
+	             "\"6f1c\"},{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/"
+	             "controller\",\"value\":true},{\"op\":\"add\",\"path\":\"/metadata/"
+	             "ownerReferences/0/blockOwnerDeletion\",\"value\":true}]");
+	assert_string_equal(a.warnings, "");
+	done(&a);
+	/* ... the patched claim equals the stored one */
+	json_t *patched = json_deep_copy(c);
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	pk_test_apply_json_patch(patched, a.patch);
+	done(&a);
+	assert_true(
+	    json_equal(json_object_get(json_object_get(patched, "metadata"), "ownerReferences"),
+	               json_object_get(json_object_get(old, "metadata"), "ownerReferences")));
+	json_decref(patched);
+	/* deny mode: nothing put back (today's behaviour) */
+	struct pk_admission_config deny_cfg = CFG_REPAIR;
+	deny_cfg.claims = PK_ENFORCE_DENY;
+	review(&deny_cfg, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	assert_string_equal(a.patch, "");
+	done(&a);
+	/* a flag the writer set to false stays false; another uid is another reference */
+	json_t *nref =
+	    json_array_get(json_object_get(json_object_get(c, "metadata"), "ownerReferences"), 0);
+	json_object_set_new(nref, "blockOwnerDeletion", json_false());
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	assert_null(strstr(a.patch, "blockOwnerDeletion"));
+	assert_non_null(strstr(a.patch, "/metadata/ownerReferences/0/controller"));
+	done(&a);
+	json_object_del(nref, "blockOwnerDeletion");
+	json_object_set_new(nref, "uid", json_string("77aa"));
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	assert_string_equal(a.patch, "");
+	done(&a);
+	/* controller is not put back while another reference is the controller */
+	json_object_set_new(nref, "uid", json_string("6f1c"));
+	json_array_append_new(json_object_get(json_object_get(c, "metadata"), "ownerReferences"),
+	                      loadq("{'apiVersion':'v1','kind':'ConfigMap','name':'m','uid':'9d0e',"
+	                            "'controller':true}"));
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	assert_null(strstr(a.patch, "/controller"));
+	assert_non_null(strstr(a.patch, "/metadata/ownerReferences/0/blockOwnerDeletion"));
+	done(&a);
+	json_decref(c);
+	json_decref(old);
+
 	/* another provider's claim: untouched, admitted with warnings (--foreign-claims=warn) */
 	c = provider_claim(
 	    "[" CAPV_REF "]",
