@@ -320,7 +320,7 @@ _install_flags() {
       (.objectSelector.matchLabels["pk-e2e-chart"] // "-"),
       (.clientConfig.caBundle | length > 0)] | @tsv')
   echo "$got"
-  local u=https://127.0.0.1:1 p=ipam.poolkeeper.io/v1alpha1/ippools,globalippools c=ipam.cluster.x-k8s.io/*
+  local u=https://127.0.0.1:1 p=ipam.poolkeeper.io/v1alpha1/ippools,globalippools c=ipam.cluster.x-k8s.io/v1beta2,v1beta1
   local want
   want=$(printf '%s\n' \
     "V	pools.validate.ipam.poolkeeper.io	$u/validate	$p/CREATE,UPDATE,DELETE	Fail	None	Equivalent	v1	7		$FILTER	$FILTER	true" \
