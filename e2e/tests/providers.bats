@@ -271,10 +271,11 @@ _claim_name() {
   esac
 }
 
-# _claim_doc <provider> <owner name> <owner uid> [pool kind]: the claim as
-# the provider builds it, on pool "nodes" of $NS.
+# _claim_doc <provider> <owner name> <owner uid> [pool kind] [pool group]:
+# the claim as the provider builds it, on pool "nodes" of $NS (default:
+# poolkeeper's IPPool).
 _claim_doc() {
-  local p=$1 owner=$2 uid=$3 kind=${4:-IPPool} name
+  local p=$1 owner=$2 uid=$3 kind=${4:-IPPool} group=${5:-ipam.poolkeeper.io} name
   name=$(_claim_name "$p" "$owner")
   case $p in
     capv)
@@ -283,12 +284,12 @@ _claim_doc() {
       # (createOrPatchIPAddressClaim): ipam v1beta1; EnsureOwnerRef with
       # apiVersion, kind, name, uid only; its finalizer; the VSphereVM's
       # cluster-name label; poolRef copied. No spec.clusterName.
-      jq -n --arg n "$name" --arg o "$owner" --arg u "$uid" --arg f "${FINALIZER[$p]}" --arg k "$kind" '
+      jq -n --arg n "$name" --arg o "$owner" --arg u "$uid" --arg f "${FINALIZER[$p]}" --arg k "$kind" --arg g "$group" '
         {apiVersion: "ipam.cluster.x-k8s.io/v1beta1", kind: "IPAddressClaim",
          metadata: {name: $n, finalizers: [$f], labels: {"cluster.x-k8s.io/cluster-name": "prod"},
            ownerReferences: [{apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "VSphereVM",
                               name: $o, uid: $u}]},
-         spec: {poolRef: {apiGroup: "ipam.poolkeeper.io", kind: $k, name: "nodes"}}}'
+         spec: {poolRef: {apiGroup: $g, kind: $k, name: "nodes"}}}'
       ;;
     capm3)
       # github.com/metal3-io/cluster-api-provider-metal3 at
@@ -296,12 +297,12 @@ _claim_doc() {
       # (ensureIPClaim): ipam v1alpha1 (sigs.k8s.io/cluster-api/exp/ipam/api/v1alpha1,
       # which has no spec.clusterName); owner Metal3Data with controller: true
       # only; the Metal3Data's labels; finalizer infrav1.DataFinalizer.
-      jq -n --arg n "$name" --arg o "$owner" --arg u "$uid" --arg f "${FINALIZER[$p]}" --arg k "$kind" '
+      jq -n --arg n "$name" --arg o "$owner" --arg u "$uid" --arg f "${FINALIZER[$p]}" --arg k "$kind" --arg g "$group" '
         {apiVersion: "ipam.cluster.x-k8s.io/v1alpha1", kind: "IPAddressClaim",
          metadata: {name: $n, finalizers: [$f], labels: {"cluster.x-k8s.io/cluster-name": "prod"},
            ownerReferences: [{apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "Metal3Data",
                               name: $o, uid: $u, controller: true}]},
-         spec: {poolRef: {apiGroup: "ipam.poolkeeper.io", kind: $k, name: "nodes"}}}'
+         spec: {poolRef: {apiGroup: $g, kind: $k, name: "nodes"}}}'
       ;;
     capo)
       # sigs.k8s.io/cluster-api-provider-openstack v0.13.0,
@@ -309,12 +310,12 @@ _claim_doc() {
       # (getOrCreateIPAddressClaimForFloatingAddress): ipam v1beta2; owner
       # OpenStackServer (v1alpha1) with neither flag; finalizer
       # infrav1.IPClaimMachineFinalizer; the server's cluster-name label.
-      jq -n --arg n "$name" --arg o "$owner" --arg u "$uid" --arg f "${FINALIZER[$p]}" --arg k "$kind" '
+      jq -n --arg n "$name" --arg o "$owner" --arg u "$uid" --arg f "${FINALIZER[$p]}" --arg k "$kind" --arg g "$group" '
         {apiVersion: "ipam.cluster.x-k8s.io/v1beta2", kind: "IPAddressClaim",
          metadata: {name: $n, finalizers: [$f], labels: {"cluster.x-k8s.io/cluster-name": "prod"},
            ownerReferences: [{apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "OpenStackServer",
                               name: $o, uid: $u}]},
-         spec: {poolRef: {apiGroup: "ipam.poolkeeper.io", kind: $k, name: "nodes"}}}'
+         spec: {poolRef: {apiGroup: $g, kind: $k, name: "nodes"}}}'
       ;;
     capmox)
       # github.com/ionos-cloud/cluster-api-provider-proxmox v0.7.0,
@@ -324,17 +325,17 @@ _claim_doc() {
       # finalizer. (v0.7.0 itself accepts only InClusterIPPool and
       # GlobalInClusterIPPool pool kinds, ipam.go:233-265; the shape is what
       # it sends.)
-      jq -n --arg n "$name" --arg o "$owner" --arg u "$uid" --arg k "$kind" '
+      jq -n --arg n "$name" --arg o "$owner" --arg u "$uid" --arg k "$kind" --arg g "$group" '
         {apiVersion: "ipam.cluster.x-k8s.io/v1beta1", kind: "IPAddressClaim",
          metadata: {name: $n, labels: {"cluster.x-k8s.io/cluster-name": "prod"},
            ownerReferences: [{apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "ProxmoxMachine",
                               name: $o, uid: $u, controller: true, blockOwnerDeletion: true}]},
-         spec: {poolRef: {apiGroup: "ipam.poolkeeper.io", kind: $k, name: "nodes"}}}'
+         spec: {poolRef: {apiGroup: $g, kind: $k, name: "nodes"}}}'
       ;;
   esac
 }
 
-# _claim <provider> <owner name> <owner uid> [pool kind]: creates the claim
+# _claim <provider> <owner name> <owner uid> [pool kind] [pool group]: creates the claim
 # as the provider's ServiceAccount (kubectl's output and warnings on stdout).
 _claim() { _claim_doc "$@" | _as "$1" create -f - 2>&1; }
 
@@ -490,6 +491,19 @@ _served_and_released() {
   _served_and_released capm3 false
   run cat "$PK_TMP/capm3.out"
   [[ $output == *'Warning:'*'metal3datas/finalizers'*'blockOwnerDeletion'* ]]
+}
+
+@test "CAPM3's v1alpha1 claim on another provider's pool (InClusterIPPool) is admitted and left alone" {
+  local uid c
+  uid=$(_owner capm3 m1)
+  c=$(_claim_name capm3 m1)
+  run _claim capm3 m1 "$uid" InClusterIPPool ipam.cluster.x-k8s.io
+  echo "$output"
+  [ "$status" -eq 0 ]
+  _exists "$CLAIMS" "$c"
+  sleep 2
+  # poolkeeper does not fill another provider's claim
+  [[ -z $(pk_jsonpath -n "$NS" "$CLAIMS" "$c" '{.status.addressRef.name}') ]]
 }
 
 @test "Proxmox's claim (both flags, label only) gets an address and spec.clusterName with no warning; foreground deletion of the ProxmoxMachine waits for claim and IPAddress" {
