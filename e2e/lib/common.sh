@@ -63,5 +63,20 @@ pk_capi_crd_dir() {
   return 1
 }
 
+# The infrastructure providers' modules providers.bats reads (their
+# config/rbac/role.yaml and CRDs), fetched into the Go module cache by
+# e2e/build. PK_PROVIDER_NOSUMDB: those whose go.mod the checksum database
+# does not know, so `go mod download` must not ask it (GONOSUMDB).
+PK_PROVIDER_MODULES=(
+  "sigs.k8s.io/cluster-api-provider-vsphere@$CAPV_VERSION"
+  "sigs.k8s.io/cluster-api-provider-openstack@$CAPO_VERSION"
+  "github.com/ionos-cloud/cluster-api-provider-proxmox@$CAPMOX_VERSION"
+)
+PK_PROVIDER_NOSUMDB=sigs.k8s.io/cluster-api-provider-openstack,github.com/ionos-cloud/cluster-api-provider-proxmox
+
+# pk_module_dir <path@version>: where the module cache holds it (none of the
+# providers' paths has upper-case letters, which the cache would escape).
+pk_module_dir() { echo "$PK_CACHE/go/mod/$1"; }
+
 pk_log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 pk_die() { pk_log "error: $*"; exit 1; }
