@@ -407,9 +407,11 @@ static void review_pool(const struct pk_admission_config *cfg, enum pk_admission
 /* WARN violations as warnings, "<what>: <message>" (the field is in the message's words). */
 static void warn_notes(struct verdict *v, const struct pk_violations *vs, const char *what)
 {
+	char line[PK_FIELD_MAX + PK_MESSAGE_MAX + 8];
 	for (size_t i = 0; i < vs->n; i++)
 		if (vs->items[i].severity == PK_SEV_WARN)
-			warn(v, "%s: %s", what, vs->items[i].message);
+			warn(v, "%s: %s", what,
+			     pk_violation_text(&vs->items[i], line, sizeof(line)));
 }
 
 /*

@@ -885,7 +885,8 @@ static void test_repair_provider_shapes(void **state)
 	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/controller\",\"value\":true},"
 	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/blockOwnerDeletion\","
 	     "\"value\":true}," CLUSTER_NAME_PATCH "]",
-	     "IPAddressClaim team-a/vm-1-0-0: set controller: true and blockOwnerDeletion: true on "
+	     "IPAddressClaim team-a/vm-1-0-0: metadata.ownerReferences[0]: set controller: true "
+	     "and blockOwnerDeletion: true on "
 	     "the owner reference to VSphereVM \"vm-1\"; VSphereVM's provider should set them "
 	     "itself\n",
 	     "VSphereVM:controller VSphereVM:blockOwnerDeletion VSphereVM:clusterName "},
@@ -893,7 +894,8 @@ static void test_repair_provider_shapes(void **state)
 	     "[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/0/uid\",\"value\":\"8a2e\"},"
 	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/blockOwnerDeletion\","
 	     "\"value\":true}," CLUSTER_NAME_PATCH "]",
-	     "IPAddressClaim team-a/vm-1-0-0: set blockOwnerDeletion: true on the owner reference "
+	     "IPAddressClaim team-a/vm-1-0-0: metadata.ownerReferences[0]: set blockOwnerDeletion: "
+	     "true on the owner reference "
 	     "to Metal3Data \"data-1\"; Metal3Data's provider should set it itself\n",
 	     "Metal3Data:blockOwnerDeletion Metal3Data:clusterName "},
 	    {"CAPO", CAPO_REF,
@@ -901,7 +903,8 @@ static void test_repair_provider_shapes(void **state)
 	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/controller\",\"value\":true},"
 	     "{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/blockOwnerDeletion\","
 	     "\"value\":true}," CLUSTER_NAME_PATCH "]",
-	     "IPAddressClaim team-a/vm-1-0-0: set controller: true and blockOwnerDeletion: true on "
+	     "IPAddressClaim team-a/vm-1-0-0: metadata.ownerReferences[0]: set controller: true "
+	     "and blockOwnerDeletion: true on "
 	     "the owner reference to OpenStackServer \"srv-1\"; OpenStackServer's provider should "
 	     "set them itself\n",
 	     "OpenStackServer:controller OpenStackServer:blockOwnerDeletion "
@@ -1034,7 +1037,8 @@ static void test_repair_permission(void **state)
 		    "IPAddressClaim team-a/vm-1-0-0: " REQUESTER " may not set "
 		    "blockOwnerDeletion on the owner reference to VSphereVM \"vm-1\" %s; grant "
 		    "it (docs/compatibility.md) and poolkeeper sets it on the next claim\n"
-		    "IPAddressClaim team-a/vm-1-0-0: set controller: true on the owner reference "
+		    "IPAddressClaim team-a/vm-1-0-0: metadata.ownerReferences[0]: set controller: "
+		    "true on the owner reference "
 		    "to VSphereVM \"vm-1\"; VSphereVM's provider should set it itself\n",
 		    cases[i].why);
 		assert_string_equal(m.warnings, want);
