@@ -1278,10 +1278,8 @@ bool pk_rules_is_poolkeeper_group_ref(const json_t *pool_ref)
 
 bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref)
 {
-	if (!json_is_object(pool_ref))
-		return false;
 	const json_t *kind = json_object_get(pool_ref, "kind");
-	return json_string_is(json_object_get(pool_ref, "apiGroup"), PK_POOL_GROUP) &&
+	return pk_rules_is_poolkeeper_group_ref(pool_ref) &&
 	       (json_string_is(kind, PK_POOL_KIND) || json_string_is(kind, PK_GLOBAL_POOL_KIND));
 }
 

@@ -476,34 +476,49 @@ static void count_repairs(const struct pk_admission_config *cfg, const json_t *r
 		cfg->count_repair(cfg->count_ctx, kind, "clusterName");
 }
 
-/* The JSON Patch of a plan; each change to an owner reference first tests its uid. */
+/*
+ * Appends to `patch` the operations that set controller and/or
+ * blockOwnerDeletion to true on owner reference `i`, after a test that the
+ * reference there still has `uid` (another mutating webhook may have
+ * reordered the list).
+ */
+static void patch_ref_flags(json_t *patch, size_t i, const json_t *uid, bool controller, bool block)
+{
+	static const char *const flags[] = {"controller", "blockOwnerDeletion"};
+	const bool set[] = {controller, block};
+	char path[96];
+	snprintf(path, sizeof(path), "/metadata/ownerReferences/%zu/uid", i);
+	json_array_append_new(
+	    patch, json_pack("{s:s, s:s, s:O}", "op", "test", "path", path, "value", uid));
+	for (size_t f = 0; f < 2; f++) {
+		if (!set[f])
+			continue;
+		snprintf(path, sizeof(path), "/metadata/ownerReferences/%zu/%s", i, flags[f]);
+		json_array_append_new(
+		    patch, json_pack("{s:s, s:s, s:b}", "op", "add", "path", path, "value", 1));
+	}
+}
+
+/* The JSON Patch of a plan. */
 static json_t *repair_patch(const json_t *ref, const struct pk_claim_repair *plan)
 {
 	json_t *patch = json_array();
-	char path[96];
-	if (plan->set_controller || plan->set_block_owner_deletion) {
-		snprintf(path, sizeof(path), "/metadata/ownerReferences/%ld/uid", plan->candidate);
-		json_array_append_new(patch, json_pack("{s:s, s:s, s:O}", "op", "test", "path",
-		                                       path, "value", json_object_get(ref, "uid")));
-	}
-	if (plan->set_controller) {
-		snprintf(path, sizeof(path), "/metadata/ownerReferences/%ld/controller",
-		         plan->candidate);
-		json_array_append_new(
-		    patch, json_pack("{s:s, s:s, s:b}", "op", "add", "path", path, "value", 1));
-	}
-	if (plan->set_block_owner_deletion) {
-		snprintf(path, sizeof(path), "/metadata/ownerReferences/%ld/blockOwnerDeletion",
-		         plan->candidate);
-		json_array_append_new(
-		    patch, json_pack("{s:s, s:s, s:b}", "op", "add", "path", path, "value", 1));
-	}
+	if (plan->set_controller || plan->set_block_owner_deletion)
+		patch_ref_flags(patch, (size_t)plan->candidate, json_object_get(ref, "uid"),
+		                plan->set_controller, plan->set_block_owner_deletion);
 	if (plan->cluster_name != NULL)
 		json_array_append_new(
 		    patch, json_pack("{s:s, s:s, s:s}", "op",
 		                     plan->cluster_name_replace ? "replace" : "add", "path",
 		                     "/spec/clusterName", "value", plan->cluster_name));
 	return patch;
+}
+
+/* Whether `flag` is true on the stored reference and absent (or null) on the new one. */
+static bool dropped(const json_t *was, const json_t *now, const char *flag)
+{
+	const json_t *v = json_object_get(now, flag);
+	return json_is_true(json_object_get(was, flag)) && (v == NULL || json_is_null(v));
 }
 
 /*
@@ -521,7 +536,6 @@ static json_t *repair_patch(const json_t *ref, const struct pk_claim_repair *pla
  */
 static json_t *restore_patch(const json_t *obj, const json_t *old)
 {
-	static const char *const flags[] = {"controller", "blockOwnerDeletion"};
 	const json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
 	const json_t *old_refs =
 	    json_object_get(json_object_get(old, "metadata"), "ownerReferences");
@@ -548,28 +562,13 @@ static json_t *restore_patch(const json_t *obj, const json_t *old)
 				break;
 			}
 		}
-		bool tested = false;
-		for (size_t f = 0; was != NULL && f < sizeof(flags) / sizeof(flags[0]); f++) {
-			const json_t *now = json_object_get(r, flags[f]);
-			if (!json_is_true(json_object_get(was, flags[f])) ||
-			    (now != NULL && !json_is_null(now)) || (f == 0 && has_controller))
-				continue;
-			char path[96];
-			if (patch == NULL)
-				patch = json_array();
-			if (!tested) {
-				snprintf(path, sizeof(path), "/metadata/ownerReferences/%zu/uid",
-				         i);
-				json_array_append_new(patch,
-				                      json_pack("{s:s, s:s, s:s}", "op", "test",
-				                                "path", path, "value", uid));
-				tested = true;
-			}
-			snprintf(path, sizeof(path), "/metadata/ownerReferences/%zu/%s", i,
-			         flags[f]);
-			json_array_append_new(patch, json_pack("{s:s, s:s, s:b}", "op", "add",
-			                                       "path", path, "value", 1));
-		}
+		bool c = was != NULL && !has_controller && dropped(was, r, "controller");
+		bool b = was != NULL && dropped(was, r, "blockOwnerDeletion");
+		if (!c && !b)
+			continue;
+		if (patch == NULL)
+			patch = json_array();
+		patch_ref_flags(patch, i, json_object_get(r, "uid"), c, b);
 	}
 	return patch;
 }
