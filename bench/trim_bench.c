@@ -1,6 +1,6 @@
 /*
  * trim_bench.c - how much of the informers' memory the trimmed copies
- * (controller/trim.c) save: 10,000 objects as the API server returns them
+ * (common/kube/trim.c) save: 10,000 objects as the API server returns them
  * (managedFields and all), parsed with jansson as the informer does, then
  * trimmed; jansson's allocations are counted through json_set_alloc_funcs.
  *

@@ -1,5 +1,5 @@
 /*
- * lint.h - `poolkeeper lint`: the contract rules of common/rules.h over
+ * lint.h - `poolkeeper lint`: the contract rules of common/ipam/rules.h over
  * manifests, collected into a report that report.h prints.
  *
  * Which rules run, by apiVersion group and kind:

@@ -43,11 +43,9 @@
 
 #include <jansson.h>
 
+#include "api.h"
 #include "pk.h"
 
-#define PK_CLAIM_FINALIZER   "ipam.poolkeeper.io/release-address"
-#define PK_ADDRESS_FINALIZER "ipam.poolkeeper.io/protect-address"
-#define PK_PAUSED_ANNOTATION "cluster.x-k8s.io/paused"
 /* The claim's Ready reason while the IPAddress named like it is not adopted. */
 #define PK_REASON_INCONSISTENT "InconsistentIPAddress"
 /* The reason while the claim, its Cluster or its pool is paused. */

@@ -2,7 +2,7 @@
  * queue.c - the controller's work queue; see queue.h.
  *
  * Every key the queue knows has one entry, found through a pk_strmap
- * (common/strmap.h) from key to entry. A queued entry waits in one of
+ * (common/base/strmap.h) from key to entry. A queued entry waits in one of
  * three places:
  *   fifo      due at or before `horizon`, in queueing order (seq): a key
  *             queued now has the highest seq so far, so it goes last;

@@ -1,6 +1,6 @@
 /*
  * server.h - poolkeeper-webhook's listeners, all pk_httpd listeners
- * (common/httpd.h) on libmicrohttpd:
+ * (common/runtime/httpd.h) on libmicrohttpd:
  *
  *   webhook  HTTPS (GnuTLS, TLS 1.2 and 1.3), POST /validate and /mutate,
  *            a thread pool, keep-alive, capped connections and memory;

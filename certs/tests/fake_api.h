@@ -1,6 +1,6 @@
 /*
  * fake_api.h - a small stateful Kubernetes API for the certs suites, on
- * top of common/tests/test_kube_fakeserver.h (one HTTP answer per
+ * top of testsupport/kube_fakeserver.h (one HTTP answer per
  * connection on 127.0.0.1): Secrets (get, create, update with
  * resourceVersion checks), Validating/MutatingWebhookConfigurations (get,
  * JSON patch with "test" and "add"), dryRun=All, and injected answers
@@ -20,7 +20,7 @@
 
 #include <jansson.h>
 
-#include "../../common/tests/test_kube_fakeserver.h"
+#include "kube_fakeserver.h"
 
 #define FA_UNUSED __attribute__((unused))
 

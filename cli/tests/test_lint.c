@@ -14,7 +14,7 @@
 #include "admission.h"
 #include "lint.h"
 /* webhook/tests: the mutating endpoint's patches, applied as the apiserver does */
-#include "../../webhook/tests/json_patch.h"
+#include "json_patch.h"
 
 #define POOL(kind, ns, name, addrs, prefix)                                                 \
 	"apiVersion: ipam.poolkeeper.io/v1alpha1\nkind: " kind "\nmetadata:\n  name: " name \

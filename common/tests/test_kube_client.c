@@ -24,7 +24,7 @@
 #include <curl/curl.h>
 
 #include "kube_client.h"
-#include "test_kube_fakeserver.h"
+#include "kube_fakeserver.h"
 
 /* ---- Status decoding (table-driven) ---- */
 

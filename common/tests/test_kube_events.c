@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "kube_events.h"
-#include "test_kube_fakeserver.h"
+#include "kube_fakeserver.h"
 
 static struct fake_server srv;
 static struct pk_kube_config *cfg;

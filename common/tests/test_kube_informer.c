@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "kube_informer.h"
-#include "test_kube_fakeserver.h"
+#include "kube_fakeserver.h"
 
 static struct fake_server srv;
 static struct pk_kube_config *cfg;

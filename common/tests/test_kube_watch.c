@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "kube_watch.h"
-#include "test_kube_fakeserver.h"
+#include "kube_fakeserver.h"
 
 /* ---- splitter ---- */
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # poolkeeper's Kubernetes client (common/kube_*.c) against the real control
-# plane, through the driver pk-kube-e2e (common/kube_e2e/): requests and
+# plane, through the driver pk-kube-e2e (e2e/driver/): requests and
 # their errors, paging over 2,000 objects, an informer that survives an
 # apiserver restart, 410 Gone after compaction, authentication with a
 # client certificate, a ServiceAccount token, a token file and an exec

@@ -12,16 +12,9 @@
 
 #include <jansson.h>
 
+#include "api.h"
 #include "pool.h"
 #include "violation.h"
-
-#define PK_POOL_GROUP                        "ipam.poolkeeper.io"
-#define PK_POOL_KIND                         "IPPool"
-#define PK_GLOBAL_POOL_KIND                  "GlobalIPPool"
-#define PK_CAPI_IPAM_GROUP                   "ipam.cluster.x-k8s.io"
-#define PK_CLUSTER_NAME_LABEL                "cluster.x-k8s.io/cluster-name"
-#define PK_DELETE_FOR_MOVE_ANNOTATION        "clusterctl.cluster.x-k8s.io/delete-for-move"
-#define PK_SKIP_DELETE_PROTECTION_ANNOTATION "ipam.poolkeeper.io/skip-delete-protection"
 
 /*
  * What the webhook and `poolkeeper lint` do with a claim's contract

@@ -2,8 +2,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "decide.h"
-#include "rules.h"
+#include "api.h"
+#include "pk.h"
 #include "trim.h"
 
 /*

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "jpack.h"
-#include "rules.h"
+#include "api.h"
 
 /*
  * The encoding: one tag byte, then what the tag says.
@@ -101,9 +101,9 @@ static const struct word dict[] = {
     W("outOfRange"),
     W("quarantinedAddresses"),
     W("until"),
-    W("v1beta2"),
+    W(PK_CAPI_V1BETA2),
     W("deprecated"),
-    W("v1beta1"),
+    W(PK_CAPI_V1BETA1),
     W("True"),
     W("False"),
     W("Unknown"),
@@ -115,20 +115,20 @@ static const struct word dict[] = {
     W("Info"),
     W("Warning"),
     W("Error"),
-    W("IPAddress"),
-    W("IPAddressClaim"),
+    W(PK_ADDRESS_KIND),
+    W(PK_CLAIM_KIND),
     W(PK_POOL_KIND),
     W(PK_GLOBAL_POOL_KIND),
-    W("Cluster"),
+    W(PK_CLUSTER_KIND),
     W(PK_POOL_GROUP),
     W(PK_CAPI_IPAM_GROUP),
-    W(PK_CAPI_IPAM_GROUP "/v1beta2"),
-    W(PK_CAPI_IPAM_GROUP "/v1beta1"),
-    W(PK_POOL_GROUP "/v1alpha1"),
-    W("ipam.poolkeeper.io/release-address"),
-    W("ipam.poolkeeper.io/protect-address"),
+    W(PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2),
+    W(PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1),
+    W(PK_POOL_API_VERSION),
+    W(PK_CLAIM_FINALIZER),
+    W(PK_ADDRESS_FINALIZER),
     W(PK_CLUSTER_NAME_LABEL),
-    W("cluster.x-k8s.io/paused"),
+    W(PK_PAUSED_ANNOTATION),
     W(PK_DELETE_FOR_MOVE_ANNOTATION),
     W(""),
 };

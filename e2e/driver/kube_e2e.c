@@ -617,6 +617,6 @@ int main(int argc, char **argv)
 		return pk_kube_e2e_event(cli, argv[2], argv[3], argv[4], argv[5], argv[6],
 		                         (int)num(argv[7], 1, 10000));
 	}
-	fprintf(stderr, "usage: see the comment at the top of common/kube_e2e/kube_e2e.c\n");
+	fprintf(stderr, "usage: see the comment at the top of e2e/driver/kube_e2e.c\n");
 	return 2;
 }

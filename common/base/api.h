@@ -1,0 +1,49 @@
+/*
+ * api.h - the Kubernetes API names poolkeeper reads and writes, spelled
+ * once: groups, versions, kinds, resources (plurals), finalizers, labels
+ * and annotations. Every part of poolkeeper (the pure rules, the client's
+ * packed caches, the daemons, the CLI) names them through these macros.
+ */
+#ifndef PK_API_H
+#define PK_API_H
+
+/* poolkeeper's own pools: ipam.poolkeeper.io/v1alpha1. */
+#define PK_POOL_GROUP           "ipam.poolkeeper.io"
+#define PK_POOL_VERSION         "v1alpha1"
+#define PK_POOL_API_VERSION     PK_POOL_GROUP "/" PK_POOL_VERSION
+#define PK_POOL_KIND            "IPPool"
+#define PK_GLOBAL_POOL_KIND     "GlobalIPPool"
+#define PK_POOL_RESOURCE        "ippools"
+#define PK_GLOBAL_POOL_RESOURCE "globalippools"
+
+/* Cluster API's IPAM kinds: ipam.cluster.x-k8s.io, v1beta2 preferred over v1beta1. */
+#define PK_CAPI_IPAM_GROUP  "ipam.cluster.x-k8s.io"
+#define PK_CAPI_V1BETA2     "v1beta2"
+#define PK_CAPI_V1BETA1     "v1beta1"
+#define PK_CLAIM_KIND       "IPAddressClaim"
+#define PK_ADDRESS_KIND     "IPAddress"
+#define PK_CLAIM_RESOURCE   "ipaddressclaims"
+#define PK_ADDRESS_RESOURCE "ipaddresses"
+
+/* Cluster API's core group: Clusters. */
+#define PK_CAPI_CORE_GROUP  "cluster.x-k8s.io"
+#define PK_CLUSTER_KIND     "Cluster"
+#define PK_CLUSTER_RESOURCE "clusters"
+
+/* Finalizers poolkeeper owns. */
+#define PK_CLAIM_FINALIZER   "ipam.poolkeeper.io/release-address"
+#define PK_ADDRESS_FINALIZER "ipam.poolkeeper.io/protect-address"
+#define PK_POOL_FINALIZER    "ipam.poolkeeper.io/protect-pool"
+
+/* Labels and annotations. */
+#define PK_CLUSTER_NAME_LABEL                "cluster.x-k8s.io/cluster-name"
+#define PK_WATCH_FILTER_LABEL                "cluster.x-k8s.io/watch-filter"
+#define PK_PROVIDER_LABEL                    "cluster.x-k8s.io/provider"
+#define PK_PAUSED_ANNOTATION                 "cluster.x-k8s.io/paused"
+#define PK_DELETE_FOR_MOVE_ANNOTATION        "clusterctl.cluster.x-k8s.io/delete-for-move"
+#define PK_SKIP_DELETE_PROTECTION_ANNOTATION "ipam.poolkeeper.io/skip-delete-protection"
+
+/* The controller's name in Events (reportingController) and as a field manager. */
+#define PK_CONTROLLER_NAME "ipam.poolkeeper.io/poolkeeper-controller"
+
+#endif
