@@ -188,9 +188,11 @@ static void test_free_values(void **state)
 static void test_hash(void **state)
 {
 	(void)state;
-	/* FNV-1a 64 reference values */
+	/* FNV-1a 64 reference values: "" is the offset basis, 14695981039346656037 */
+	assert_true(pk_strmap_hash("") == 14695981039346656037ULL);
 	assert_true(pk_strmap_hash("") == 0xcbf29ce484222325ULL);
 	assert_true(pk_strmap_hash("a") == 0xaf63dc4c8601ec8cULL);
+	assert_true(pk_strmap_hash("foobar") == 0x85944171f73967e8ULL);
 	assert_true(pk_strmap_hash("ns/a") != pk_strmap_hash("ns/b"));
 }
 
