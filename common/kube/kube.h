@@ -128,7 +128,7 @@ enum pk_kube_reason pk_kube_status_decode_json(long code, const json_t *status,
  * jansson sees the text, a scan refuses nesting deeper than max_depth
  * (0: PK_KUBE_JSON_MAX_DEPTH) so hostile input cannot exhaust the stack.
  * Strings may hold "\u0000" (JSON_ALLOW_NUL: the API server accepts it in
- * any string); read fields used as C strings with pk_json_cstr (pk.h).
+ * any string); read fields used as C strings with pk_json_cstr (json.h).
  * Object keys holding "\u0000" are still refused (jansson cannot keep
  * them). Returns PK_OK, PK_ERR_TOO_BIG when the depth cap is hit,
  * PK_ERR_INVALID for bad JSON; err says where.

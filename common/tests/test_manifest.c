@@ -154,7 +154,7 @@ static void test_multi_document_stream(void **state)
 	assert_int_equal(m.docs[1].line, 9);
 	assert_int_equal(m.docs[2].document, 5);
 	assert_int_equal(m.docs[2].line, 12);
-	json_t *list = json_object_get(json_object_get(m.docs[2].value, "spec"), "list");
+	json_t *list = pk_json_path(m.docs[2].value, "spec", "list");
 	assert_int_equal(json_array_size(list), 3);
 	assert_string_equal(json_string_value(json_array_get(list, 1)), "two");
 	assert_string_equal(m.docs[1].source, "t.yaml");
@@ -221,8 +221,7 @@ static void test_yaml_flow_mapping_first(void **state)
 	(void)state;
 	struct pk_manifest m;
 	json_t *v = load_one("{kind: A, spec: {prefix: 24}}\n", &m);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "spec"), "prefix")),
-	                 24);
+	assert_int_equal(json_integer_value(pk_json_path(v, "spec", "prefix")), 24);
 	pk_manifest_free(&m);
 }
 

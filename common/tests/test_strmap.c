@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "parse.h"
 #include "strmap.h"
 
 static void test_put_get_replace_remove(void **state)
@@ -43,7 +44,9 @@ static void test_put_get_replace_remove(void **state)
 static void count_visit(void *ud, const char *key, void *value)
 {
 	size_t *sum = ud;
-	assert_int_equal(strtol(key + 1, NULL, 10), *(int *)value);
+	uint64_t n;
+	assert_int_equal(pk_parse_uint(key + 1, 0, INT32_MAX, &n, NULL), PK_OK);
+	assert_int_equal(n, *(int *)value);
 	sum[0]++;
 	sum[1] += (size_t) * (int *)value;
 }
