@@ -8,6 +8,7 @@
 
 #include "jpack.h"
 #include "api.h"
+#include "buf.h"
 
 /*
  * The encoding: one tag byte, then what the tag says.
@@ -139,29 +140,14 @@ _Static_assert(NDICT <= 256 - T_DICT, "the dictionary outgrew its tags");
 /* ---- encoding ---- */
 
 struct out {
-	unsigned char *p;
-	size_t n, cap;
+	struct pk_buf b; /* no cap of its own: the value packed is already in memory */
 	bool nomem;
 };
 
 static void put(struct out *o, const void *data, size_t n)
 {
-	if (o->nomem)
-		return;
-	if (o->cap - o->n < n) {
-		size_t cap = o->cap ? o->cap : 256;
-		while (cap - o->n < n)
-			cap *= 2;
-		unsigned char *p = realloc(o->p, cap);
-		if (p == NULL) {
-			o->nomem = true;
-			return;
-		}
-		o->p = p;
-		o->cap = cap;
-	}
-	memcpy(o->p + o->n, data, n);
-	o->n += n;
+	if (!o->nomem && pk_buf_append(&o->b, data, n) != PK_OK)
+		o->nomem = true;
 }
 
 static void put_byte(struct out *o, unsigned b)
@@ -435,18 +421,23 @@ int pk_jpack_encode(const json_t *v, unsigned char **out, size_t *len)
 	*len = 0;
 	if (v == NULL)
 		return PK_ERR_INVALID;
-	struct out o = {0};
+	struct out o = {.nomem = false};
+	pk_buf_init(&o.b, SIZE_MAX);
 	int rc = put_value(&o, v, 0);
 	if (rc == PK_OK && o.nomem)
 		rc = PK_ERR_NOMEM;
 	if (rc != PK_OK) {
-		free(o.p);
+		pk_buf_free(&o.b);
 		return rc;
 	}
+	size_t n;
+	unsigned char *packed = (unsigned char *)pk_buf_take(&o.b, &n);
+	if (packed == NULL)
+		return PK_ERR_NOMEM;
 	/* Give back what the doubling left over: many of these are kept. */
-	unsigned char *p = realloc(o.p, o.n > 0 ? o.n : 1);
-	*out = p != NULL ? p : o.p;
-	*len = o.n;
+	unsigned char *p = realloc(packed, n > 0 ? n : 1);
+	*out = p != NULL ? p : packed;
+	*len = n;
 	return PK_OK;
 }
 

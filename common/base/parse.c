@@ -2,7 +2,9 @@
 #include "parse.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void quote(const char *s, char *q, size_t len)
@@ -10,18 +12,30 @@ static void quote(const char *s, char *q, size_t len)
 	pk_text_quote(s ? s : "", s ? strlen(s) : 0, q, len);
 }
 
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* The digits of s into *v; false when s is empty, holds another byte, or passes UINT64_MAX. */
+static bool decimal(const char *s, uint64_t *v)
+{
+	*v = 0;
+	if (s == NULL || *s == '\0')
+		return false;
+	for (const char *p = s; *p != '\0'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (!is_digit(*p) || *v > (UINT64_MAX - d) / 10)
+			return false;
+		*v = *v * 10 + d;
+	}
+	return true;
+}
+
 int pk_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, struct pk_err *err)
 {
-	uint64_t v = 0;
-	bool ok = s != NULL && *s != '\0';
-	for (const char *p = s; ok && *p != '\0'; p++) {
-		unsigned d = (unsigned)(*p - '0');
-		if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
-			ok = false;
-		else
-			v = v * 10 + d;
-	}
-	if (!ok || v < min || v > max) {
+	uint64_t v;
+	if (!decimal(s, &v) || v < min || v > max) {
 		char q[300];
 		quote(s, q, sizeof(q));
 		return pk_err_set(err, PK_ERR_INVALID,
@@ -29,6 +43,62 @@ int pk_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, stru
 		                  (unsigned long long)min, (unsigned long long)max, q);
 	}
 	*out = v;
+	return PK_OK;
+}
+
+int pk_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out, struct pk_err *err)
+{
+	uint64_t u;
+	bool neg = s != NULL && *s == '-';
+	bool ok = decimal(s != NULL && (*s == '-' || *s == '+') ? s + 1 : s, &u) &&
+	          u <= (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX);
+	int64_t v = !ok ? 0 : neg ? (int64_t)(0 - u) : (int64_t)u;
+	if (!ok || v < min || v > max) {
+		char q[300];
+		quote(s, q, sizeof(q));
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "must be an integer in %lld..%lld, got \"%s\"", (long long)min,
+		                  (long long)max, q);
+	}
+	*out = v;
+	return PK_OK;
+}
+
+/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?, the whole of s */
+static bool decimal_real(const char *s)
+{
+	const char *p = s + (*s == '-' || *s == '+');
+	size_t whole = 0, frac = 0;
+	for (; is_digit(*p); p++)
+		whole++;
+	if (*p == '.')
+		for (p++; is_digit(*p); p++)
+			frac++;
+	if (whole == 0 && frac == 0)
+		return false;
+	if (*p == 'e' || *p == 'E') {
+		p += 1 + (p[1] == '-' || p[1] == '+');
+		if (!is_digit(*p))
+			return false;
+		while (is_digit(*p))
+			p++;
+	}
+	return *p == '\0';
+}
+
+int pk_parse_real(const char *s, double *out, struct pk_err *err)
+{
+	char q[300];
+	quote(s, q, sizeof(q));
+	if (s == NULL || !decimal_real(s))
+		return pk_err_set(err, PK_ERR_INVALID, "must be a decimal number, got \"%s\"", q);
+	errno = 0;
+	double d = strtod(s, NULL);
+	/* ERANGE is also underflow: a value nearer zero than a double holds reads as about 0 */
+	if (errno == ERANGE && (d > 1.0 || d < -1.0))
+		return pk_err_set(err, PK_ERR_TOO_BIG,
+		                  "must be a number a double can hold, got \"%s\"", q);
+	*out = d;
 	return PK_OK;
 }
 
@@ -59,9 +129,74 @@ static int bad_duration(const char *s, const char *why, struct pk_err *err)
 	                  why);
 }
 
-static bool is_digit(char c)
+static const char *const TOO_LARGE = "too large";
+static const char *const NO_NUMBER = "a number must come before each unit";
+
+/* One number of a duration: whole part *v, fraction *f / *scale; the reason when it is not. */
+static const char *duration_number(const char **pp, uint64_t *v, uint64_t *f, double *scale)
 {
-	return c >= '0' && c <= '9';
+	const char *p = *pp, *start = p;
+	*v = *f = 0;
+	*scale = 1;
+	for (; is_digit(*p); p++) {
+		if (*v > DURATION_MAX / 10)
+			return TOO_LARGE;
+		*v = *v * 10 + (uint64_t)(*p - '0');
+		if (*v > DURATION_MAX)
+			return TOO_LARGE;
+	}
+	bool pre = p != start, post = false;
+	if (*p == '.') {
+		start = ++p;
+		/* Digits beyond what 63 bits hold only add precision nobody sees: skipped. */
+		for (bool overflow = false; is_digit(*p); p++) {
+			if (overflow || *f > (DURATION_MAX - 1) / 10 ||
+			    *f * 10 + (uint64_t)(*p - '0') > DURATION_MAX) {
+				overflow = true;
+				continue;
+			}
+			*f = *f * 10 + (uint64_t)(*p - '0');
+			*scale *= 10;
+		}
+		post = p != start;
+	}
+	*pp = p;
+	return pre || post ? NULL : NO_NUMBER;
+}
+
+/* One number and its unit, in ns, into *ns; the reason when it is not one. */
+static const char *duration_term(const char **pp, uint64_t *ns)
+{
+	uint64_t v, f;
+	double scale;
+	if (**pp != '.' && !is_digit(**pp))
+		return NO_NUMBER;
+	const char *why = duration_number(pp, &v, &f, &scale);
+	if (why != NULL)
+		return why;
+	const char *p = *pp;
+	size_t ul = 0;
+	while (p[ul] != '\0' && p[ul] != '.' && !is_digit(p[ul]))
+		ul++;
+	if (ul == 0)
+		return "the unit is missing: ns, us, ms, s, m or h";
+	uint64_t unit = 0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strlen(units[i].name) == ul && strncmp(units[i].name, p, ul) == 0)
+			unit = units[i].ns;
+	if (unit == 0)
+		return "unknown unit: use ns, us, ms, s, m or h";
+	*pp = p + ul;
+	if (v > DURATION_MAX / unit)
+		return TOO_LARGE;
+	v *= unit;
+	/* f / scale < 1, so this adds less than one unit. */
+	if (f > 0)
+		v += (uint64_t)((double)f * ((double)unit / scale));
+	if (v > DURATION_MAX)
+		return TOO_LARGE;
+	*ns = v;
+	return NULL;
 }
 
 int pk_parse_duration(const char *s, int64_t min_ns, int64_t max_ns, int64_t *out_ns,
@@ -74,71 +209,21 @@ int pk_parse_duration(const char *s, int64_t min_ns, int64_t max_ns, int64_t *ou
 	if (*p == '-' || *p == '+')
 		neg = *p++ == '-';
 	uint64_t d = 0;
-	if (strcmp(p, "0") == 0)
-		goto range;
 	if (*p == '\0')
 		return bad_duration(s, "empty", err);
+	if (strcmp(p, "0") == 0)
+		p++; /* "0" alone needs no unit */
 	while (*p != '\0') {
-		if (*p != '.' && !is_digit(*p))
-			return bad_duration(s, "a number must come before each unit", err);
-		uint64_t v = 0;
-		const char *start = p;
-		for (; is_digit(*p); p++) {
-			if (v > DURATION_MAX / 10)
-				return bad_duration(s, "too large", err);
-			v = v * 10 + (uint64_t)(*p - '0');
-			if (v > DURATION_MAX)
-				return bad_duration(s, "too large", err);
-		}
-		bool pre = p != start, post = false;
-		uint64_t f = 0;
-		double scale = 1;
-		if (*p == '.') {
-			p++;
-			start = p;
-			/* Digits beyond what 63 bits hold only add precision nobody sees: skipped.
-			 */
-			for (bool overflow = false; is_digit(*p); p++) {
-				if (overflow || f > (DURATION_MAX - 1) / 10 ||
-				    f * 10 + (uint64_t)(*p - '0') > DURATION_MAX) {
-					overflow = true;
-					continue;
-				}
-				f = f * 10 + (uint64_t)(*p - '0');
-				scale *= 10;
-			}
-			post = p != start;
-		}
-		if (!pre && !post)
-			return bad_duration(s, "a number must come before each unit", err);
-		size_t ul = 0;
-		while (p[ul] != '\0' && p[ul] != '.' && !is_digit(p[ul]))
-			ul++;
-		if (ul == 0)
-			return bad_duration(s, "the unit is missing: ns, us, ms, s, m or h", err);
-		uint64_t unit = 0;
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (strlen(units[i].name) == ul && strncmp(units[i].name, p, ul) == 0)
-				unit = units[i].ns;
-		if (unit == 0)
-			return bad_duration(s, "unknown unit: use ns, us, ms, s, m or h", err);
-		p += ul;
-		if (v > DURATION_MAX / unit)
-			return bad_duration(s, "too large", err);
-		v *= unit;
-		if (f > 0) {
-			/* f / scale < 1, so this adds less than one unit. */
-			v += (uint64_t)((double)f * ((double)unit / scale));
-			if (v > DURATION_MAX)
-				return bad_duration(s, "too large", err);
-		}
+		uint64_t v;
+		const char *why = duration_term(&p, &v);
+		if (why != NULL)
+			return bad_duration(s, why, err);
 		if (v > DURATION_MAX - d)
-			return bad_duration(s, "too large", err);
+			return bad_duration(s, TOO_LARGE, err);
 		d += v;
 	}
 	if (!neg && d > (uint64_t)INT64_MAX)
-		return bad_duration(s, "too large", err);
-range:;
+		return bad_duration(s, TOO_LARGE, err);
 	int64_t ns = neg ? (int64_t)(0 - d) : (int64_t)d;
 	if (ns < min_ns || ns > max_ns) {
 		char q[300], lo[64], hi[64];

@@ -1,12 +1,15 @@
 /*
- * parse.h - the values command-line flags carry, parsed strictly: a
- * decimal in a range, a Go duration ("15s", "500ms", "1m30s", as
- * time.ParseDuration reads them) in a range, and a listen address
- * "HOST:PORT" (controller-runtime's --metrics-bind-address spelling).
+ * parse.h - numbers and the values command-line flags carry, parsed
+ * strictly (OpenBSD's strtonum: the whole text, in a range, or an error
+ * naming the text): a decimal in a range, a real number, a Go duration
+ * ("15s", "500ms", "1m30s", as time.ParseDuration reads them) in a range,
+ * and a listen address "HOST:PORT" (controller-runtime's
+ * --metrics-bind-address spelling). Use these rather than strto*: they
+ * refuse leading blanks, trailing bytes and silent wrap-around.
  *
  * Pure: no I/O, no logging. Every error message starts with "must be", so
- * that a caller puts the flag's name in front: --workers must be an
- * integer in 1..64, got "0".
+ * that a caller puts the flag's (or field's) name in front: --workers must
+ * be an integer in 1..64, got "0".
  */
 #ifndef PK_PARSE_H
 #define PK_PARSE_H
@@ -28,6 +31,18 @@
  */
 PK_MUST_CHECK int pk_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out,
                                 struct pk_err *err);
+
+/* A decimal integer in [min, max] with an optional sign ("-5", "+5", "5"); as pk_parse_uint. */
+PK_MUST_CHECK int pk_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out,
+                               struct pk_err *err);
+
+/*
+ * A decimal real number, the whole of s: [-+]?(.D+|D+(.D*)?)([eE][-+]?D+)?
+ * (no "inf", "nan", hex or blanks). PK_ERR_INVALID when s is not one,
+ * PK_ERR_TOO_BIG when its magnitude is beyond a double; a value nearer zero
+ * than a double holds reads as (about) zero.
+ */
+PK_MUST_CHECK int pk_parse_real(const char *s, double *out, struct pk_err *err);
 
 /*
  * A Go duration in [min_ns, max_ns]: "0", or a signed sequence of decimal

@@ -1,9 +1,7 @@
-/* pk.c - error text helpers shared by the pure modules. */
+/* pk.c - error texts and quoting shared by the pure modules. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-#include <jansson.h>
 
 #include "pk.h"
 
@@ -37,6 +35,10 @@ const char *pk_rc_name(int rc)
 		return "out of range";
 	case PK_ERR_QUARANTINED:
 		return "quarantined";
+	case PK_ERR_TOO_BIG:
+		return "too big";
+	case PK_ERR_API:
+		return "API request failed";
 	}
 	return "unknown";
 }
@@ -65,101 +67,4 @@ void pk_text_quote(const char *s, size_t n, char *buf, size_t len)
 		o += 3;
 	}
 	buf[o] = '\0';
-}
-
-/* ---- JSON strings as C strings ---- */
-
-bool pk_json_has_nul(const json_t *v)
-{
-	const char *s = json_string_value(v);
-	return s != NULL && memchr(s, '\0', json_string_length(v)) != NULL;
-}
-
-const char *pk_json_cstr(const json_t *v)
-{
-	return pk_json_has_nul(v) ? NULL : json_string_value(v);
-}
-
-const char *pk_json_cstr_at(const json_t *obj, const char *key)
-{
-	return pk_json_cstr(json_object_get(obj, key));
-}
-
-/* Appends text to buf at *o, cutting at len - 1. */
-static void path_put(char *buf, size_t len, size_t *o, const char *text)
-{
-	size_t n = strlen(text);
-	if (*o + 1 >= len)
-		return;
-	if (n > len - 1 - *o)
-		n = len - 1 - *o;
-	memcpy(buf + *o, text, n);
-	*o += n;
-	buf[*o] = '\0';
-}
-
-static bool plain_key(const char *k)
-{
-	if (*k == '\0')
-		return false;
-	for (; *k; k++)
-		if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') ||
-		      (*k >= '0' && *k <= '9') || *k == '_' || *k == '-'))
-			return false;
-	return true;
-}
-
-static bool nul_path(const json_t *v, char *buf, size_t len, size_t o, int depth)
-{
-	if (json_is_string(v))
-		return pk_json_has_nul(v);
-	if (depth >= PK_JSON_NUL_MAX_DEPTH)
-		return false;
-	if (json_is_array(v)) {
-		size_t i;
-		const json_t *x;
-		json_array_foreach(v, i, x)
-		{
-			char idx[32];
-			size_t at = o;
-			snprintf(idx, sizeof(idx), "[%zu]", i);
-			path_put(buf, len, &at, idx);
-			if (nul_path(x, buf, len, at, depth + 1))
-				return true;
-			buf[o] = '\0';
-		}
-		return false;
-	}
-	if (json_is_object(v)) {
-		const char *k;
-		const json_t *x;
-		/* json_object_foreach wants a non-const object; it does not change it */
-		json_object_foreach((json_t *)(uintptr_t)v, k, x)
-		{
-			size_t at = o;
-			if (plain_key(k)) {
-				if (o > 0)
-					path_put(buf, len, &at, ".");
-				path_put(buf, len, &at, k);
-			} else {
-				char q[300];
-				pk_text_quote(k, strlen(k), q, sizeof(q));
-				path_put(buf, len, &at, "[\"");
-				path_put(buf, len, &at, q);
-				path_put(buf, len, &at, "\"]");
-			}
-			if (nul_path(x, buf, len, at, depth + 1))
-				return true;
-			buf[o] = '\0';
-		}
-	}
-	return false;
-}
-
-bool pk_json_nul_path(const json_t *v, char *buf, size_t len)
-{
-	if (len == 0)
-		return false;
-	buf[0] = '\0';
-	return nul_path(v, buf, len, 0, 0);
 }

@@ -1,6 +1,7 @@
 /*
  * fuzz_manifest.c - libFuzzer target for the manifest loader: any bytes,
- * YAML or JSON, must either load or fail with a message, within the caps,
+ * YAML or JSON, must either load or fail with a message and a code that
+ * says what happened (bad input, a cap hit, memory), within the caps,
  * without crashing or leaking. Loaded documents are expanded as Lists and
  * re-serialised to walk every value built.
  */
@@ -21,9 +22,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Smaller caps keep each run fast and let the fuzzer reach them. */
 	lim.max_nodes = 4096;
 	lim.max_docs = 64;
-	if (pk_manifest_parse_buffer((const char *)data, size, "fuzz", &lim, &m, &err) != PK_OK) {
+	int rc = pk_manifest_parse_buffer((const char *)data, size, "fuzz", &lim, &m, &err);
+	if (rc != PK_OK) {
 		if (err.msg[0] == '\0' || strncmp(err.msg, "fuzz", 4) != 0)
 			abort(); /* every error names its source */
+		if (rc != PK_ERR_INVALID && rc != PK_ERR_TOO_BIG && rc != PK_ERR_NOMEM)
+			abort(); /* bad input, a cap, or memory: nothing else */
 		return 0;
 	}
 	if (pk_manifest_expand_lists(&m, &err) == PK_OK) {

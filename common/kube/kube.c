@@ -1,4 +1,4 @@
-/* kube.c - error classes, Status decoding, bounded JSON, base64, clocks. */
+/* kube.c - error classes, Status decoding, bounded JSON, clocks. */
 #include "kube.h"
 
 #include <errno.h>
@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "buf.h"
 
 void pk_kube_logf(const struct pk_kube_log *log, enum pk_kube_level level, const char *fmt, ...)
 {
@@ -131,13 +133,12 @@ enum pk_kube_reason pk_kube_status_decode_json(long code, const json_t *status,
 		e = &tmp;
 	memset(e, 0, sizeof(*e));
 
-	const char *reason = pk_kube_json_str(status, "reason");
-	const char *message = pk_kube_json_str(status, "message");
-	json_t *c = json_object_get(status, "code");
+	const char *reason = pk_json_cstr_at(status, "reason");
+	const char *message = pk_json_cstr_at(status, "message");
+	json_int_t c;
 	const bool from_body = code == 0;
-	if (code == 0 && json_is_integer(c) && json_integer_value(c) >= 100 &&
-	    json_integer_value(c) < 600)
-		code = (long)json_integer_value(c);
+	if (code == 0 && pk_json_int_at(status, "code", &c) && c >= 100 && c < 600)
+		code = (long)c;
 	e->code = code;
 	e->reason = from_code(code);
 	if (reason != NULL) {
@@ -152,14 +153,14 @@ enum pk_kube_reason pk_kube_status_decode_json(long code, const json_t *status,
 	/* A code taken from the body (an ERROR watch event) means success only
 	 * when the Status says so: "code": 2xx without status "Success" is not. */
 	if (e->reason == PK_KUBE_OK && from_body) {
-		const char *st = pk_kube_json_str(status, "status");
+		const char *st = pk_json_cstr_at(status, "status");
 		if (st == NULL || strcmp(st, "Success") != 0)
 			e->reason = PK_KUBE_UNKNOWN;
 	}
-	json_t *details = json_object_get(status, "details");
-	json_t *ra = json_object_get(details, "retryAfterSeconds");
-	if (json_is_integer(ra) && json_integer_value(ra) > 0 && json_integer_value(ra) < 86400)
-		e->retry_after_s = (long)json_integer_value(ra);
+	json_int_t ra;
+	if (pk_json_int_at(pk_json_obj_at(status, "details"), "retryAfterSeconds", &ra) && ra > 0 &&
+	    ra < 86400)
+		e->retry_after_s = (long)ra;
 	/* An empty message says nothing: the caller still gets words to show. */
 	if (message != NULL && message[0] != '\0')
 		snprintf(e->message, sizeof(e->message), "%s", message);
@@ -181,8 +182,8 @@ enum pk_kube_reason pk_kube_status_decode(long code, const char *body, size_t le
 		if (pk_kube_json_parse(body, len, 32, &st, &perr) != PK_OK)
 			st = NULL;
 	}
-	if (json_is_object(st) && (pk_kube_json_str(st, "kind") == NULL ||
-	                           strcmp(pk_kube_json_str(st, "kind"), "Status") == 0)) {
+	const char *kind = pk_json_cstr_at(st, "kind");
+	if (json_is_object(st) && (kind == NULL || strcmp(kind, "Status") == 0)) {
 		enum pk_kube_reason r = pk_kube_status_decode_json(code, st, e);
 		json_decref(st);
 		return r;
@@ -221,7 +222,7 @@ int pk_kube_json_parse(const char *buf, size_t len, unsigned max_depth, json_t *
 			in_str = true;
 		} else if (c == '{' || c == '[') {
 			if (++depth > max_depth)
-				return pk_err_set(err, PK_ERR_NOMEM,
+				return pk_err_set(err, PK_ERR_TOO_BIG,
 				                  "JSON nested deeper than %u levels at byte %zu",
 				                  max_depth, i);
 		} else if ((c == '}' || c == ']') && depth > 0) {
@@ -538,14 +539,8 @@ struct page_shape {
 
 static int shape_add(struct page_shape *ps, size_t start, size_t end)
 {
-	if (ps->nitems == ps->cap) {
-		size_t cap = ps->cap ? ps->cap * 2 : 64;
-		struct span *n = realloc(ps->items, cap * sizeof(*n));
-		if (n == NULL)
-			return PK_ERR_NOMEM;
-		ps->items = n;
-		ps->cap = cap;
-	}
+	if (pk_array_reserve(&ps->items, &ps->cap, ps->nitems + 1, sizeof(*ps->items)) != PK_OK)
+		return PK_ERR_NOMEM;
 	ps->items[ps->nitems++] = (struct span){start, end};
 	return PK_OK;
 }
@@ -683,89 +678,6 @@ out:
 	}
 	*out = page;
 	return rc;
-}
-
-/* ---- base64 ---- */
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-int pk_kube_base64_decode(const char *in, size_t n, unsigned char **out, size_t *outlen)
-{
-	*out = NULL;
-	*outlen = 0;
-	unsigned char *buf = malloc(n / 4 * 3 + 4);
-	if (buf == NULL)
-		return PK_ERR_NOMEM;
-	size_t o = 0, pad = 0, digits = 0;
-	unsigned acc = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-			continue;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		int v = b64_value(c);
-		if (v < 0 || pad > 0) /* a bad character, or data after padding */
-			goto bad;
-		acc = (acc << 6) | (unsigned)v;
-		if (++digits % 4 == 0) {
-			buf[o++] = (unsigned char)(acc >> 16);
-			buf[o++] = (unsigned char)(acc >> 8);
-			buf[o++] = (unsigned char)acc;
-			acc = 0;
-		}
-	}
-	switch (digits % 4) {
-	case 0:
-		if (pad != 0)
-			goto bad;
-		break;
-	case 1:
-		goto bad;
-	case 2:
-		if (pad != 0 && pad != 2)
-			goto bad;
-		buf[o++] = (unsigned char)(acc >> 4);
-		break;
-	case 3:
-		if (pad != 0 && pad != 1)
-			goto bad;
-		buf[o++] = (unsigned char)(acc >> 10);
-		buf[o++] = (unsigned char)(acc >> 2);
-		break;
-	}
-	buf[o] = '\0';
-	*out = buf;
-	*outlen = o;
-	return PK_OK;
-bad:
-	free(buf);
-	return PK_ERR_INVALID;
-}
-
-const char *pk_kube_json_str(const json_t *obj, const char *key)
-{
-	return pk_json_cstr_at(obj, key);
-}
-
-const char *pk_kube_meta_str(const json_t *obj, const char *key)
-{
-	return pk_json_cstr_at(json_object_get(obj, "metadata"), key);
 }
 
 long long pk_kube_now_ns(void)

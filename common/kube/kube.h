@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "base64.h"
 #include "pk.h"
 
 /* ---- logging through the caller ---- */
@@ -127,9 +128,9 @@ enum pk_kube_reason pk_kube_status_decode_json(long code, const json_t *status,
  * jansson sees the text, a scan refuses nesting deeper than max_depth
  * (0: PK_KUBE_JSON_MAX_DEPTH) so hostile input cannot exhaust the stack.
  * Strings may hold "\u0000" (JSON_ALLOW_NUL: the API server accepts it in
- * any string); read fields used as C strings with pk_json_cstr (pk.h).
+ * any string); read fields used as C strings with pk_json_cstr (json.h).
  * Object keys holding "\u0000" are still refused (jansson cannot keep
- * them). Returns PK_OK, PK_ERR_NOMEM when the depth cap is hit,
+ * them). Returns PK_OK, PK_ERR_TOO_BIG when the depth cap is hit,
  * PK_ERR_INVALID for bad JSON; err says where.
  */
 PK_MUST_CHECK int pk_kube_json_parse(const char *buf, size_t len, unsigned max_depth, json_t **out,
@@ -195,19 +196,14 @@ void pk_kube_object_ident(const char *text, size_t len, const char *prefix, char
 /* ---- small helpers shared by the modules ---- */
 
 /*
- * Decodes standard base64 (whitespace ignored, padding optional) from
- * in[0..n) into a new buffer the caller frees; a NUL follows the *outlen
- * bytes. PK_ERR_INVALID on a bad character or length.
+ * Names the client modules and their callers use for base's readers:
+ * pk_kube_json_str(obj, key) is pk_json_cstr_at and pk_kube_meta_str(obj,
+ * key) pk_json_meta_cstr (json.h: NULL when missing, not a string, or
+ * holding a NUL); pk_kube_base64_decode is pk_base64_decode (base64.h).
  */
-PK_MUST_CHECK int pk_kube_base64_decode(const char *in, size_t n, unsigned char **out,
-                                        size_t *outlen);
-
-/* A string member of obj, or NULL when missing, not a string, or holding a
- * NUL (pk_json_cstr). */
-const char *pk_kube_json_str(const json_t *obj, const char *key);
-
-/* obj.metadata.<key> as a string, or NULL (as pk_kube_json_str). */
-const char *pk_kube_meta_str(const json_t *obj, const char *key);
+#define pk_kube_json_str      pk_json_cstr_at
+#define pk_kube_meta_str      pk_json_meta_cstr
+#define pk_kube_base64_decode pk_base64_decode
 
 /* Monotonic clock in nanoseconds. */
 long long pk_kube_now_ns(void);

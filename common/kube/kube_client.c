@@ -797,7 +797,7 @@ static enum pk_kube_reason call_json(struct pk_kube_client *c, const struct call
 		if (prc != PK_OK) {
 			free(buf);
 			return pk_kube_error_set(
-			    e, prc == PK_ERR_NOMEM ? PK_KUBE_TOO_LARGE : PK_KUBE_BAD_RESPONSE, 0,
+			    e, prc == PK_ERR_TOO_BIG ? PK_KUBE_TOO_LARGE : PK_KUBE_BAD_RESPONSE, 0,
 			    "%s %s: %s", k->method, k->path, perr.msg);
 		}
 	}
@@ -983,7 +983,7 @@ enum pk_kube_reason pk_kube_client_list(struct pk_kube_client *c, const struct p
 		                              report_skip, &sr, out, &perr);
 		if (prc != PK_OK)
 			rc = pk_kube_error_set(
-			    e, prc == PK_ERR_NOMEM ? PK_KUBE_TOO_LARGE : PK_KUBE_BAD_RESPONSE, 0,
+			    e, prc == PK_ERR_TOO_BIG ? PK_KUBE_TOO_LARGE : PK_KUBE_BAD_RESPONSE, 0,
 			    "GET %s: %s", path, perr.msg);
 	}
 	free(buf);

@@ -1,4 +1,4 @@
-/* kube_informer.c - list+watch into a hash-map store, with change callbacks. */
+/* kube_informer.c - list+watch into a string-map store, with change callbacks. */
 #include "kube_informer.h"
 
 #include <errno.h>
@@ -10,12 +10,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "kube_watch.h"
+#include "strmap.h"
 
+/* What the store keeps under an object's key. */
 struct entry {
-	struct entry *next;
-	uint64_t hash;
-	char *key;
 	char *rv;
 	void *item;
 	bool mark; /* seen in the relist being applied */
@@ -32,9 +32,8 @@ struct pk_kube_informer {
 	void *tud;
 	struct pk_kube_informer_handlers h;
 
-	pthread_rwlock_t lock; /* the store and rv */
-	struct entry **buckets;
-	size_t nbuckets, n;
+	pthread_rwlock_t lock;   /* the store and rv */
+	struct pk_strmap *store; /* key -> struct entry */
 	char rv[128];
 
 	pthread_mutex_t mu; /* state, lists, skipped; the condition for waits */
@@ -46,16 +45,6 @@ struct pk_kube_informer {
 	pthread_t thread;
 	bool running;
 };
-
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
 
 static char *dup_or_null(const char *s, bool *fail)
 {
@@ -107,8 +96,7 @@ int pk_kube_informer_new(struct pk_kube_client *c, const struct pk_kube_informer
 	inf->release = o->release;
 	inf->tud = o->transform_ud;
 	inf->h = o->handlers;
-	inf->nbuckets = 64;
-	inf->buckets = calloc(inf->nbuckets, sizeof(*inf->buckets));
+	inf->store = pk_strmap_new();
 	pthread_rwlock_init(&inf->lock, NULL);
 	pthread_mutex_init(&inf->mu, NULL);
 	pthread_condattr_t ca;
@@ -116,7 +104,7 @@ int pk_kube_informer_new(struct pk_kube_client *c, const struct pk_kube_informer
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&inf->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (fail || inf->buckets == NULL) {
+	if (fail || inf->store == NULL) {
 		pk_kube_informer_free(inf);
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
@@ -133,40 +121,11 @@ int pk_kube_informer_new(struct pk_kube_client *c, const struct pk_kube_informer
 
 /* ---- the store (writes only from the informer thread) ---- */
 
-static struct entry *find(struct pk_kube_informer *inf, const char *key, uint64_t h,
-                          struct entry ***link)
+static void entry_free(struct pk_kube_informer *inf, struct entry *e)
 {
-	struct entry **pp = &inf->buckets[h & (inf->nbuckets - 1)];
-	for (; *pp; pp = &(*pp)->next) {
-		if ((*pp)->hash == h && strcmp((*pp)->key, key) == 0) {
-			if (link)
-				*link = pp;
-			return *pp;
-		}
-	}
-	if (link)
-		*link = pp;
-	return NULL;
-}
-
-/* Under the write lock. */
-static void grow(struct pk_kube_informer *inf)
-{
-	size_t nb = inf->nbuckets * 2;
-	struct entry **b = calloc(nb, sizeof(*b));
-	if (b == NULL)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i < inf->nbuckets; i++) {
-		struct entry *e = inf->buckets[i], *next;
-		for (; e; e = next) {
-			next = e->next;
-			e->next = b[e->hash & (nb - 1)];
-			b[e->hash & (nb - 1)] = e;
-		}
-	}
-	free(inf->buckets);
-	inf->buckets = b;
-	inf->nbuckets = nb;
+	release_item(inf, e->item);
+	free(e->rv);
+	free(e);
 }
 
 static char *make_key(const char *ns, const char *name)
@@ -180,23 +139,14 @@ static char *make_key(const char *ns, const char *name)
 
 static void remove_entry(struct pk_kube_informer *inf, const char *key)
 {
-	uint64_t h = fnv1a(key);
-	struct entry **link;
 	pthread_rwlock_wrlock(&inf->lock);
-	struct entry *e = find(inf, key, h, &link);
-	if (e != NULL) {
-		*link = e->next;
-		inf->n--;
-	}
+	struct entry *e = pk_strmap_remove(inf->store, key);
 	pthread_rwlock_unlock(&inf->lock);
 	if (e == NULL)
 		return;
 	if (inf->h.on_delete)
-		inf->h.on_delete(inf->h.ud, e->key, e->item);
-	release_item(inf, e->item);
-	free(e->key);
-	free(e->rv);
-	free(e);
+		inf->h.on_delete(inf->h.ud, key, e->item);
+	entry_free(inf, e);
 }
 
 static void count(struct pk_kube_informer *inf, unsigned long *n)
@@ -228,29 +178,73 @@ static void report_nul(struct pk_kube_informer *inf, const char *ns, const char 
 	             inf->resource, qns, ns ? "/" : "", qn, where);
 }
 
+/* A new version of the object stored in e: swapped in, reported, the old one released. */
+static void store_update(struct pk_kube_informer *inf, const char *key, struct entry *e, void *item,
+                         char *rv)
+{
+	pthread_rwlock_wrlock(&inf->lock);
+	void *old = e->item;
+	char *oldrv = e->rv;
+	e->item = item;
+	e->rv = rv;
+	pthread_rwlock_unlock(&inf->lock);
+	if (inf->h.on_update)
+		inf->h.on_update(inf->h.ud, key, old, item);
+	release_item(inf, old);
+	free(oldrv);
+}
+
+/* An object not stored yet: added and reported; dropped when memory runs out. */
+static void store_add(struct pk_kube_informer *inf, const char *key, uint64_t h, void *item,
+                      char *rv)
+{
+	struct entry *e = calloc(1, sizeof(*e));
+	int rc = PK_ERR_NOMEM;
+	if (e != NULL) {
+		*e = (struct entry){.rv = rv, .item = item, .mark = true};
+		pthread_rwlock_wrlock(&inf->lock);
+		rc = pk_strmap_put_hashed(inf->store, key, h, e, NULL);
+		pthread_rwlock_unlock(&inf->lock);
+	}
+	if (rc != PK_OK) {
+		release_item(inf, item);
+		free(rv);
+		free(e);
+		return;
+	}
+	if (inf->h.on_add)
+		inf->h.on_add(inf->h.ud, key, item);
+}
+
+/* Whether the object's name and namespace make a key; counted and logged when not. */
+static bool keyable(struct pk_kube_informer *inf, const json_t *obj, const char *ns,
+                    const char *name)
+{
+	if (name != NULL && (ns != NULL || pk_json_path(obj, "metadata", "namespace") == NULL))
+		return true;
+	/* A name or namespace holding a NUL would alias another key. */
+	count(inf, &inf->skipped);
+	pk_kube_logf(pk_kube_client_log(inf->c), PK_KUBE_LOG_WARN,
+	             "informer %s: an object whose metadata.%s is missing or not a plain string is "
+	             "left out",
+	             inf->resource, name == NULL ? "name" : "namespace");
+	return false;
+}
+
 /* ADDED/MODIFIED, or an item of a relist. */
 static void upsert(struct pk_kube_informer *inf, const json_t *obj)
 {
-	const char *name = pk_kube_meta_str(obj, "name");
-	const char *ns = pk_kube_meta_str(obj, "namespace");
-	const char *rv = pk_kube_meta_str(obj, "resourceVersion");
-	if (name == NULL || (ns == NULL && json_object_get(json_object_get(obj, "metadata"),
-	                                                   "namespace") != NULL)) {
-		/* A name or namespace holding a NUL would alias another key. */
-		char where[64];
-		snprintf(where, sizeof(where), "metadata.%s", name == NULL ? "name" : "namespace");
-		count(inf, &inf->skipped);
-		pk_kube_logf(pk_kube_client_log(inf->c), PK_KUBE_LOG_WARN,
-		             "informer %s: an object whose %s is missing or not a plain string is "
-		             "left out",
-		             inf->resource, where);
+	const char *name = pk_json_meta_cstr(obj, "name");
+	const char *ns = pk_json_meta_cstr(obj, "namespace");
+	const char *rv = pk_json_meta_cstr(obj, "resourceVersion");
+	if (!keyable(inf, obj, ns, name))
 		return;
-	}
 	char *key = make_key(ns, name);
 	if (key == NULL)
 		return;
-	uint64_t h = fnv1a(key);
-	struct entry *e = find(inf, key, h, NULL); /* this thread is the only writer */
+	uint64_t h = pk_strmap_hash(key);
+	/* this thread is the only writer: no lock to read */
+	struct entry *e = pk_strmap_get_hashed(inf->store, key, h);
 	if (e != NULL) {
 		e->mark = true;
 		if (rv != NULL && e->rv != NULL && strcmp(rv, e->rv) == 0) {
@@ -267,53 +261,20 @@ static void upsert(struct pk_kube_informer *inf, const json_t *obj)
 		free(rvcopy);
 		if (e != NULL)
 			remove_entry(inf, key);
-		free(key);
-		return;
+	} else if (e != NULL) {
+		store_update(inf, key, e, item, rvcopy);
+	} else {
+		store_add(inf, key, h, item, rvcopy);
 	}
-	if (e != NULL) {
-		pthread_rwlock_wrlock(&inf->lock);
-		void *old = e->item;
-		char *oldrv = e->rv;
-		e->item = item;
-		e->rv = rvcopy;
-		pthread_rwlock_unlock(&inf->lock);
-		if (inf->h.on_update)
-			inf->h.on_update(inf->h.ud, e->key, old, item);
-		release_item(inf, old);
-		free(oldrv);
-		free(key);
-		return;
-	}
-	e = calloc(1, sizeof(*e));
-	if (e == NULL) {
-		release_item(inf, item);
-		free(rvcopy);
-		free(key);
-		return;
-	}
-	e->hash = h;
-	e->key = key;
-	e->rv = rvcopy;
-	e->item = item;
-	e->mark = true;
-	pthread_rwlock_wrlock(&inf->lock);
-	if (inf->n >= inf->nbuckets)
-		grow(inf);
-	struct entry **slot = &inf->buckets[h & (inf->nbuckets - 1)];
-	e->next = *slot;
-	*slot = e;
-	inf->n++;
-	pthread_rwlock_unlock(&inf->lock);
-	if (inf->h.on_add)
-		inf->h.on_add(inf->h.ud, e->key, item);
+	free(key);
 }
 
 static void delete_obj(struct pk_kube_informer *inf, const json_t *obj)
 {
-	const char *name = pk_kube_meta_str(obj, "name");
+	const char *name = pk_json_meta_cstr(obj, "name");
 	if (name == NULL)
 		return;
-	char *key = make_key(pk_kube_meta_str(obj, "namespace"), name);
+	char *key = make_key(pk_json_meta_cstr(obj, "namespace"), name);
 	if (key != NULL)
 		remove_entry(inf, key);
 	free(key);
@@ -331,11 +292,16 @@ static void set_rv(struct pk_kube_informer *inf, const char *rv)
 /* A relist: every page's items are applied as they arrive (one page in
  * memory at a time), marking what was seen; what was not seen is deleted
  * at the end. */
+static void unmark(void *ud, const char *key, void *value)
+{
+	(void)ud;
+	(void)key;
+	((struct entry *)value)->mark = false;
+}
+
 static void relist_begin(struct pk_kube_informer *inf)
 {
-	for (size_t i = 0; i < inf->nbuckets; i++)
-		for (struct entry *e = inf->buckets[i]; e; e = e->next)
-			e->mark = false;
+	pk_strmap_foreach(inf->store, unmark, NULL);
 }
 
 /*
@@ -353,7 +319,7 @@ static void relist_skip(void *ud, const char *ns, const char *name, const char *
 	char *key = make_key(inf->ns == NULL ? ns : inf->ns, name);
 	if (key == NULL)
 		return;
-	struct entry *e = find(inf, key, fnv1a(key), NULL); /* this thread is the only writer */
+	struct entry *e = pk_strmap_get(inf->store, key); /* this thread is the only writer */
 	if (e != NULL)
 		e->mark = true;
 	free(key);
@@ -373,7 +339,7 @@ static int relist_page(void *ud, const json_t *page)
 	struct pk_kube_informer *inf = ud;
 	size_t i;
 	json_t *obj;
-	json_array_foreach(json_object_get(page, "items"), i, obj)
+	json_array_foreach(pk_json_arr_at(page, "items"), i, obj)
 	{
 		/* a page may hold hundreds of items, each with its callbacks */
 		if (atomic_load(&inf->stop))
@@ -383,25 +349,32 @@ static int relist_page(void *ud, const json_t *page)
 	return atomic_load(&inf->stop) ? 1 : 0;
 }
 
+/* The keys of the entries a relist did not see (the map cannot change while it is visited). */
+struct gone {
+	char **keys;
+	size_t n, cap;
+};
+
+static void collect_unmarked(void *ud, const char *key, void *value)
+{
+	struct gone *g = ud;
+	if (((struct entry *)value)->mark)
+		return;
+	if (pk_array_reserve(&g->keys, &g->cap, g->n + 1, sizeof(*g->keys)) == PK_OK)
+		g->keys[g->n++] = strdup(key);
+}
+
 static void relist_end(struct pk_kube_informer *inf, const char *rv)
 {
 	/* what was not listed is gone */
-	size_t ngone = 0;
-	for (size_t b = 0; b < inf->nbuckets; b++)
-		for (struct entry *e = inf->buckets[b]; e; e = e->next)
-			ngone += !e->mark;
-	char **gone = ngone ? calloc(ngone, sizeof(*gone)) : NULL;
-	size_t k = 0;
-	for (size_t b = 0; gone && b < inf->nbuckets; b++)
-		for (struct entry *e = inf->buckets[b]; e; e = e->next)
-			if (!e->mark)
-				gone[k++] = strdup(e->key);
-	for (size_t g = 0; g < k; g++) {
-		if (gone[g] != NULL)
-			remove_entry(inf, gone[g]);
-		free(gone[g]);
+	struct gone g = {0};
+	pk_strmap_foreach(inf->store, collect_unmarked, &g);
+	for (size_t k = 0; k < g.n; k++) {
+		if (g.keys[k] != NULL)
+			remove_entry(inf, g.keys[k]);
+		free(g.keys[k]);
 	}
-	free(gone);
+	free(g.keys);
 	set_rv(inf, rv);
 }
 
@@ -501,29 +474,40 @@ bool pk_kube_informer_get(struct pk_kube_informer *inf, const char *ns, const ch
 	if (key == NULL)
 		return false;
 	pthread_rwlock_rdlock(&inf->lock);
-	struct entry *e = find(inf, key, fnv1a(key), NULL);
+	struct entry *e = pk_strmap_get(inf->store, key);
 	if (e != NULL && fn != NULL)
-		fn(ud, e->key, e->item);
+		fn(ud, key, e->item);
 	pthread_rwlock_unlock(&inf->lock);
 	free(key);
 	return e != NULL;
 }
 
+struct visit {
+	pk_kube_visit_fn *fn;
+	void *ud;
+	size_t n;
+};
+
+static void visit_entry(void *ud, const char *key, void *value)
+{
+	struct visit *v = ud;
+	v->fn(v->ud, key, ((struct entry *)value)->item);
+	v->n++;
+}
+
 size_t pk_kube_informer_foreach(struct pk_kube_informer *inf, pk_kube_visit_fn *fn, void *ud)
 {
-	size_t n = 0;
+	struct visit v = {.fn = fn, .ud = ud};
 	pthread_rwlock_rdlock(&inf->lock);
-	for (size_t i = 0; i < inf->nbuckets; i++)
-		for (struct entry *e = inf->buckets[i]; e; e = e->next, n++)
-			fn(ud, e->key, e->item);
+	pk_strmap_foreach(inf->store, visit_entry, &v);
 	pthread_rwlock_unlock(&inf->lock);
-	return n;
+	return v.n;
 }
 
 size_t pk_kube_informer_count(struct pk_kube_informer *inf)
 {
 	pthread_rwlock_rdlock(&inf->lock);
-	size_t n = inf->n;
+	size_t n = pk_strmap_len(inf->store);
 	pthread_rwlock_unlock(&inf->lock);
 	return n;
 }
@@ -678,22 +662,21 @@ void pk_kube_informer_stop(struct pk_kube_informer *inf)
 	inf->running = false;
 }
 
+static void free_entry(void *ud, const char *key, void *value)
+{
+	(void)key;
+	entry_free(ud, value);
+}
+
 void pk_kube_informer_free(struct pk_kube_informer *inf)
 {
 	if (inf == NULL)
 		return;
 	pk_kube_informer_stop(inf);
-	for (size_t i = 0; inf->buckets && i < inf->nbuckets; i++) {
-		struct entry *e = inf->buckets[i], *next;
-		for (; e; e = next) {
-			next = e->next;
-			release_item(inf, e->item);
-			free(e->key);
-			free(e->rv);
-			free(e);
-		}
+	if (inf->store != NULL) {
+		pk_strmap_foreach(inf->store, free_entry, inf);
+		pk_strmap_free(inf->store, NULL);
 	}
-	free(inf->buckets);
 	free(inf->group);
 	free(inf->version);
 	free(inf->resource);

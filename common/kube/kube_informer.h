@@ -37,7 +37,7 @@
  * informer syncs. An object whose name or namespace holds a NUL is left
  * out the same way. Other string fields holding a NUL are kept as they are
  * (jansson keeps their length) and logged naming the object and the field;
- * readers that use a field as a C string read it with pk_json_cstr (pk.h),
+ * readers that use a field as a C string read it with pk_json_cstr (json.h),
  * which treats it as invalid.
  *
  * Threading: pk_kube_informer_start runs the list/watch loop on a thread of

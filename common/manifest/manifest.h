@@ -30,7 +30,7 @@
  *     depth, documents, nodes. YAML is checked event by event and JSON by
  *     a scan of the text before jansson parses it, so nothing larger than a
  *     cap is ever built. A cap hit returns
- *     PK_ERR_NOMEM (pk.h's code for "a size cap was hit"); any other bad
+ *     PK_ERR_TOO_BIG, a failed allocation PK_ERR_NOMEM; any other bad
  *     input returns PK_ERR_INVALID.
  *
  * Ownership: a struct pk_manifest owns its documents' values and a copy of
@@ -118,7 +118,7 @@ char *pk_manifest_format_origin(const struct pk_manifest *m, const struct pk_man
 /*
  * Reads the whole of `path` (a regular file or a pipe) into a new buffer
  * the caller frees with free(); a NUL is appended after `*len` bytes.
- * Refuses files over `max_bytes` (PK_ERR_NOMEM) and reports open and read
+ * Refuses files over `max_bytes` (PK_ERR_TOO_BIG) and reports open and read
  * failures as PK_ERR_INVALID with the path and strerror text in err.
  */
 PK_MUST_CHECK int pk_manifest_read_file(const char *path, size_t max_bytes, char **buf, size_t *len,

@@ -205,7 +205,7 @@ static void test_event_decode(void **state)
 	    {"{\"type\":\"ADDED\",\"object\":{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]"
 	     "]]"
 	     "]]]]]]]]]]]]]]]]]]]]]]]}}",
-	     PK_ERR_NOMEM, 0, NULL},
+	     PK_ERR_TOO_BIG, 0, NULL},
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct pk_kube_event ev;

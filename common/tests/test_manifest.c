@@ -154,7 +154,7 @@ static void test_multi_document_stream(void **state)
 	assert_int_equal(m.docs[1].line, 9);
 	assert_int_equal(m.docs[2].document, 5);
 	assert_int_equal(m.docs[2].line, 12);
-	json_t *list = json_object_get(json_object_get(m.docs[2].value, "spec"), "list");
+	json_t *list = pk_json_path(m.docs[2].value, "spec", "list");
 	assert_int_equal(json_array_size(list), 3);
 	assert_string_equal(json_string_value(json_array_get(list, 1)), "two");
 	assert_string_equal(m.docs[1].source, "t.yaml");
@@ -221,8 +221,7 @@ static void test_yaml_flow_mapping_first(void **state)
 	(void)state;
 	struct pk_manifest m;
 	json_t *v = load_one("{kind: A, spec: {prefix: 24}}\n", &m);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "spec"), "prefix")),
-	                 24);
+	assert_int_equal(json_integer_value(pk_json_path(v, "spec", "prefix")), 24);
 	pk_manifest_free(&m);
 }
 
@@ -395,9 +394,9 @@ static void test_depth_cap(void **state)
 		struct pk_err err;
 		assert_int_equal(parse(ok, &m, &err), PK_OK);
 		pk_manifest_free(&m);
-		assert_int_equal(parse(deep, &m, &err), PK_ERR_NOMEM);
+		assert_int_equal(parse(deep, &m, &err), PK_ERR_TOO_BIG);
 		assert_non_null(strstr(err.msg, "nesting deeper than 64"));
-		assert_int_equal(parse(very, &m, &err), PK_ERR_NOMEM);
+		assert_int_equal(parse(very, &m, &err), PK_ERR_TOO_BIG);
 		free(ok);
 		free(deep);
 		free(very);
@@ -414,19 +413,19 @@ static void test_size_document_and_node_caps(void **state)
 
 	lim.max_bytes = 10;
 	assert_int_equal(pk_manifest_parse_buffer(text, strlen(text), "t", &lim, &m, &err),
-	                 PK_ERR_NOMEM);
+	                 PK_ERR_TOO_BIG);
 	assert_non_null(strstr(err.msg, "over the limit of 10 bytes"));
 
 	lim = pk_manifest_limits_default();
 	lim.max_docs = 2;
 	assert_int_equal(pk_manifest_parse_buffer(text, strlen(text), "t", &lim, &m, &err),
-	                 PK_ERR_NOMEM);
+	                 PK_ERR_TOO_BIG);
 	assert_non_null(strstr(err.msg, "t:4:1: more than 2 documents"));
 
 	lim = pk_manifest_limits_default();
 	lim.max_nodes = 8;
 	assert_int_equal(pk_manifest_parse_buffer(text, strlen(text), "t", &lim, &m, &err),
-	                 PK_ERR_NOMEM);
+	                 PK_ERR_TOO_BIG);
 	assert_non_null(strstr(err.msg, "more than 8 nodes"));
 	lim.max_nodes = 12; /* 3 + 3 + 6: mappings, keys, values, the sequence */
 	assert_int_equal(pk_manifest_parse_buffer(text, strlen(text), "t", &lim, &m, &err), PK_OK);
@@ -435,12 +434,12 @@ static void test_size_document_and_node_caps(void **state)
 	const char *json = "{\"a\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}";
 	lim.max_nodes = 4;
 	assert_int_equal(pk_manifest_parse_buffer(json, strlen(json), "t", &lim, &m, &err),
-	                 PK_ERR_NOMEM);
+	                 PK_ERR_TOO_BIG);
 	lim.max_docs = 1;
 	lim.max_nodes = 100;
 	const char *two = "{\"a\": 1} {\"b\": 2}";
 	assert_int_equal(pk_manifest_parse_buffer(two, strlen(two), "t", &lim, &m, &err),
-	                 PK_ERR_NOMEM);
+	                 PK_ERR_TOO_BIG);
 	assert_non_null(strstr(err.msg, "more than 1 documents"));
 }
 
@@ -456,7 +455,7 @@ static void test_many_empty_documents(void **state)
 	s[4 * n] = '\0';
 	struct pk_manifest m;
 	struct pk_err err;
-	assert_int_equal(parse(s, &m, &err), PK_ERR_NOMEM);
+	assert_int_equal(parse(s, &m, &err), PK_ERR_TOO_BIG);
 	free(s);
 }
 
@@ -480,7 +479,7 @@ static void test_read_file(void **state)
 	assert_string_equal(buf, text);
 	free(buf);
 
-	assert_int_equal(pk_manifest_read_file(path, 4, &buf, &len, &err), PK_ERR_NOMEM);
+	assert_int_equal(pk_manifest_read_file(path, 4, &buf, &len, &err), PK_ERR_TOO_BIG);
 	assert_null(buf);
 	assert_non_null(strstr(err.msg, path));
 	assert_non_null(strstr(err.msg, "limit of 4 bytes"));
@@ -506,7 +505,8 @@ static void test_read_pipe_capped(void **state)
 	char *buf = NULL;
 	size_t len = 0;
 	struct pk_err err;
-	assert_int_equal(pk_manifest_read_fd(p[0], "(stdin)", 99, &buf, &len, &err), PK_ERR_NOMEM);
+	assert_int_equal(pk_manifest_read_fd(p[0], "(stdin)", 99, &buf, &len, &err),
+	                 PK_ERR_TOO_BIG);
 	assert_non_null(strstr(err.msg, "(stdin)"));
 	close(p[0]);
 

@@ -57,6 +57,94 @@ static void test_uint(void **state)
 	expect_msg(&err, "must be an integer in 1..64, got \"0\"", "0");
 }
 
+static void test_i64(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *s;
+		int64_t v;
+	} good[] = {
+	    {"0", 0},
+	    {"-0", 0},
+	    {"+7", 7},
+	    {"-86400", -86400},
+	    {"9223372036854775807", INT64_MAX},
+	    {"-9223372036854775808", INT64_MIN},
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		int64_t v = 1;
+		struct pk_err err = {{0}};
+		if (pk_parse_i64(good[i].s, INT64_MIN, INT64_MAX, &v, &err) != PK_OK)
+			fail_msg("\"%s\": %s", good[i].s, err.msg);
+		assert_true(v == good[i].v);
+	}
+	static const char *const bad[] = {"",
+	                                  "-",
+	                                  "+",
+	                                  " 1",
+	                                  "1 ",
+	                                  "0x10",
+	                                  "1e3",
+	                                  "--1",
+	                                  "+-1",
+	                                  "1.0",
+	                                  "9223372036854775808",
+	                                  "-9223372036854775809",
+	                                  "99999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t v = 42;
+		struct pk_err err = {{0}};
+		assert_int_equal(pk_parse_i64(bad[i], INT64_MIN, INT64_MAX, &v, &err),
+		                 PK_ERR_INVALID);
+		assert_int_equal(v, 42);
+		assert_non_null(strstr(err.msg, "must be an integer in"));
+	}
+	/* the range, and the text named in the message */
+	int64_t v = 0;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_parse_i64("-6", -5, 5, &v, &err), PK_ERR_INVALID);
+	assert_string_equal(err.msg, "must be an integer in -5..5, got \"-6\"");
+	assert_int_equal(pk_parse_i64("6", -5, 5, &v, &err), PK_ERR_INVALID);
+	assert_int_equal(pk_parse_i64("-5", -5, 5, &v, &err), PK_OK);
+	assert_int_equal(v, -5);
+	assert_int_equal(pk_parse_i64(NULL, -5, 5, &v, &err), PK_ERR_INVALID);
+}
+
+static void test_real(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *s;
+		double v;
+	} good[] = {
+	    {"0", 0},      {"1.5", 1.5},     {"-2", -2},    {"+.5", 0.5}, {"1.", 1},
+	    {"1e3", 1000}, {"2.5E-1", 0.25}, {"1e-400", 0}, /* nearer zero than a double holds:
+	                                                       about zero */
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		double v = -99;
+		struct pk_err err = {{0}};
+		if (pk_parse_real(good[i].s, &v, &err) != PK_OK)
+			fail_msg("\"%s\": %s", good[i].s, err.msg);
+		assert_true(v == good[i].v);
+	}
+	static const char *const bad[] = {"",    ".",   "-",  "e3", "1e",   "1e+",   "inf",
+	                                  "nan", "0x1", " 1", "1 ", "1..2", "1e3.5", "--1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		double v = -99;
+		struct pk_err err = {{0}};
+		assert_int_equal(pk_parse_real(bad[i], &v, &err), PK_ERR_INVALID);
+		assert_true(v == -99);
+		assert_non_null(strstr(err.msg, "must be a decimal number"));
+	}
+	double v = 0;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_parse_real("1e999", &v, &err), PK_ERR_TOO_BIG);
+	assert_non_null(strstr(err.msg, "\"1e999\""));
+	assert_int_equal(pk_parse_real("-1e999", &v, &err), PK_ERR_TOO_BIG);
+	assert_int_equal(pk_parse_real(NULL, &v, &err), PK_ERR_INVALID);
+}
+
 static void test_duration(void **state)
 {
 	(void)state;
@@ -104,6 +192,8 @@ static void test_duration(void **state)
 	    {"-", "empty"},
 	    {"15", "the unit is missing"},
 	    {"1s5", "the unit is missing"},
+	    {"1s0", "the unit is missing"},
+	    {"00", "the unit is missing"},
 	    {"s", "a number must come before each unit"},
 	    {".s", "a number must come before each unit"},
 	    {"1d", "unknown unit"},
@@ -312,6 +402,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_uint),
+	    cmocka_unit_test(test_i64),
+	    cmocka_unit_test(test_real),
 	    cmocka_unit_test(test_duration),
 	    cmocka_unit_test(test_format_duration),
 	    cmocka_unit_test(test_hostport),

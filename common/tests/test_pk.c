@@ -1,7 +1,7 @@
 /*
- * test_pk.c - JSON strings read as C strings: a string holding a NUL is
- * invalid rather than shorter, and the path of the first such string is
- * found for reports.
+ * test_pk.c - return codes: every code has its own text (a cap hit reads
+ * "too big", not "out of memory"), the codes are distinct, and pk_err_set
+ * formats and returns the code it was given.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,75 +10,73 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <jansson.h>
 
 #include "pk.h"
 
-static json_t *load(const char *text)
-{
-	json_error_t e;
-	json_t *v = json_loads(text, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e);
-	assert_non_null(v);
-	return v;
-}
-
-static void test_cstr(void **state)
-{
-	(void)state;
-	json_t *o = load("{\"ok\":\"pool-a\",\"nul\":\"pool-a\\u0000x\",\"end\":\"a\\u0000\","
-	                 "\"empty\":\"\",\"num\":5}");
-	assert_string_equal(pk_json_cstr_at(o, "ok"), "pool-a");
-	assert_string_equal(pk_json_cstr_at(o, "empty"), "");
-	/* never the shorter string */
-	assert_null(pk_json_cstr_at(o, "nul"));
-	assert_null(pk_json_cstr_at(o, "end"));
-	assert_true(pk_json_has_nul(json_object_get(o, "nul")));
-	assert_false(pk_json_has_nul(json_object_get(o, "ok")));
-	/* not strings, missing members, not objects */
-	assert_null(pk_json_cstr_at(o, "num"));
-	assert_null(pk_json_cstr_at(o, "missing"));
-	assert_null(pk_json_cstr_at(json_object_get(o, "ok"), "x"));
-	assert_null(pk_json_cstr(NULL));
-	assert_false(pk_json_has_nul(json_object_get(o, "num")));
-	json_decref(o);
-}
-
-static void test_nul_path(void **state)
+static void test_rc_texts(void **state)
 {
 	(void)state;
 	static const struct {
-		const char *json;
-		const char *path; /* NULL: none */
+		int rc;
+		const char *text;
 	} v[] = {
-	    {"{\"metadata\":{\"name\":\"a\"}}", NULL},
-	    {"\"x\\u0000\"", ""},
-	    {"{\"metadata\":{\"annotations\":{\"example.com/note\":\"a\\u0000\"}}}",
-	     "metadata.annotations[\"example.com/note\"]"},
-	    {"{\"spec\":{\"addresses\":[\"10.0.0.1\",\"10.0.0.2\\u0000\"]}}", "spec.addresses[1]"},
-	    {"{\"a\":[{\"b\":1},{\"c_d\":[\"\\u0000\"]}]}", "a[1].c_d[0]"},
-	    {"[1,true,null,\"ok\"]", NULL},
+	    {PK_OK, "ok"},
+	    {PK_ERR_INVALID, "invalid"},
+	    {PK_ERR_NOMEM, "out of memory"},
+	    {PK_ERR_EXHAUSTED, "exhausted"},
+	    {PK_ERR_IN_USE, "in use"},
+	    {PK_ERR_NOT_HELD, "not held"},
+	    {PK_ERR_OUT_OF_RANGE, "out of range"},
+	    {PK_ERR_QUARANTINED, "quarantined"},
+	    {PK_ERR_TOO_BIG, "too big"},
+	    {PK_ERR_API, "API request failed"},
 	};
-	char buf[128];
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		json_t *j = load(v[i].json);
-		bool found = pk_json_nul_path(j, buf, sizeof(buf));
-		assert_int_equal(found, v[i].path != NULL);
-		assert_string_equal(buf, v[i].path ? v[i].path : "");
-		json_decref(j);
+		assert_string_equal(pk_rc_name(v[i].rc), v[i].text);
+		for (size_t j = 0; j < i; j++)
+			assert_int_not_equal(v[i].rc, v[j].rc);
 	}
-	/* a short buffer is cut, still terminated */
-	json_t *j = load("{\"metadata\":{\"annotations\":{\"x\":\"\\u0000\"}}}");
-	char small[8];
-	assert_true(pk_json_nul_path(j, small, sizeof(small)));
-	assert_string_equal(small, "metadat");
-	json_decref(j);
+	assert_string_equal(pk_rc_name(1), "unknown");
+	assert_string_equal(pk_rc_name(-100), "unknown");
+}
+
+/* The new codes are failures a caller can tell apart from running out of memory. */
+static void test_too_big_and_api(void **state)
+{
+	(void)state;
+	assert_true(PK_ERR_TOO_BIG < 0);
+	assert_true(PK_ERR_API < 0);
+	assert_int_not_equal(PK_ERR_TOO_BIG, PK_ERR_NOMEM);
+	assert_int_not_equal(PK_ERR_API, PK_ERR_INVALID);
+	struct pk_err err;
+	assert_int_equal(pk_err_set(&err, PK_ERR_TOO_BIG, "%d bytes over a cap of %d", 9, 8),
+	                 PK_ERR_TOO_BIG);
+	assert_string_equal(err.msg, "9 bytes over a cap of 8");
+	assert_int_equal(pk_err_set(NULL, PK_ERR_API, "ignored"), PK_ERR_API);
+}
+
+static void test_text_quote(void **state)
+{
+	(void)state;
+	char buf[300];
+	pk_text_quote("a\"b\\c\n", 6, buf, sizeof(buf));
+	assert_string_equal(buf, "a\\x22b\\x5cc\\x0a");
+	char long_text[100];
+	memset(long_text, 'x', sizeof(long_text));
+	pk_text_quote(long_text, sizeof(long_text), buf, sizeof(buf));
+	assert_int_equal(strlen(buf), 64 + 3);
+	assert_string_equal(buf + 64, "...");
+	char small[6];
+	pk_text_quote("abcdefgh", 8, small, sizeof(small));
+	assert_string_equal(small, "a"); /* room left for a whole escape only */
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_cstr),
-	    cmocka_unit_test(test_nul_path),
+	    cmocka_unit_test(test_rc_texts),
+	    cmocka_unit_test(test_too_big_and_api),
+	    cmocka_unit_test(test_text_quote),
 	};
-	return cmocka_run_group_tests_name("pk", tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

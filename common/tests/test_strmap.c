@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "parse.h"
 #include "strmap.h"
 
 static void test_put_get_replace_remove(void **state)
@@ -43,7 +44,9 @@ static void test_put_get_replace_remove(void **state)
 static void count_visit(void *ud, const char *key, void *value)
 {
 	size_t *sum = ud;
-	assert_int_equal(strtol(key + 1, NULL, 10), *(int *)value);
+	uint64_t n;
+	assert_int_equal(pk_parse_uint(key + 1, 0, INT32_MAX, &n, NULL), PK_OK);
+	assert_int_equal(n, *(int *)value);
 	sum[0]++;
 	sum[1] += (size_t) * (int *)value;
 }
@@ -188,9 +191,11 @@ static void test_free_values(void **state)
 static void test_hash(void **state)
 {
 	(void)state;
-	/* FNV-1a 64 reference values */
+	/* FNV-1a 64 reference values: "" is the offset basis, 14695981039346656037 */
+	assert_true(pk_strmap_hash("") == 14695981039346656037ULL);
 	assert_true(pk_strmap_hash("") == 0xcbf29ce484222325ULL);
 	assert_true(pk_strmap_hash("a") == 0xaf63dc4c8601ec8cULL);
+	assert_true(pk_strmap_hash("foobar") == 0x85944171f73967e8ULL);
 	assert_true(pk_strmap_hash("ns/a") != pk_strmap_hash("ns/b"));
 }
 

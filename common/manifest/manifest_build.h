@@ -1,0 +1,51 @@
+/*
+ * manifest_build.h - what manifest.c (documents, positions, JSON) and
+ * manifest_yaml.c (YAML events into values) share while one buffer is
+ * parsed. Internal to the manifest library: callers use manifest.h.
+ */
+#ifndef PK_MANIFEST_BUILD_H
+#define PK_MANIFEST_BUILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "manifest.h"
+
+struct frame;
+
+/* The state of one pk_manifest_parse_buffer call. */
+struct manifest_builder {
+	const struct pk_manifest_limits *lim;
+	const char *source;
+	const char *buf;
+	size_t len;
+	struct pk_manifest *out;
+	struct pk_err *err;
+
+	struct frame *stack; /* max_depth entries (manifest_yaml.c) */
+	unsigned depth;
+	size_t nodes;
+	size_t document; /* 1-based, of the document being built */
+	json_t *root;
+	size_t root_line;
+	size_t *item_lines;
+	size_t n_item_lines;
+	size_t cap_item_lines;
+};
+
+/* Appends a document to m; takes `value` and `item_lines` on success only. */
+PK_MUST_CHECK int pk_manifest_push(struct pk_manifest *m, json_t *value, size_t document,
+                                   size_t line, size_t *item_lines, size_t n_item_lines);
+
+/* "a mapping", "a string", ...: v's type in YAML words for messages. */
+const char *pk_manifest_type_word(const json_t *v);
+
+/* 1-based line and column of byte `off` in buf. */
+void pk_manifest_position(const char *buf, size_t len, size_t off, size_t *line, size_t *col);
+
+/* Parses b->buf as a YAML stream into b->out (manifest_yaml.c). */
+PK_MUST_CHECK int pk_manifest_parse_yaml(struct manifest_builder *b);
+
+#endif
