@@ -20,6 +20,7 @@
 #include <openssl/x509v3.h>
 
 #include "renew.h"
+#include "verify_pem.h"
 
 #define NOW   ((time_t)1767225600) /* 2026-01-01T00:00:00Z */
 #define DAY_S ((time_t)86400)
@@ -142,24 +143,7 @@ static const char *plan_fails(struct fixture *f, const struct pk_renew_policy *p
 /* X509_verify_cert of the stored tls.crt against the stored bundle at `at`. */
 static int verify_stored(const struct store *s, time_t at)
 {
-	STACK_OF(X509) *bundle = NULL, *leaf = NULL;
-	struct pk_err err = {{0}};
-	assert_int_equal(pk_pki_parse_certs(s->v[0], s->len[0], &bundle, &err), PK_OK);
-	assert_int_equal(pk_pki_parse_certs(s->v[2], s->len[2], &leaf, &err), PK_OK);
-	X509_STORE *st = X509_STORE_new();
-	for (int i = 0; i < sk_X509_num(bundle); i++)
-		X509_STORE_add_cert(st, sk_X509_value(bundle, i));
-	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-	X509_STORE_CTX_init(ctx, st, sk_X509_value(leaf, 0), NULL);
-	X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER);
-	X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx), at);
-	int e = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
-	X509_STORE_CTX_free(ctx);
-	X509_STORE_free(st);
-	sk_X509_pop_free(bundle, X509_free);
-	sk_X509_pop_free(leaf, X509_free);
-	ERR_clear_error();
-	return e;
+	return verify_pem(s->v[2], s->len[2], s->v[0], s->len[0], at);
 }
 
 /* A first run (at NOW), stored. */
@@ -315,9 +299,6 @@ static void test_ca_rotation(void **state)
 	struct fixture *f = *state;
 	first_run(f);
 	char *old_bundle = strdup(f->st.v[0]);
-	struct store old = {0};
-	for (int i = 0; i < 4; i++)
-		store_set(&old, i, f->st.v[i], f->st.len[i]);
 
 	/* 80 days before the CA expires: within its 90-day window. */
 	time_t t = NOW + (3650 - 80) * DAY_S;
@@ -380,19 +361,21 @@ static void test_ca_rotation(void **state)
 	assert_int_equal(r.bundle_count, 2);
 	assert_string_equal(r.ca_reason, "--renew-ca");
 	pk_renew_result_free(&r);
+	store_free(&before);
+	free(old_bundle);
+}
 
-	/* The serving window widens the CA's: a CA due within renew_before_days rotates. */
-	p = f->policy;
+/* The serving window widens the CA's: a CA due within renew_before_days rotates. */
+static void test_ca_window_widened(void **state)
+{
+	struct fixture *f = *state;
+	first_run(f);
+	struct pk_renew_policy p = f->policy;
 	p.ca_renew_before_days = 0;
-	store_free(&f->st);
-	for (int i = 0; i < 4; i++)
-		store_set(&f->st, i, old.v[i], old.len[i]);
+	struct pk_renew_result r;
 	plan_ok(f, &p, NOW + (3650 - 20) * DAY_S, &r);
 	assert_true(r.new_ca);
 	pk_renew_result_free(&r);
-	store_free(&old);
-	store_free(&before);
-	free(old_bundle);
 }
 
 /* A serving certificate never outlives its CA. */
@@ -438,6 +421,18 @@ static void test_older_ca_in_bundle(void **state)
 }
 
 /* Material that cannot be used: an error naming it, unless --renew. */
+/* A first run of another fixture with f's names: another CA and its pair. */
+static void another_run(const struct fixture *f, struct fixture *other)
+{
+	other->policy = f->policy;
+	other->policy.names = &f->names;
+	struct pk_renew_result r;
+	plan_ok(other, &other->policy, NOW, &r);
+	store_save(&other->st, &r);
+	pk_renew_result_free(&r);
+}
+
+/* Refused serving material, each named, and what --renew makes of it. */
 static void test_refused_material(void **state)
 {
 	struct fixture *f = *state;
@@ -475,11 +470,7 @@ static void test_refused_material(void **state)
 
 	/* A pair from a CA that is not in the bundle. */
 	struct fixture other = {0};
-	other.policy = f->policy;
-	other.policy.names = &f->names;
-	plan_ok(&other, &other.policy, NOW, &r);
-	store_save(&other.st, &r);
-	pk_renew_result_free(&r);
+	another_run(f, &other);
 	store_set(&f->st, 2, other.st.v[2], other.st.len[2]);
 	store_set(&f->st, 3, other.st.v[3], other.st.len[3]);
 	msg = plan_fails(f, &f->policy, NOW);
@@ -500,6 +491,24 @@ static void test_refused_material(void **state)
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "S/tls.crt is there but S/tls.key is missing"));
 	store_set(&f->st, 3, good.v[3], good.len[3]);
+	store_free(&other.st);
+	store_free(&good);
+}
+
+/* Refused CA material, each named, and what --renew makes of it. */
+static void test_refused_ca_material(void **state)
+{
+	struct fixture *f = *state;
+	first_run(f);
+	struct store good = {0};
+	for (int i = 0; i < 4; i++)
+		store_set(&good, i, f->st.v[i], f->st.len[i]);
+	struct pk_renew_policy renew = f->policy;
+	renew.renew = true;
+	struct pk_renew_result r;
+	const char *msg;
+	struct fixture other = {0};
+	another_run(f, &other);
 
 	/* A bundle without its key, and a key without its certificate. */
 	store_set(&f->st, 1, NULL, 0);
@@ -612,9 +621,11 @@ int main(void)
 	    T(test_renew_near_expiry),
 	    T(test_renew_on_names_flag_and_key_type),
 	    T(test_ca_rotation),
+	    T(test_ca_window_widened),
 	    T(test_clamped_to_ca),
 	    T(test_older_ca_in_bundle),
 	    T(test_refused_material),
+	    T(test_refused_ca_material),
 	    T(test_ca_profile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
