@@ -210,6 +210,36 @@ PK_TEST_UNUSED static void plain_get(uint16_t port, const char *path, struct rep
 	curl_easy_cleanup(c);
 }
 
+/* ---- a second server ---- */
+
+/* A second server's configuration: one thread on host, with the fixture's admission and
+ * pair; the caller changes what it tests. */
+PK_TEST_UNUSED static void second_config(const struct fixture *f, const char *host,
+                                         struct pk_server_config *cfg)
+{
+	on_loopback(cfg, host);
+	cfg->threads = 1;
+	cfg->admission = &f->admission;
+	cfg->certs = f->certs;
+}
+
+PK_TEST_UNUSED static struct pk_server *second_start(const struct pk_server_config *cfg)
+{
+	struct pk_server *s = NULL;
+	struct pk_err err = {{0}};
+	if (pk_server_start(cfg, &s, &err) != PK_OK)
+		fail_msg("the second server does not start: %s", err.msg);
+	return s;
+}
+
+/* Stops it, and gives the fixture's server its pair back: one TLS listener per process is
+ * served the certificates. */
+PK_TEST_UNUSED static void second_stop(const struct fixture *f, struct pk_server *s)
+{
+	pk_server_stop(s, 1);
+	pk_certs_set_active(f->certs);
+}
+
 /* ---- a raw TLS client ---- */
 
 struct tls_client {

@@ -235,13 +235,10 @@ static void test_tls_suites(void **state)
 	struct pk_err err = {{0}};
 	assert_int_equal(pk_certs_open(crt, key, NULL, &rsa, &err), PK_OK);
 	struct pk_server_config cfg;
-	on_loopback(&cfg, "127.0.0.1");
-	cfg.threads = 1;
+	second_config(f, "127.0.0.1", &cfg);
 	cfg.metrics_off = true;
-	cfg.admission = &f->admission;
 	cfg.certs = rsa;
-	struct pk_server *s = NULL;
-	assert_int_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	struct pk_server *s = second_start(&cfg);
 	uint16_t port = pk_server_port(s, PK_SERVER_WEBHOOK);
 	assert_int_equal(
 	    handshake(port, TLS12 ":-KX-ALL:+ECDHE-RSA:-CIPHER-ALL:+AES-128-GCM:-MAC-ALL:+AEAD",
@@ -251,10 +248,8 @@ static void test_tls_suites(void **state)
 	assert_refused(port, TLS12 ":-KX-ALL:+RSA");
 	assert_refused(port, TLS12 ":-KX-ALL:+DHE-RSA");
 	assert_refused(port, TLS12 ":-KX-ALL:+ECDHE-RSA" CBC_ONLY);
-	pk_server_stop(s, 1);
+	second_stop(f, s);
 	pk_certs_free(rsa);
-	/* Give the fixture's server its certs back. */
-	pk_certs_set_active(f->certs);
 }
 
 static void test_health(void **state)
@@ -367,20 +362,14 @@ static void test_metrics_off(void **state)
 {
 	struct fixture *f = *state;
 	struct pk_server_config cfg;
-	on_loopback(&cfg, "127.0.0.1");
+	second_config(f, "127.0.0.1", &cfg);
 	cfg.metrics_off = true;
-	cfg.threads = 1;
-	cfg.admission = &f->admission;
-	cfg.certs = f->certs;
 	cfg.metrics = f->metrics;
-	struct pk_server *s = NULL;
-	struct pk_err err = {{0}};
-	assert_int_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	struct pk_server *s = second_start(&cfg);
 	assert_int_not_equal(pk_server_port(s, PK_SERVER_WEBHOOK), 0);
 	assert_int_not_equal(pk_server_port(s, PK_SERVER_HEALTH), 0);
 	assert_int_equal(pk_server_port(s, PK_SERVER_METRICS), 0);
-	pk_server_stop(s, 1);
-	pk_certs_set_active(f->certs);
+	second_stop(f, s);
 }
 
 /* A second server on IPv6 loopback, when the machine has it. */
@@ -394,15 +383,9 @@ static void test_ipv6_listener(void **state)
 		close(probe);
 	if (!have_v6)
 		skip();
-	/* One TLS listener per process serves the certs; stop the fixture's briefly. */
 	struct pk_server_config cfg;
-	on_loopback(&cfg, "::1");
-	cfg.threads = 1;
-	cfg.admission = &f->admission;
-	cfg.certs = f->certs;
-	struct pk_server *s = NULL;
-	struct pk_err err = {{0}};
-	assert_int_equal(pk_server_start(&cfg, &s, &err), PK_OK);
+	second_config(f, "::1", &cfg);
+	struct pk_server *s = second_start(&cfg);
 	char url[256];
 	snprintf(url, sizeof(url), "http://[::1]:%u/healthz", pk_server_port(s, PK_SERVER_HEALTH));
 	CURL *c = curl_easy_init();
@@ -413,9 +396,7 @@ static void test_ipv6_listener(void **state)
 	assert_int_equal(r->status, 200);
 	curl_easy_cleanup(c);
 	free(r);
-	pk_server_stop(s, 1);
-	/* Give the fixture's server its certs back. */
-	pk_certs_set_active(f->certs);
+	second_stop(f, s);
 }
 
 static void test_start_errors(void **state)

@@ -14,39 +14,25 @@
 
 #include "server_fixture.h"
 
-/* A second server with a 1 s request timeout and a 3 s idle timeout; *port gets its port. */
-static struct pk_server *slow_server(struct fixture *f, uint16_t *port)
+/* Runs steps against a second server with a 1 s request timeout and a 3 s idle timeout. */
+static void on_slow_server(void **state, void (*steps)(uint16_t port))
 {
+	struct fixture *f = *state;
 	struct pk_server_config cfg;
-	on_loopback(&cfg, "127.0.0.1");
-	cfg.threads = 1;
+	second_config(f, "127.0.0.1", &cfg);
 	cfg.request_timeout = 1;
 	cfg.idle_timeout = 3;
-	cfg.admission = &f->admission;
-	cfg.certs = f->certs;
-	struct pk_server *s = NULL;
-	struct pk_err err = {{0}};
-	assert_int_equal(pk_server_start(&cfg, &s, &err), PK_OK);
-	*port = pk_server_port(s, PK_SERVER_WEBHOOK);
-	return s;
-}
-
-/* Stops it, and gives the certificates back to the fixture's server. */
-static void slow_server_stop(struct fixture *f, struct pk_server *s)
-{
-	pk_server_stop(s, 1);
-	pk_certs_set_active(f->certs);
+	struct pk_server *s = second_start(&cfg);
+	steps(pk_server_port(s, PK_SERVER_WEBHOOK));
+	second_stop(f, s);
 }
 
 static const char SLOW_HEAD[] =
     "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
     "Content-Length: 20\r\n\r\n";
 
-static void test_slow_bodies(void **state)
+static void slow_bodies(uint16_t port)
 {
-	struct fixture *f = *state;
-	uint16_t port;
-	struct pk_server *s = slow_server(f, &port);
 	char buf[4096];
 
 	/* A body trickling in past the deadline (never idle long enough to be cut): 408. */
@@ -74,14 +60,10 @@ static void test_slow_bodies(void **state)
 	assert_true(waited < 5.0);
 	assert_null(strstr(buf, "200 OK"));
 	tls_close(&c);
-	slow_server_stop(f, s);
 }
 
-static void test_slow_headers(void **state)
+static void slow_headers(uint16_t port)
 {
-	struct fixture *f = *state;
-	uint16_t port;
-	struct pk_server *s = slow_server(f, &port);
 	char buf[4096];
 
 	/* A connection that never sends headers goes the same way. */
@@ -108,14 +90,10 @@ static void test_slow_headers(void **state)
 	assert_true(cut);
 	assert_true(now_seconds() - t0 < 2.5);
 	tls_close(&c);
-	slow_server_stop(f, s);
 }
 
-static void test_chunked_and_kept_alive(void **state)
+static void chunked_and_kept_alive(uint16_t port)
 {
-	struct fixture *f = *state;
-	uint16_t port;
-	struct pk_server *s = slow_server(f, &port);
 	char buf[4096];
 
 	/* A chunked upload is answered before its body, in JSON, so that broken chunk
@@ -140,7 +118,21 @@ static void test_chunked_and_kept_alive(void **state)
 	tls_read_all(&c, buf, sizeof(buf));
 	assert_true(!strncmp(buf, "HTTP/1.1 400", 12));
 	tls_close(&c);
-	slow_server_stop(f, s);
+}
+
+static void test_slow_bodies(void **state)
+{
+	on_slow_server(state, slow_bodies);
+}
+
+static void test_slow_headers(void **state)
+{
+	on_slow_server(state, slow_headers);
+}
+
+static void test_chunked_and_kept_alive(void **state)
+{
+	on_slow_server(state, chunked_and_kept_alive);
 }
 
 /*
