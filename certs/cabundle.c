@@ -5,11 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api.h"
 #include "apierr.h"
 #include "parse.h"
-
-#define GROUP   "admissionregistration.k8s.io"
-#define VERSION "v1"
 
 int pk_cabundle_parse(const char *s, struct pk_webhook_config *out, struct pk_err *err)
 {
@@ -36,12 +34,12 @@ int pk_cabundle_parse(const char *s, struct pk_webhook_config *out, struct pk_er
 
 const char *pk_cabundle_kind(const struct pk_webhook_config *w)
 {
-	return w->mutating ? "MutatingWebhookConfiguration" : "ValidatingWebhookConfiguration";
+	return w->mutating ? PK_MUTATING_WEBHOOK_KIND : PK_VALIDATING_WEBHOOK_KIND;
 }
 
 static const char *resource_of(const struct pk_webhook_config *w)
 {
-	return w->mutating ? "mutatingwebhookconfigurations" : "validatingwebhookconfigurations";
+	return w->mutating ? PK_MUTATING_WEBHOOK_RESOURCE : PK_VALIDATING_WEBHOOK_RESOURCE;
 }
 
 int pk_cabundle_get(struct pk_kube_client *c, const struct pk_webhook_config *w, json_t **out,
@@ -49,8 +47,10 @@ int pk_cabundle_get(struct pk_kube_client *c, const struct pk_webhook_config *w,
 {
 	char object[320];
 	snprintf(object, sizeof(object), "%s %s", pk_cabundle_kind(w), w->name);
-	struct pk_kube_ref r = {
-	    .group = GROUP, .version = VERSION, .resource = resource_of(w), .name = w->name};
+	struct pk_kube_ref r = {.group = PK_ADMISSIONREG_GROUP,
+	                        .version = PK_ADMISSIONREG_VERSION,
+	                        .resource = resource_of(w),
+	                        .name = w->name};
 	struct pk_kube_error e;
 	*out = NULL;
 	enum pk_kube_reason kr = pk_kube_client_get(c, &r, out, &e);
@@ -117,8 +117,10 @@ int pk_cabundle_apply(struct pk_kube_client *c, const struct pk_webhook_config *
 	char object[320];
 	snprintf(object, sizeof(object), "%s %s%s", pk_cabundle_kind(w), w->name,
 	         dry_run ? " (dry run)" : "");
-	struct pk_kube_ref r = {
-	    .group = GROUP, .version = VERSION, .resource = resource_of(w), .name = w->name};
+	struct pk_kube_ref r = {.group = PK_ADMISSIONREG_GROUP,
+	                        .version = PK_ADMISSIONREG_VERSION,
+	                        .resource = resource_of(w),
+	                        .name = w->name};
 	struct pk_kube_write_opts o = {.field_manager = "poolkeeper-certs", .dry_run = dry_run};
 	struct pk_kube_error e;
 	json_t *res = NULL;

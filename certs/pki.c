@@ -161,43 +161,6 @@ fail:
 	return rc;
 }
 
-int pk_pki_make_ca(EVP_PKEY *key, time_t now, time_t not_after, X509 **out, struct pk_err *err)
-{
-	X509 *x = NULL;
-	int rc = start_cert(&x, key, now, not_after, err);
-	if (rc != PK_OK)
-		return rc;
-	/* A distinct subject for each CA, so old and new in one bundle are told apart. */
-	char cn[64];
-	snprintf(cn, sizeof(cn), "poolkeeper-ca@%lld", (long long)now);
-	X509_NAME *name = X509_get_subject_name(x);
-	if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
-	                               0) != 1 ||
-	    X509_set_issuer_name(x, name) != 1) {
-		rc = ossl_fail(err, "cannot set the CA's name");
-		goto fail;
-	}
-	X509V3_CTX ctx;
-	X509V3_set_ctx_nodb(&ctx);
-	X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-	if ((rc = add_ext(x, &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0", err)) !=
-	        PK_OK ||
-	    (rc = add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature",
-	                  err)) != PK_OK ||
-	    (rc = add_ext(x, &ctx, NID_subject_key_identifier, "hash", err)) != PK_OK ||
-	    (rc = add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always", err)) != PK_OK)
-		goto fail;
-	if (X509_sign(x, key, digest_for(key)) <= 0) {
-		rc = ossl_fail(err, "cannot sign the CA certificate");
-		goto fail;
-	}
-	*out = x;
-	return PK_OK;
-fail:
-	X509_free(x);
-	return rc;
-}
-
 static int add_names(X509 *x, const struct pk_san *names, bool critical, struct pk_err *err)
 {
 	GENERAL_NAMES *gens = sk_GENERAL_NAME_new_null();
@@ -234,6 +197,76 @@ out:
 	return rc;
 }
 
+/* An extension by its configuration text (X509V3_EXT_conf_nid). */
+struct ext {
+	int nid;
+	const char *value;
+};
+
+/*
+ * The end both kinds share: their own extensions (exts, then names as
+ * subjectAltName unless NULL), the key identifiers, and the signature by
+ * signer. *out gets x, or x is released.
+ */
+static int finish_cert(X509 *x, X509V3_CTX *ctx, const struct ext *exts, size_t n,
+                       const struct pk_san *names, bool names_critical, EVP_PKEY *signer,
+                       const char *what, X509 **out, struct pk_err *err)
+{
+	int rc = PK_OK;
+	for (size_t i = 0; rc == PK_OK && i < n; i++)
+		rc = add_ext(x, ctx, exts[i].nid, exts[i].value, err);
+	if (rc == PK_OK && names != NULL)
+		rc = add_names(x, names, names_critical, err);
+	if (rc == PK_OK)
+		rc = add_ext(x, ctx, NID_subject_key_identifier, "hash", err);
+	if (rc == PK_OK)
+		rc = add_ext(x, ctx, NID_authority_key_identifier, "keyid:always", err);
+	if (rc == PK_OK && X509_sign(x, signer, digest_for(signer)) <= 0) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "cannot sign %s", what);
+		rc = ossl_fail(err, msg);
+	}
+	if (rc != PK_OK) {
+		X509_free(x);
+		return rc;
+	}
+	*out = x;
+	return PK_OK;
+}
+
+/* Fails a certificate under construction: the error is read before x is released. */
+static int drop_cert(X509 *x, struct pk_err *err, const char *what)
+{
+	int rc = ossl_fail(err, what);
+	X509_free(x);
+	return rc;
+}
+
+int pk_pki_make_ca(EVP_PKEY *key, time_t now, time_t not_after, X509 **out, struct pk_err *err)
+{
+	X509 *x = NULL;
+	int rc = start_cert(&x, key, now, not_after, err);
+	if (rc != PK_OK)
+		return rc;
+	/* A distinct subject for each CA, so old and new in one bundle are told apart. */
+	char cn[64];
+	snprintf(cn, sizeof(cn), "poolkeeper-ca@%lld", (long long)now);
+	X509_NAME *name = X509_get_subject_name(x);
+	if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
+	                               0) != 1 ||
+	    X509_set_issuer_name(x, name) != 1)
+		return drop_cert(x, err, "cannot set the CA's name");
+	X509V3_CTX ctx;
+	X509V3_set_ctx_nodb(&ctx);
+	X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
+	static const struct ext exts[] = {
+	    {NID_basic_constraints, "critical,CA:TRUE,pathlen:0"},
+	    {NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
+	};
+	return finish_cert(x, &ctx, exts, sizeof(exts) / sizeof(exts[0]), NULL, false, key,
+	                   "the CA certificate", out, err);
+}
+
 int pk_pki_make_serving(EVP_PKEY *key, const struct pk_san *names, X509 *ca, EVP_PKEY *ca_key,
                         time_t now, time_t not_after, X509 **out, struct pk_err *err)
 {
@@ -250,34 +283,20 @@ int pk_pki_make_serving(EVP_PKEY *key, const struct pk_san *names, X509 *ca, EVP
 	if ((cn &&
 	     X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC,
 	                                (const unsigned char *)names->dns[0], -1, -1, 0) != 1) ||
-	    X509_set_issuer_name(x, X509_get_subject_name(ca)) != 1) {
-		rc = ossl_fail(err, "cannot set the certificate's names");
-		goto fail;
-	}
-	bool rsa = EVP_PKEY_is_a(key, "RSA");
+	    X509_set_issuer_name(x, X509_get_subject_name(ca)) != 1)
+		return drop_cert(x, err, "cannot set the certificate's names");
 	X509V3_CTX ctx;
 	X509V3_set_ctx_nodb(&ctx);
 	X509V3_set_ctx(&ctx, ca, x, NULL, NULL, 0);
 	/* RSA key exchange encrypts to the key; ECDSA only signs (RFC 5480 3). */
-	if ((rc = add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE", err)) != PK_OK ||
-	    (rc = add_ext(x, &ctx, NID_key_usage,
-	                  rsa ? "critical,digitalSignature,keyEncipherment"
-	                      : "critical,digitalSignature",
-	                  err)) != PK_OK ||
-	    (rc = add_ext(x, &ctx, NID_ext_key_usage, "serverAuth", err)) != PK_OK ||
-	    (rc = add_names(x, names, !cn, err)) != PK_OK ||
-	    (rc = add_ext(x, &ctx, NID_subject_key_identifier, "hash", err)) != PK_OK ||
-	    (rc = add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always", err)) != PK_OK)
-		goto fail;
-	if (X509_sign(x, ca_key, digest_for(ca_key)) <= 0) {
-		rc = ossl_fail(err, "cannot sign the serving certificate");
-		goto fail;
-	}
-	*out = x;
-	return PK_OK;
-fail:
-	X509_free(x);
-	return rc;
+	const struct ext exts[] = {
+	    {NID_basic_constraints, "critical,CA:FALSE"},
+	    {NID_key_usage, EVP_PKEY_is_a(key, "RSA") ? "critical,digitalSignature,keyEncipherment"
+	                                              : "critical,digitalSignature"},
+	    {NID_ext_key_usage, "serverAuth"},
+	};
+	return finish_cert(x, &ctx, exts, sizeof(exts) / sizeof(exts[0]), names, !cn, ca_key,
+	                   "the serving certificate", out, err);
 }
 
 /* ---- PEM ---- */
@@ -418,12 +437,13 @@ out:
 
 int pk_pki_cert_pem(X509 *cert, char **out, size_t *len, struct pk_err *err)
 {
-	BIO *b = BIO_new(BIO_s_mem());
-	if (b == NULL)
+	STACK_OF(X509) *one = sk_X509_new_null();
+	if (one == NULL || sk_X509_push(one, cert) <= 0) {
+		sk_X509_free(one);
 		return ossl_fail(err, "out of memory");
-	int rc = PEM_write_bio_X509(b, cert) == 1 ? take_bio(b, out, len, err)
-	                                          : ossl_fail(err, "cannot encode a certificate");
-	BIO_free(b);
+	}
+	int rc = pk_pki_certs_pem(one, out, len, err);
+	sk_X509_free(one); /* the certificate is the caller's */
 	return rc;
 }
 

@@ -8,6 +8,12 @@
 
 #define DAY_S ((time_t)86400)
 
+/* Stored material that cannot be used, replaced under --renew: the first reason. */
+struct unusable {
+	bool set;
+	char why[PK_ERR_MSG_MAX];
+};
+
 /* What was read from the stored texts; every pointer owned here. */
 struct stored {
 	STACK_OF(X509) * bundle;
@@ -16,10 +22,8 @@ struct stored {
 	STACK_OF(X509) * tls_chain;
 	X509 *tls; /* borrowed from tls_chain: its first certificate */
 	EVP_PKEY *tls_key;
-	bool ca_unusable; /* CA material present but replaced under --renew */
-	char ca_unusable_why[PK_ERR_MSG_MAX];
-	bool tls_unusable;
-	char tls_unusable_why[PK_ERR_MSG_MAX];
+	struct unusable ca_bad;  /* CA material present but replaced under --renew */
+	struct unusable tls_bad; /* the same for the serving pair */
 };
 
 static void stored_free(struct stored *s)
@@ -67,10 +71,10 @@ static int copy_item(struct pk_renew_pem *dst, const struct pk_renew_item *src, 
  * Material that cannot be used: an error naming it, or with --renew a note
  * in why[] and PK_OK, so that it is replaced.
  */
-static int unusable(const struct pk_renew_policy *p, bool *flag, char *why, size_t why_len,
-                    struct pk_err *err, const char *fmt, ...) PK_PRINTF(6, 7);
-static int unusable(const struct pk_renew_policy *p, bool *flag, char *why, size_t why_len,
-                    struct pk_err *err, const char *fmt, ...)
+static int unusable(const struct pk_renew_policy *p, struct unusable *u, struct pk_err *err,
+                    const char *fmt, ...) PK_PRINTF(4, 5);
+static int unusable(const struct pk_renew_policy *p, struct unusable *u, struct pk_err *err,
+                    const char *fmt, ...)
 {
 	char msg[PK_ERR_MSG_MAX];
 	va_list ap;
@@ -80,41 +84,42 @@ static int unusable(const struct pk_renew_policy *p, bool *flag, char *why, size
 	if (!p->renew)
 		return pk_err_set(err, PK_ERR_INVALID,
 		                  "%s; nothing was changed (--renew replaces it)", msg);
-	if (!*flag)
-		snprintf(why, why_len, "%s", msg);
-	*flag = true;
+	if (!u->set)
+		snprintf(u->why, sizeof(u->why), "%s", msg);
+	u->set = true;
 	return PK_OK;
 }
 
-#define CA_UNUSABLE(...)                                                                  \
-	unusable(p, &s->ca_unusable, s->ca_unusable_why, sizeof(s->ca_unusable_why), err, \
-	         __VA_ARGS__)
-#define TLS_UNUSABLE(...)                                                                    \
-	unusable(p, &s->tls_unusable, s->tls_unusable_why, sizeof(s->tls_unusable_why), err, \
-	         __VA_ARGS__)
+#define CA_UNUSABLE(...)  unusable(p, &s->ca_bad, err, __VA_ARGS__)
+#define TLS_UNUSABLE(...) unusable(p, &s->tls_bad, err, __VA_ARGS__)
+
+/* A certificate text and its key, both or neither: parsed into *certs and *key. */
+static int read_pair(const struct pk_renew_policy *p, const struct pk_renew_item *crt,
+                     const struct pk_renew_item *key, STACK_OF(X509) * *certs, EVP_PKEY **pkey,
+                     struct unusable *u, struct pk_err *err)
+{
+	struct pk_err e = {{0}};
+	int rc = PK_OK;
+	if (present(crt) && pk_pki_parse_certs(crt->pem, crt->len, certs, &e) != PK_OK &&
+	    (rc = unusable(p, u, err, "%s: %s", crt->where, e.msg)) != PK_OK)
+		return rc;
+	if (present(key) && pk_pki_parse_key(key->pem, key->len, pkey, &e) != PK_OK &&
+	    (rc = unusable(p, u, err, "%s: %s", key->where, e.msg)) != PK_OK)
+		return rc;
+	if (!u->set && present(crt) != present(key))
+		return unusable(p, u, err, "%s is there but %s is missing",
+		                present(crt) ? crt->where : key->where,
+		                present(crt) ? key->where : crt->where);
+	return PK_OK;
+}
 
 /* The CA bundle and key: parsed, and the certificate of the key found. */
 static int read_ca(const struct pk_renew_policy *p, const struct pk_renew_have *h, struct stored *s,
                    struct pk_err *err)
 {
-	struct pk_err e = {{0}};
-	int rc = PK_OK;
-	if (present(&h->bundle) &&
-	    pk_pki_parse_certs(h->bundle.pem, h->bundle.len, &s->bundle, &e) != PK_OK &&
-	    (rc = CA_UNUSABLE("%s: %s", h->bundle.where, e.msg)) != PK_OK)
+	int rc = read_pair(p, &h->bundle, &h->ca_key, &s->bundle, &s->ca_key, &s->ca_bad, err);
+	if (rc != PK_OK || s->ca_bad.set || s->bundle == NULL)
 		return rc;
-	if (present(&h->ca_key) &&
-	    pk_pki_parse_key(h->ca_key.pem, h->ca_key.len, &s->ca_key, &e) != PK_OK &&
-	    (rc = CA_UNUSABLE("%s: %s", h->ca_key.where, e.msg)) != PK_OK)
-		return rc;
-	if (s->ca_unusable)
-		return PK_OK;
-	if (present(&h->bundle) != present(&h->ca_key))
-		return CA_UNUSABLE("%s is there but %s is missing",
-		                   present(&h->bundle) ? h->bundle.where : h->ca_key.where,
-		                   present(&h->bundle) ? h->ca_key.where : h->bundle.where);
-	if (s->bundle == NULL)
-		return PK_OK;
 	for (int i = 0; i < sk_X509_num(s->bundle) && s->signing == NULL; i++)
 		if (pk_pki_key_matches(sk_X509_value(s->bundle, i), s->ca_key))
 			s->signing = sk_X509_value(s->bundle, i);
@@ -145,31 +150,17 @@ static int read_ca(const struct pk_renew_policy *p, const struct pk_renew_have *
 static int read_serving(const struct pk_renew_policy *p, const struct pk_renew_have *h,
                         struct stored *s, struct pk_err *err)
 {
-	struct pk_err e = {{0}};
-	int rc = PK_OK;
-	if (present(&h->tls_crt) &&
-	    pk_pki_parse_certs(h->tls_crt.pem, h->tls_crt.len, &s->tls_chain, &e) != PK_OK &&
-	    (rc = TLS_UNUSABLE("%s: %s", h->tls_crt.where, e.msg)) != PK_OK)
+	int rc =
+	    read_pair(p, &h->tls_crt, &h->tls_key, &s->tls_chain, &s->tls_key, &s->tls_bad, err);
+	if (rc != PK_OK || s->tls_bad.set || s->tls_chain == NULL)
 		return rc;
-	if (present(&h->tls_key) &&
-	    pk_pki_parse_key(h->tls_key.pem, h->tls_key.len, &s->tls_key, &e) != PK_OK &&
-	    (rc = TLS_UNUSABLE("%s: %s", h->tls_key.where, e.msg)) != PK_OK)
-		return rc;
-	if (s->tls_unusable)
-		return PK_OK;
-	if (present(&h->tls_crt) != present(&h->tls_key))
-		return TLS_UNUSABLE("%s is there but %s is missing",
-		                    present(&h->tls_crt) ? h->tls_crt.where : h->tls_key.where,
-		                    present(&h->tls_crt) ? h->tls_key.where : h->tls_crt.where);
-	if (s->tls_chain == NULL)
-		return PK_OK;
 	s->tls = sk_X509_value(s->tls_chain, 0);
 	if (!pk_pki_key_matches(s->tls, s->tls_key))
 		return TLS_UNUSABLE("%s does not match %s", h->tls_key.where, h->tls_crt.where);
-	if (s->bundle == NULL && !s->ca_unusable)
+	if (s->bundle == NULL && !s->ca_bad.set)
 		return TLS_UNUSABLE("%s is there but no CA is (%s, %s): it was not issued here",
 		                    h->tls_crt.where, h->bundle.where, h->ca_key.where);
-	if (s->bundle == NULL || s->ca_unusable)
+	if (s->bundle == NULL || s->ca_bad.set)
 		return PK_OK; /* replaced with the CA */
 	for (int i = 0; i < sk_X509_num(s->bundle); i++)
 		if (pk_pki_issued_by(s->tls, sk_X509_value(s->bundle, i)))
@@ -207,9 +198,8 @@ static void ca_decision(const struct pk_renew_policy *p, const struct stored *s,
                         char *why, size_t len)
 {
 	why[0] = '\0';
-	if (s->ca_unusable) {
-		snprintf(why, len, "the stored CA cannot be used (--renew): %.200s",
-		         s->ca_unusable_why);
+	if (s->ca_bad.set) {
+		snprintf(why, len, "the stored CA cannot be used (--renew): %.200s", s->ca_bad.why);
 		return;
 	}
 	if (s->signing == NULL) {
@@ -242,9 +232,9 @@ static void serving_decision(const struct pk_renew_policy *p, const struct store
                              char *why, size_t len)
 {
 	why[0] = '\0';
-	if (s->tls_unusable) {
+	if (s->tls_bad.set) {
 		snprintf(why, len, "the stored pair cannot be used (--renew): %.400s",
-		         s->tls_unusable_why);
+		         s->tls_bad.why);
 		return;
 	}
 	if (s->tls == NULL) {
@@ -255,7 +245,7 @@ static void serving_decision(const struct pk_renew_policy *p, const struct store
 		snprintf(why, len, "--renew");
 		return;
 	}
-	if (new_ca || s->ca_unusable) {
+	if (new_ca || s->ca_bad.set) {
 		snprintf(why, len, "a new CA");
 		return;
 	}
@@ -305,7 +295,7 @@ static int build_bundle(const struct stored *s, X509 *signing, time_t now, struc
 	m->bundle = sk_X509_new_null();
 	if (m->bundle == NULL || sk_X509_push(m->bundle, signing) <= 0)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	for (int i = 0; s->bundle != NULL && !s->ca_unusable && i < sk_X509_num(s->bundle); i++) {
+	for (int i = 0; s->bundle != NULL && !s->ca_bad.set && i < sk_X509_num(s->bundle); i++) {
 		X509 *c = sk_X509_value(s->bundle, i);
 		time_t nb, na;
 		bool dup = false;
@@ -322,11 +312,100 @@ static int build_bundle(const struct stored *s, X509 *signing, time_t now, struc
 			return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
 	*changed =
-	    s->bundle == NULL || s->ca_unusable || sk_X509_num(s->bundle) != sk_X509_num(m->bundle);
+	    s->bundle == NULL || s->ca_bad.set || sk_X509_num(s->bundle) != sk_X509_num(m->bundle);
 	for (int i = 0; !*changed && i < sk_X509_num(m->bundle); i++)
 		*changed =
 		    !pk_pki_same_cert(sk_X509_value(s->bundle, i), sk_X509_value(m->bundle, i));
 	return PK_OK;
+}
+
+/* The signing CA: the stored one, or a new one when ca_decision says so. */
+static int choose_ca(const struct pk_renew_policy *p, const struct stored *s, time_t now,
+                     struct made *m, struct pk_renew_result *out, X509 **signing,
+                     EVP_PKEY **signing_key, struct pk_err *err)
+{
+	ca_decision(p, s, now, out->ca_reason, sizeof(out->ca_reason));
+	out->new_ca = out->ca_reason[0] != '\0';
+	*signing = s->signing;
+	*signing_key = s->ca_key;
+	if (out->new_ca) {
+		int rc;
+		if ((rc = pk_pki_new_key(p->key_type, &m->ca_key, err)) != PK_OK ||
+		    (rc = pk_pki_make_ca(m->ca_key, now, now + (time_t)p->ca_validity_days * DAY_S,
+		                         &m->ca, err)) != PK_OK)
+			return rc;
+		*signing = m->ca;
+		*signing_key = m->ca_key;
+	}
+	out->ca_not_after = not_after_of(*signing);
+	if (!out->new_ca) {
+		char t[32];
+		pk_pki_format_time(out->ca_not_after, t);
+		snprintf(out->ca_reason, sizeof(out->ca_reason), "valid until %s", t);
+	}
+	return PK_OK;
+}
+
+/* The serving certificate: the stored one, or one issued under signing when
+ * serving_decision says so. */
+static int choose_serving(const struct pk_renew_policy *p, const struct pk_renew_have *have,
+                          const struct stored *s, time_t now, X509 *signing, EVP_PKEY *signing_key,
+                          struct made *m, struct pk_renew_result *out, struct pk_err *err)
+{
+	serving_decision(p, s, m, signing, out->new_ca, now, out->serving_reason,
+	                 sizeof(out->serving_reason));
+	out->new_serving = out->serving_reason[0] != '\0';
+	X509 *tls = s->tls;
+	if (out->new_serving) {
+		/* A certificate never outlives the CA that vouches for it. */
+		time_t na = now + (time_t)p->validity_days * DAY_S;
+		if (na > out->ca_not_after)
+			na = out->ca_not_after;
+		int rc;
+		if ((rc = pk_pki_new_key(p->key_type, &m->tls_key, err)) != PK_OK ||
+		    (rc = pk_pki_make_serving(m->tls_key, p->names, signing, signing_key, now, na,
+		                              &m->tls, err)) != PK_OK)
+			return rc;
+		tls = m->tls;
+		/* Never hand back a pair that does not verify: a CA that cannot vouch for it
+		 * (a weak key, an odd profile) is refused, not written. */
+		struct pk_err e = {{0}};
+		if (pk_pki_verify(m->tls, m->bundle, now, &e) != PK_OK)
+			return pk_err_set(
+			    err, PK_ERR_INVALID,
+			    "the certificate issued under the CA of %s %.300s; nothing "
+			    "was changed (--renew-ca replaces the CA)",
+			    have->bundle.where ? have->bundle.where : "the bundle", e.msg);
+	}
+	out->serving_not_after = not_after_of(tls);
+	pk_pki_serial_hex(tls, out->serving_serial, sizeof(out->serving_serial));
+	if (!out->new_serving) {
+		char t[32];
+		pk_pki_format_time(out->serving_not_after, t);
+		snprintf(out->serving_reason, sizeof(out->serving_reason), "valid until %s", t);
+	}
+	return PK_OK;
+}
+
+/* The material to store. Unchanged material is handed back byte for byte, so a rerun
+ * compares equal. */
+static int hand_back(const struct pk_renew_have *have, const struct made *m, X509 *signing,
+                     struct pk_renew_result *out, struct pk_err *err)
+{
+	int rc;
+	if ((rc = out->bundle_changed
+	              ? pk_pki_certs_pem(m->bundle, &out->bundle.pem, &out->bundle.len, err)
+	              : copy_item(&out->bundle, &have->bundle, err)) != PK_OK ||
+	    (rc = pk_pki_cert_pem(signing, &out->ca_crt.pem, &out->ca_crt.len, err)) != PK_OK ||
+	    (rc = out->new_ca ? pk_pki_key_pem(m->ca_key, &out->ca_key.pem, &out->ca_key.len, err)
+	                      : copy_item(&out->ca_key, &have->ca_key, err)) != PK_OK ||
+	    (rc = out->new_serving
+	              ? pk_pki_cert_pem(m->tls, &out->tls_crt.pem, &out->tls_crt.len, err)
+	              : copy_item(&out->tls_crt, &have->tls_crt, err)) != PK_OK)
+		return rc;
+	return out->new_serving
+	           ? pk_pki_key_pem(m->tls_key, &out->tls_key.pem, &out->tls_key.len, err)
+	           : copy_item(&out->tls_key, &have->tls_key, err);
 }
 
 int pk_renew_plan(const struct pk_renew_policy *p, const struct pk_renew_have *have, time_t now,
@@ -337,82 +416,18 @@ int pk_renew_plan(const struct pk_renew_policy *p, const struct pk_renew_have *h
 	memset(&s, 0, sizeof(s));
 	memset(&m, 0, sizeof(m));
 	memset(out, 0, sizeof(*out));
+	X509 *signing = NULL;
+	EVP_PKEY *signing_key = NULL;
 	int rc;
-	if ((rc = read_ca(p, have, &s, err)) != PK_OK ||
-	    (rc = read_serving(p, have, &s, err)) != PK_OK)
-		goto out;
-
-	ca_decision(p, &s, now, out->ca_reason, sizeof(out->ca_reason));
-	out->new_ca = out->ca_reason[0] != '\0';
-	X509 *signing = s.signing;
-	EVP_PKEY *signing_key = s.ca_key;
-	if (out->new_ca) {
-		if ((rc = pk_pki_new_key(p->key_type, &m.ca_key, err)) != PK_OK ||
-		    (rc = pk_pki_make_ca(m.ca_key, now, now + (time_t)p->ca_validity_days * DAY_S,
-		                         &m.ca, err)) != PK_OK)
-			goto out;
-		signing = m.ca;
-		signing_key = m.ca_key;
+	if ((rc = read_ca(p, have, &s, err)) == PK_OK &&
+	    (rc = read_serving(p, have, &s, err)) == PK_OK &&
+	    (rc = choose_ca(p, &s, now, &m, out, &signing, &signing_key, err)) == PK_OK &&
+	    (rc = build_bundle(&s, signing, now, &m, &out->bundle_changed, err)) == PK_OK) {
+		out->bundle_count = (size_t)sk_X509_num(m.bundle);
+		if ((rc = choose_serving(p, have, &s, now, signing, signing_key, &m, out, err)) ==
+		    PK_OK)
+			rc = hand_back(have, &m, signing, out, err);
 	}
-	out->ca_not_after = not_after_of(signing);
-	if (!out->new_ca) {
-		char t[32];
-		pk_pki_format_time(out->ca_not_after, t);
-		snprintf(out->ca_reason, sizeof(out->ca_reason), "valid until %s", t);
-	}
-	if ((rc = build_bundle(&s, signing, now, &m, &out->bundle_changed, err)) != PK_OK)
-		goto out;
-	out->bundle_count = (size_t)sk_X509_num(m.bundle);
-
-	serving_decision(p, &s, &m, signing, out->new_ca, now, out->serving_reason,
-	                 sizeof(out->serving_reason));
-	out->new_serving = out->serving_reason[0] != '\0';
-	X509 *tls = s.tls;
-	if (out->new_serving) {
-		/* A certificate never outlives the CA that vouches for it. */
-		time_t na = now + (time_t)p->validity_days * DAY_S;
-		if (na > out->ca_not_after)
-			na = out->ca_not_after;
-		if ((rc = pk_pki_new_key(p->key_type, &m.tls_key, err)) != PK_OK ||
-		    (rc = pk_pki_make_serving(m.tls_key, p->names, signing, signing_key, now, na,
-		                              &m.tls, err)) != PK_OK)
-			goto out;
-		tls = m.tls;
-		/* Never hand back a pair that does not verify: a CA that cannot vouch for it
-		 * (a weak key, an odd profile) is refused, not written. */
-		struct pk_err e = {{0}};
-		if (pk_pki_verify(m.tls, m.bundle, now, &e) != PK_OK) {
-			rc = pk_err_set(
-			    err, PK_ERR_INVALID,
-			    "the certificate issued under the CA of %s %.300s; nothing was "
-			    "changed (--renew-ca replaces the CA)",
-			    have->bundle.where ? have->bundle.where : "the bundle", e.msg);
-			goto out;
-		}
-	}
-	out->serving_not_after = not_after_of(tls);
-	pk_pki_serial_hex(tls, out->serving_serial, sizeof(out->serving_serial));
-	if (!out->new_serving) {
-		char t[32];
-		pk_pki_format_time(out->serving_not_after, t);
-		snprintf(out->serving_reason, sizeof(out->serving_reason), "valid until %s", t);
-	}
-
-	/* Unchanged material is handed back byte for byte, so a rerun compares equal. */
-	if ((rc = out->bundle_changed
-	              ? pk_pki_certs_pem(m.bundle, &out->bundle.pem, &out->bundle.len, err)
-	              : copy_item(&out->bundle, &have->bundle, err)) != PK_OK ||
-	    (rc = pk_pki_cert_pem(signing, &out->ca_crt.pem, &out->ca_crt.len, err)) != PK_OK ||
-	    (rc = out->new_ca ? pk_pki_key_pem(m.ca_key, &out->ca_key.pem, &out->ca_key.len, err)
-	                      : copy_item(&out->ca_key, &have->ca_key, err)) != PK_OK ||
-	    (rc = out->new_serving
-	              ? pk_pki_cert_pem(m.tls, &out->tls_crt.pem, &out->tls_crt.len, err)
-	              : copy_item(&out->tls_crt, &have->tls_crt, err)) != PK_OK ||
-	    (rc = out->new_serving
-	              ? pk_pki_key_pem(m.tls_key, &out->tls_key.pem, &out->tls_key.len, err)
-	              : copy_item(&out->tls_key, &have->tls_key, err)) != PK_OK)
-		goto out;
-out:
 	made_free(&m);
 	stored_free(&s);
 	return rc;

@@ -8,12 +8,16 @@
 
 #include <openssl/evp.h>
 
+#include "api.h"
 #include "apierr.h"
 
 static struct pk_kube_ref secret_ref(const char *ns, const char *name)
 {
-	return (struct pk_kube_ref){
-	    .group = NULL, .version = "v1", .resource = "secrets", .namespace = ns, .name = name};
+	return (struct pk_kube_ref){.group = NULL,
+	                            .version = PK_CORE_VERSION,
+	                            .resource = PK_SECRET_RESOURCE,
+	                            .namespace = ns,
+	                            .name = name};
 }
 
 int pk_secrets_get(struct pk_kube_client *c, const char *ns, const char *name, json_t **out,
@@ -21,7 +25,7 @@ int pk_secrets_get(struct pk_kube_client *c, const char *ns, const char *name, j
 {
 	*out = NULL;
 	char object[320];
-	snprintf(object, sizeof(object), "Secret %s/%s", ns, name);
+	snprintf(object, sizeof(object), PK_SECRET_KIND " %s/%s", ns, name);
 	struct pk_kube_ref r = secret_ref(ns, name);
 	struct pk_kube_error e;
 	json_t *obj = NULL;
@@ -29,7 +33,7 @@ int pk_secrets_get(struct pk_kube_client *c, const char *ns, const char *name, j
 	if (kr == PK_KUBE_NOT_FOUND)
 		return PK_OK;
 	if (kr != PK_KUBE_OK)
-		return pk_apierr(err, object, "get", "secrets", ns, &e);
+		return pk_apierr(err, object, "get", PK_SECRET_RESOURCE, ns, &e);
 	/* The API server fills in Opaque when a Secret is created without a type. */
 	const char *type = pk_kube_json_str(obj, "type");
 	if (type == NULL)
@@ -100,11 +104,10 @@ json_t *pk_secrets_build(const json_t *existing, const char *ns, const char *nam
 		/* The server keeps its field ownership records when an update leaves them out. */
 		json_object_del(meta, "managedFields");
 	} else {
-		obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:s}", "apiVersion", "v1",
-		                "kind", "Secret", "metadata", "name", name, "namespace", ns,
-		                "labels", "app.kubernetes.io/managed-by", "poolkeeper-certs",
-		                "cluster.x-k8s.io/provider", "ipam-poolkeeper", "type",
-		                PK_SECRET_TLS_TYPE);
+		obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:s}", "apiVersion",
+		                PK_CORE_VERSION, "kind", PK_SECRET_KIND, "metadata", "name", name,
+		                "namespace", ns, "labels", PK_MANAGED_BY_LABEL, "poolkeeper-certs",
+		                PK_PROVIDER_LABEL, "ipam-poolkeeper", "type", PK_SECRET_TLS_TYPE);
 	}
 	json_t *data = obj != NULL ? child(obj, "data") : NULL;
 	if (data == NULL)
@@ -127,7 +130,8 @@ int pk_secrets_write(struct pk_kube_client *c, const char *ns, const char *name,
                      bool create, bool dry_run, struct pk_err *err)
 {
 	char object[320];
-	snprintf(object, sizeof(object), "Secret %s/%s%s", ns, name, dry_run ? " (dry run)" : "");
+	snprintf(object, sizeof(object), PK_SECRET_KIND " %s/%s%s", ns, name,
+	         dry_run ? " (dry run)" : "");
 	struct pk_kube_ref r = secret_ref(ns, create ? NULL : name);
 	struct pk_kube_write_opts w = {.field_manager = "poolkeeper-certs", .dry_run = dry_run};
 	struct pk_kube_error e;
@@ -138,8 +142,8 @@ int pk_secrets_write(struct pk_kube_client *c, const char *ns, const char *name,
 	if (kr == PK_KUBE_OK)
 		return PK_OK;
 	if (kr == PK_KUBE_ALREADY_EXISTS || kr == PK_KUBE_CONFLICT) {
-		pk_apierr(err, object, create ? "create" : "update", "secrets", ns, &e);
+		pk_apierr(err, object, create ? "create" : "update", PK_SECRET_RESOURCE, ns, &e);
 		return PK_ERR_IN_USE;
 	}
-	return pk_apierr(err, object, create ? "create" : "update", "secrets", ns, &e);
+	return pk_apierr(err, object, create ? "create" : "update", PK_SECRET_RESOURCE, ns, &e);
 }

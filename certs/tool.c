@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "log.h"
 #include "outdir.h"
 #include "secrets.h"
@@ -137,8 +138,8 @@ static int secret_read(const struct pk_tool_opts *o, struct secret *s, struct pk
 {
 	int rc = pk_secrets_get(o->client, o->namespace, s->name, &s->obj, err);
 	for (int k = 0; rc == PK_OK && k < K_COUNT; k++) {
-		snprintf(s->where[k], sizeof(s->where[k]), "Secret %s/%s key %s", o->namespace,
-		         s->name, data_keys[k]);
+		snprintf(s->where[k], sizeof(s->where[k]), PK_SECRET_KIND " %s/%s key %s",
+		         o->namespace, s->name, data_keys[k]);
 		rc = pk_secrets_value(s->obj, data_keys[k], s->where[k], &s->v[k], &s->len[k], err);
 	}
 	return rc;
@@ -172,7 +173,7 @@ static int secret_write(const struct pk_tool_opts *o, const struct secret *s,
 		out->secrets_written++;
 		char name[320];
 		snprintf(name, sizeof(name), "%s/%s", o->namespace, s->name);
-		pk_log_info(s->obj == NULL ? "Secret created" : "Secret updated",
+		pk_log_info(s->obj == NULL ? PK_SECRET_KIND " created" : PK_SECRET_KIND " updated",
 		            PK_LOG_STR("secret", name));
 	}
 	return rc;

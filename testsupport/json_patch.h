@@ -2,25 +2,29 @@
  * json_patch.h - applies the JSON Patches poolkeeper's mutating endpoint
  * sends (test, add and replace of object members, RFC 6902) to an object,
  * as the apiserver would, so that tests can hand the result to the
- * validating endpoint. A failed `test` fails the test. Include after
- * <cmocka.h>.
+ * validating endpoint (pk_test_apply_json_patch: a failed op fails the
+ * test), or so that a fake API server can answer a patch request
+ * (pk_test_json_patch: a failed op is a result). Include after <cmocka.h>.
  */
 #ifndef PK_TEST_JSON_PATCH_H
 #define PK_TEST_JSON_PATCH_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
-/* The JSON Pointer target's parent and last token (no ~ escapes in our paths). */
+/* The JSON Pointer target's parent and last token (no ~ escapes in our paths); NULL when
+ * there is none. */
 static inline json_t *pk_test_pointer_parent(json_t *doc, const char *path, char *last, size_t len)
 {
 	char buf[256];
-	snprintf(buf, sizeof(buf), "%s", path);
+	snprintf(buf, sizeof(buf), "%s", path != NULL ? path : "");
 	char *slash = strrchr(buf, '/');
-	assert_non_null(slash);
+	if (slash == NULL)
+		return NULL;
 	snprintf(last, len, "%s", slash + 1);
 	*slash = '\0';
 	json_t *cur = doc;
@@ -32,31 +36,58 @@ static inline json_t *pk_test_pointer_parent(json_t *doc, const char *path, char
 	return cur;
 }
 
+/*
+ * Applies patch (an array of operations) to doc as the apiserver would,
+ * op by op; false, with the reason in why, at the first one that fails: a
+ * `test` whose value differs, a `replace` of a member that is not there, a
+ * path whose parent is not an object, an op other than test, add and
+ * replace. The ops before it stay applied (a caller that must not see them
+ * patches a copy).
+ */
+static inline bool pk_test_json_patch(json_t *doc, const json_t *patch, char *why, size_t len)
+{
+	size_t i;
+	const json_t *op;
+	json_array_foreach(patch, i, op)
+	{
+		char last[128];
+		const char *o = json_string_value(json_object_get(op, "op"));
+		const char *path = json_string_value(json_object_get(op, "path"));
+		json_t *parent = pk_test_pointer_parent(doc, path, last, sizeof(last));
+		json_t *value = json_object_get(op, "value");
+		bool test = o != NULL && strcmp(o, "test") == 0;
+		bool replace = o != NULL && strcmp(o, "replace") == 0;
+		if (!json_is_object(parent)) {
+			snprintf(why, len, "op %zu: the parent of %s is not an object", i,
+			         path != NULL ? path : "(no path)");
+			return false;
+		}
+		if (!test && !replace && (o == NULL || strcmp(o, "add") != 0)) {
+			snprintf(why, len, "op %zu: \"%s\" is not test, add or replace", i,
+			         o != NULL ? o : "");
+			return false;
+		}
+		if ((test && !json_equal(json_object_get(parent, last), value)) ||
+		    (replace && json_object_get(parent, last) == NULL)) {
+			snprintf(why, len, "op %zu: %s %s failed", i, o, path);
+			return false;
+		}
+		if (!test)
+			json_object_set(parent, last, value);
+	}
+	return true;
+}
+
+/* Applies a patch given as text; any op that fails fails the test. */
 static inline void pk_test_apply_json_patch(json_t *doc, const char *patch_text)
 {
 	json_error_t e;
 	json_t *patch = json_loads(patch_text, 0, &e);
 	if (patch == NULL)
 		fail_msg("patch does not parse: %s: %s", e.text, patch_text);
-	size_t i;
-	json_t *op;
-	json_array_foreach(patch, i, op)
-	{
-		char last[64];
-		const char *o = json_string_value(json_object_get(op, "op"));
-		json_t *parent = pk_test_pointer_parent(
-		    doc, json_string_value(json_object_get(op, "path")), last, sizeof(last));
-		assert_true(json_is_object(parent));
-		json_t *value = json_object_get(op, "value");
-		if (strcmp(o, "test") == 0)
-			assert_true(json_equal(json_object_get(parent, last), value));
-		else if (strcmp(o, "replace") == 0)
-			assert_non_null(json_object_get(parent, last));
-		else
-			assert_string_equal(o, "add");
-		if (strcmp(o, "test") != 0)
-			json_object_set(parent, last, value);
-	}
+	char why[300];
+	if (!pk_test_json_patch(doc, patch, why, sizeof(why)))
+		fail_msg("%s: %s", why, patch_text);
 	json_decref(patch);
 }
 

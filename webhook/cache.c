@@ -2,11 +2,13 @@
 #define _GNU_SOURCE /* pthread_rwlockattr_setkind_np */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "cache.h"
 #include "jpack.h"
 #include "rules.h"
@@ -24,9 +26,11 @@
 struct kept {
 	struct kept *prev, *next;
 	uint32_t len;      /* packed bytes */
-	uint16_t pool_len; /* bytes of the pool key after them; 0: in no pool */
+	uint32_t pool_len; /* bytes of the pool key after them; 0: in no pool */
 	unsigned char data[];
 };
+/* pk_trim_pack allocates the header up to data: the whole struct. */
+_Static_assert(offsetof(struct kept, data) == sizeof(struct kept), "no padding after the header");
 
 /* The IPAddresses of one pool. */
 struct pool_list {
@@ -82,25 +86,22 @@ static bool address_pool_key(const json_t *addr, char *buf, size_t len)
 /* Packs a trimmed object (released here) with the pool key (NULL: none) into a new item. */
 static struct kept *keep(json_t *trimmed, const char *pool)
 {
-	unsigned char *packed = NULL;
-	size_t n = 0;
-	int rc = trimmed != NULL ? pk_jpack_encode(trimmed, &packed, &n) : PK_ERR_NOMEM;
-	json_decref(trimmed);
-	if (rc != PK_OK)
-		return NULL;
 	size_t plen = pool != NULL ? strlen(pool) : 0;
-	struct kept *k = NULL;
-	if (n <= UINT32_MAX && plen < POOL_KEY_MAX)
-		k = malloc(sizeof(*k) + n + (plen > 0 ? plen + 1 : 0));
-	if (k != NULL) {
-		k->prev = k->next = NULL;
-		k->len = (uint32_t)n;
-		k->pool_len = (uint16_t)plen;
-		memcpy(k->data, packed, n);
-		if (plen > 0)
-			memcpy(k->data + n, pool, plen + 1);
+	if (plen >= POOL_KEY_MAX) {
+		json_decref(trimmed);
+		return NULL;
 	}
-	free(packed);
+	size_t n = 0;
+	struct kept *k =
+	    pk_trim_pack(trimmed, offsetof(struct kept, data), plen > 0 ? plen + 1 : 0, &n);
+	if (k == NULL || n > UINT32_MAX) {
+		free(k);
+		return NULL;
+	}
+	k->len = (uint32_t)n;
+	k->pool_len = (uint32_t)plen;
+	if (plen > 0)
+		memcpy(k->data + n, pool, plen + 1);
 	return k;
 }
 
@@ -393,7 +394,7 @@ int pk_cache_list_pool_addresses(struct pk_cache *c, const char *kind, const cha
 {
 	*items = json_array();
 	if (*items == NULL)
-		return nomem(err, "IPAddresses");
+		return nomem(err, PK_ADDRESS_KIND "es");
 	bool every_ns = ns == NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) != 0;
 	char key[POOL_KEY_MAX];
 	if (name == NULL || (!every_ns && !make_pool_key(kind, ns, name, key, sizeof(key))))
@@ -411,7 +412,7 @@ int pk_cache_list_pool_addresses(struct pk_cache *c, const char *kind, const cha
 	if (!ok) {
 		json_decref(*items);
 		*items = NULL;
-		return nomem(err, "IPAddresses");
+		return nomem(err, PK_ADDRESS_KIND "es");
 	}
 	return PK_OK;
 }
@@ -450,5 +451,5 @@ int pk_cache_get_pool(struct pk_cache *c, const char *kind, const char *ns, cons
 int pk_cache_get_claim(struct pk_cache *c, const char *ns, const char *name, json_t **obj,
                        struct pk_err *err)
 {
-	return get_one(c, PK_CACHE_CLAIMS, ns, name, "IPAddressClaim", obj, err);
+	return get_one(c, PK_CACHE_CLAIMS, ns, name, PK_CLAIM_KIND, obj, err);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "cache.h"
 #include "kube_client.h"
 #include "kube_informer.h"
@@ -35,7 +36,7 @@ struct pk_lookup {
 
 static const char *pool_resource(const char *kind)
 {
-	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? "globalippools" : "ippools";
+	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? PK_GLOBAL_POOL_RESOURCE : PK_POOL_RESOURCE;
 }
 
 static enum pk_cache_kind pool_cache(const char *kind)
@@ -70,7 +71,7 @@ static int live_list_pools(struct pk_lookup *l, const char *kind, const char *ns
                            struct pk_err *err)
 {
 	struct pk_kube_ref r = {.group = PK_POOL_GROUP,
-	                        .version = "v1alpha1",
+	                        .version = PK_POOL_VERSION,
 	                        .resource = pool_resource(kind),
 	                        .namespace = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? NULL : ns};
 	struct pk_kube_list_opts o = {0};
@@ -98,13 +99,13 @@ static int live_list_pool_addresses(struct pk_lookup *l, const char *kind, const
 	/* CAPI's IPAddress CRD has no selectable poolRef field: list and filter. */
 	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
 	                        .version = l->ipaddress_version,
-	                        .resource = "ipaddresses",
+	                        .resource = PK_ADDRESS_RESOURCE,
 	                        .namespace = ns};
 	struct pk_kube_list_opts o = {0};
 	struct pk_kube_error e;
 	json_t *list = NULL;
 	if (pk_kube_client_list_all(l->client, &r, &o, &list, &e) != PK_KUBE_OK)
-		return failed(err, "IPAddresses", &e);
+		return failed(err, PK_ADDRESS_KIND "es", &e);
 	json_t *all = take_items(list);
 	*items = json_array();
 	size_t i;
@@ -159,7 +160,7 @@ static int get_pool(void *ctx, const char *kind, const char *ns, const char *nam
 	if (cached(l, pool_cache(kind)))
 		return pk_cache_get_pool(l->cache, kind, ns, name, obj, err);
 	struct pk_kube_ref r = {.group = PK_POOL_GROUP,
-	                        .version = "v1alpha1",
+	                        .version = PK_POOL_VERSION,
 	                        .resource = pool_resource(kind),
 	                        .namespace = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? NULL : ns,
 	                        .name = name};
@@ -173,10 +174,10 @@ static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj, 
 		return pk_cache_get_claim(l->cache, ns, name, obj, err);
 	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
 	                        .version = l->ipaddress_version,
-	                        .resource = "ipaddressclaims",
+	                        .resource = PK_CLAIM_RESOURCE,
 	                        .namespace = ns,
 	                        .name = name};
-	return live_get(l, &r, "IPAddressClaim", obj, err);
+	return live_get(l, &r, PK_CLAIM_KIND, obj, err);
 }
 
 /* ---- owner references: discovery, the kind cache, and the SubjectAccessReview ---- */
@@ -549,10 +550,12 @@ int pk_lookup_may_block_owner_deletion(void *ctx, const json_t *user_info, const
 	                    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "namespace", ns,
 	                              "verb", "update", "group", group, "version", version,
 	                              "resource", res, "subresource", "finalizers", "name", name));
-	json_t *review = json_pack("{s:s, s:s, s:o}", "apiVersion", "authorization.k8s.io/v1",
-	                           "kind", "SubjectAccessReview", "spec", spec);
-	struct pk_kube_ref r = {
-	    .group = "authorization.k8s.io", .version = "v1", .resource = "subjectaccessreviews"};
+	json_t *review = json_pack("{s:s, s:s, s:o}", "apiVersion",
+	                           PK_AUTHORIZATION_GROUP "/" PK_AUTHORIZATION_VERSION, "kind",
+	                           PK_SUBJECT_ACCESS_REVIEW_KIND, "spec", spec);
+	struct pk_kube_ref r = {.group = PK_AUTHORIZATION_GROUP,
+	                        .version = PK_AUTHORIZATION_VERSION,
+	                        .resource = PK_SUBJECT_ACCESS_REVIEW_RESOURCE};
 	struct pk_kube_error e;
 	json_t *out = NULL;
 	if (review == NULL)
@@ -560,7 +563,7 @@ int pk_lookup_may_block_owner_deletion(void *ctx, const json_t *user_info, const
 	enum pk_kube_reason kr = pk_kube_client_create(l->client, &r, review, NULL, &out, &e);
 	json_decref(review);
 	if (kr != PK_KUBE_OK)
-		return failed(err, "SubjectAccessReview", &e);
+		return failed(err, PK_SUBJECT_ACCESS_REVIEW_KIND, &e);
 	*allowed = json_is_true(json_object_get(json_object_get(out, "status"), "allowed"));
 	json_decref(out);
 	return PK_OK;
@@ -576,17 +579,17 @@ static int start_informers(struct pk_lookup *l, struct pk_err *err)
 		const char *group, *resource;
 		bool capi; /* served at the IPAddress version */
 	} what[PK_CACHE_KINDS] = {
-	    [PK_CACHE_IPPOOLS] = {PK_POOL_GROUP, "ippools", false},
-	    [PK_CACHE_GLOBALIPPOOLS] = {PK_POOL_GROUP, "globalippools", false},
-	    [PK_CACHE_ADDRESSES] = {PK_CAPI_IPAM_GROUP, "ipaddresses", true},
-	    [PK_CACHE_CLAIMS] = {PK_CAPI_IPAM_GROUP, "ipaddressclaims", true},
+	    [PK_CACHE_IPPOOLS] = {PK_POOL_GROUP, PK_POOL_RESOURCE, false},
+	    [PK_CACHE_GLOBALIPPOOLS] = {PK_POOL_GROUP, PK_GLOBAL_POOL_RESOURCE, false},
+	    [PK_CACHE_ADDRESSES] = {PK_CAPI_IPAM_GROUP, PK_ADDRESS_RESOURCE, true},
+	    [PK_CACHE_CLAIMS] = {PK_CAPI_IPAM_GROUP, PK_CLAIM_RESOURCE, true},
 	};
 	if ((l->cache = pk_cache_new()) == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	for (int k = 0; k < PK_CACHE_KINDS; k++) {
 		struct pk_kube_informer_opts io = {
 		    .ref = {.group = what[k].group,
-		            .version = what[k].capi ? l->ipaddress_version : "v1alpha1",
+		            .version = what[k].capi ? l->ipaddress_version : PK_POOL_VERSION,
 		            .resource = what[k].resource}};
 		pk_cache_feed(l->cache, (enum pk_cache_kind)k, &io);
 		int rc = pk_kube_informer_new(l->watcher, &io, &l->informers[k], err);
@@ -641,16 +644,16 @@ int pk_lookup_open_mode(const char *kubeconfig, enum pk_lookup_mode mode, struct
 		goto fail;
 	/* Which IPAddress version the cluster serves decides how addresses are read:
 	 * v1beta2 unless only v1beta1 is served. */
-	static const char *const prefer[] = {"v1beta2", "v1beta1", NULL};
+	static const char *const prefer[] = {PK_CAPI_V1BETA2, PK_CAPI_V1BETA1, NULL};
 	struct pk_kube_error e;
 	if (pk_kube_client_preferred_version(l->watcher, PK_CAPI_IPAM_GROUP, prefer,
 	                                     l->ipaddress_version, sizeof(l->ipaddress_version),
 	                                     &e) != PK_KUBE_OK)
-		pk_log_warn("cannot read which versions of ipam.cluster.x-k8s.io are served; "
-		            "assuming v1beta2",
+		pk_log_warn("cannot read which versions of " PK_CAPI_IPAM_GROUP " are served; "
+		            "assuming " PK_CAPI_V1BETA2,
 		            PK_LOG_STR("error", e.message));
 	if (l->ipaddress_version[0] == '\0') /* not read, or served in neither */
-		snprintf(l->ipaddress_version, sizeof(l->ipaddress_version), "v1beta2");
+		snprintf(l->ipaddress_version, sizeof(l->ipaddress_version), "%s", PK_CAPI_V1BETA2);
 	if ((l->kinds = pk_kindmap_new(KINDMAP_MAX, KINDMAP_TTL_NS, KINDMAP_MISS_NS)) == NULL) {
 		rc = pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 		goto fail;
@@ -705,10 +708,11 @@ bool pk_lookup_ready(void *ud)
 	if (!atomic_exchange(&l->announced, true))
 		pk_log_info(
 		    "admission lookups answer from the caches",
-		    PK_LOG_UINT("ippools", pk_cache_count(l->cache, PK_CACHE_IPPOOLS)),
-		    PK_LOG_UINT("globalippools", pk_cache_count(l->cache, PK_CACHE_GLOBALIPPOOLS)),
-		    PK_LOG_UINT("ipaddresses", pk_cache_count(l->cache, PK_CACHE_ADDRESSES)),
-		    PK_LOG_UINT("ipaddressclaims", pk_cache_count(l->cache, PK_CACHE_CLAIMS)));
+		    PK_LOG_UINT(PK_POOL_RESOURCE, pk_cache_count(l->cache, PK_CACHE_IPPOOLS)),
+		    PK_LOG_UINT(PK_GLOBAL_POOL_RESOURCE,
+		                pk_cache_count(l->cache, PK_CACHE_GLOBALIPPOOLS)),
+		    PK_LOG_UINT(PK_ADDRESS_RESOURCE, pk_cache_count(l->cache, PK_CACHE_ADDRESSES)),
+		    PK_LOG_UINT(PK_CLAIM_RESOURCE, pk_cache_count(l->cache, PK_CACHE_CLAIMS)));
 	return true;
 }
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "admission.h"
-#include "certs.h"
+#include "serving_cert.h"
 #include "flags.h"
 #include "log.h"
 #include "lookup.h"

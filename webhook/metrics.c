@@ -229,103 +229,116 @@ static void text_add(struct text *t, const char *fmt, ...)
 	}
 }
 
-char *pk_metrics_render(const struct pk_metrics *m, size_t *len)
+static unsigned long long load(const atomic_uint_fast64_t *v)
 {
-	struct text t = {.buf = malloc(8192), .len = 0, .cap = 8192, .failed = false};
-	if (t.buf == NULL)
-		return NULL;
-	t.buf[0] = '\0';
+	return (unsigned long long)atomic_load_explicit(v, memory_order_relaxed);
+}
 
-	text_add(&t, "# HELP poolkeeper_webhook_requests_total Admission requests answered, "
-	             "by endpoint and result.\n"
-	             "# TYPE poolkeeper_webhook_requests_total counter\n");
+/* The HELP and TYPE lines of a family. */
+static void add_family(struct text *t, const char *name, const char *type, const char *help)
+{
+	text_add(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One sample: name{k1="v1",k2="v2"} n, without labels where k1 is NULL and with one where
+ * k2 is. */
+static void add_sample(struct text *t, const char *name, const char *k1, const char *v1,
+                       const char *k2, const char *v2, unsigned long long n)
+{
+	if (k1 == NULL)
+		text_add(t, "%s %llu\n", name, n);
+	else if (k2 == NULL)
+		text_add(t, "%s{%s=\"%s\"} %llu\n", name, k1, v1, n);
+	else
+		text_add(t, "%s{%s=\"%s\",%s=\"%s\"} %llu\n", name, k1, v1, k2, v2, n);
+}
+
+#define REQUESTS "poolkeeper_webhook_requests_total"
+#define DURATION "poolkeeper_webhook_request_duration_seconds"
+#define RELOADS  "poolkeeper_webhook_certificate_reloads_total"
+#define EXPIRY   "poolkeeper_webhook_certificate_expiry_timestamp_seconds"
+#define REPAIRS  "poolkeeper_webhook_claim_repairs_total"
+#define SKIPPED  "poolkeeper_webhook_claim_repairs_skipped_total"
+
+static void render_requests(struct text *t, const struct pk_metrics *m)
+{
+	add_family(t, REQUESTS, "counter", "Admission requests answered, by endpoint and result.");
 	for (size_t e = 0; e < NENDPOINTS; e++)
 		for (size_t r = 0; r < NRESULTS; r++)
-			text_add(&t,
-			         "poolkeeper_webhook_requests_total{endpoint=\"%s\",result=\"%s\"} "
-			         "%llu\n",
-			         endpoint_names[e], result_names[r],
-			         (unsigned long long)atomic_load_explicit(&m->requests[e][r],
-			                                                  memory_order_relaxed));
+			add_sample(t, REQUESTS, "endpoint", endpoint_names[e], "result",
+			           result_names[r], load(&m->requests[e][r]));
+}
 
-	text_add(&t, "# HELP poolkeeper_webhook_request_duration_seconds Time from the request's "
-	             "headers to its answer.\n"
-	             "# TYPE poolkeeper_webhook_request_duration_seconds histogram\n");
+static void render_durations(struct text *t, const struct pk_metrics *m)
+{
+	add_family(t, DURATION, "histogram", "Time from the request's headers to its answer.");
 	for (size_t e = 0; e < NENDPOINTS; e++) {
 		const struct histogram *h = &m->duration[e];
 		unsigned long long cum = 0;
 		for (size_t b = 0; b <= NBUCKETS; b++) {
-			cum += atomic_load_explicit(&h->bucket[b], memory_order_relaxed);
+			char le[32];
 			if (b < NBUCKETS)
-				text_add(&t,
-				         "poolkeeper_webhook_request_duration_seconds_bucket{"
-				         "endpoint=\"%s\",le=\"%g\"} %llu\n",
-				         endpoint_names[e], buckets[b], cum);
+				snprintf(le, sizeof(le), "%g", buckets[b]);
 			else
-				text_add(&t,
-				         "poolkeeper_webhook_request_duration_seconds_bucket{"
-				         "endpoint=\"%s\",le=\"+Inf\"} %llu\n",
-				         endpoint_names[e], cum);
+				snprintf(le, sizeof(le), "+Inf");
+			cum += load(&h->bucket[b]);
+			add_sample(t, DURATION "_bucket", "endpoint", endpoint_names[e], "le", le,
+			           cum);
 		}
 		/* The count is this scrape's +Inf bucket, so the two always agree. */
-		unsigned long long count = cum;
-		double sum = (double)atomic_load_explicit(&h->sum_ns, memory_order_relaxed) / 1e9;
-		text_add(
-		    &t,
-		    "poolkeeper_webhook_request_duration_seconds_sum{endpoint=\"%s\"} %.9f\n"
-		    "poolkeeper_webhook_request_duration_seconds_count{endpoint=\"%s\"} %llu\n",
-		    endpoint_names[e], sum, endpoint_names[e], count);
+		double sum = (double)load(&h->sum_ns) / 1e9;
+		text_add(t, DURATION "_sum{endpoint=\"%s\"} %.9f\n", endpoint_names[e], sum);
+		add_sample(t, DURATION "_count", "endpoint", endpoint_names[e], NULL, NULL, cum);
 	}
+}
 
-	text_add(&t,
-	         "# HELP poolkeeper_webhook_certificate_reloads_total Serving certificate reload "
-	         "attempts, by result.\n"
-	         "# TYPE poolkeeper_webhook_certificate_reloads_total counter\n"
-	         "poolkeeper_webhook_certificate_reloads_total{result=\"success\"} %llu\n"
-	         "poolkeeper_webhook_certificate_reloads_total{result=\"failure\"} %llu\n",
-	         (unsigned long long)atomic_load_explicit(&m->reloads[1], memory_order_relaxed),
-	         (unsigned long long)atomic_load_explicit(&m->reloads[0], memory_order_relaxed));
-	text_add(&t,
-	         "# HELP poolkeeper_webhook_certificate_expiry_timestamp_seconds notAfter of the "
-	         "serving certificate in use.\n"
-	         "# TYPE poolkeeper_webhook_certificate_expiry_timestamp_seconds gauge\n"
-	         "poolkeeper_webhook_certificate_expiry_timestamp_seconds %lld\n",
+static void render_certificate(struct text *t, const struct pk_metrics *m)
+{
+	add_family(t, RELOADS, "counter", "Serving certificate reload attempts, by result.");
+	add_sample(t, RELOADS, "result", "success", NULL, NULL, load(&m->reloads[1]));
+	add_sample(t, RELOADS, "result", "failure", NULL, NULL, load(&m->reloads[0]));
+	add_family(t, EXPIRY, "gauge", "notAfter of the serving certificate in use.");
+	text_add(t, EXPIRY " %lld\n",
 	         (long long)atomic_load_explicit(&m->expiry, memory_order_relaxed));
+}
 
-	/* Repairs: every kind that has a row, and "other" once it has counted anything. */
+/* Repairs: every kind that has a row, and "other" once it has counted anything. */
+static void render_repairs(struct text *t, const struct pk_metrics *m)
+{
 	size_t rows[PK_METRICS_REPAIR_KINDS + 1];
 	size_t nrows = atomic_load_explicit(&m->nkinds, memory_order_acquire);
 	for (size_t k = 0; k < nrows; k++)
 		rows[k] = k;
 	uint64_t other_sum = 0;
 	for (int w = 0; w < NREPAIRS; w++)
-		other_sum +=
-		    atomic_load_explicit(&m->repairs[OTHER_ROW].n[w], memory_order_relaxed);
+		other_sum += load(&m->repairs[OTHER_ROW].n[w]);
 	if (other_sum > 0)
 		rows[nrows++] = OTHER_ROW;
-	text_add(&t, "# HELP poolkeeper_webhook_claim_repairs_total Owner references and cluster "
-	             "names the mutating webhook completed on claims, by the owner's kind and what "
-	             "it set.\n"
-	             "# TYPE poolkeeper_webhook_claim_repairs_total counter\n");
+	add_family(t, REPAIRS, "counter",
+	           "Owner references and cluster names the mutating webhook completed on claims, "
+	           "by the owner's kind and what it set.");
 	for (size_t i = 0; i < nrows; i++)
 		for (int w = 0; w < SKIPPED_PERMISSION; w++)
-			text_add(&t,
-			         "poolkeeper_webhook_claim_repairs_total{owner_kind=\"%s\","
-			         "repair=\"%s\"} %llu\n",
-			         m->repairs[rows[i]].kind, repair_names[w],
-			         (unsigned long long)atomic_load_explicit(&m->repairs[rows[i]].n[w],
-			                                                  memory_order_relaxed));
-	text_add(&t, "# HELP poolkeeper_webhook_claim_repairs_skipped_total blockOwnerDeletion "
-	             "left unset on a claim's owner reference, by the owner's kind and why.\n"
-	             "# TYPE poolkeeper_webhook_claim_repairs_skipped_total counter\n");
+			add_sample(t, REPAIRS, "owner_kind", m->repairs[rows[i]].kind, "repair",
+			           repair_names[w], load(&m->repairs[rows[i]].n[w]));
+	add_family(t, SKIPPED, "counter",
+	           "blockOwnerDeletion left unset on a claim's owner reference, by the owner's "
+	           "kind and why.");
 	for (size_t i = 0; i < nrows; i++)
-		text_add(&t,
-		         "poolkeeper_webhook_claim_repairs_skipped_total{owner_kind=\"%s\","
-		         "reason=\"permission\"} %llu\n",
-		         m->repairs[rows[i]].kind,
-		         (unsigned long long)atomic_load_explicit(
-		             &m->repairs[rows[i]].n[SKIPPED_PERMISSION], memory_order_relaxed));
+		add_sample(t, SKIPPED, "owner_kind", m->repairs[rows[i]].kind, "reason",
+		           "permission", load(&m->repairs[rows[i]].n[SKIPPED_PERMISSION]));
+}
 
+char *pk_metrics_render(const struct pk_metrics *m, size_t *len)
+{
+	struct text t = {.buf = malloc(8192), .len = 0, .cap = 8192, .failed = false};
+	if (t.buf == NULL)
+		return NULL;
+	t.buf[0] = '\0';
+	render_requests(&t, m);
+	render_durations(&t, m);
+	render_certificate(&t, m);
+	render_repairs(&t, m);
 	if (t.failed) {
 		free(t.buf);
 		return NULL;

@@ -32,10 +32,10 @@
 #include <sys/socket.h>
 
 #include "admission.h"
-#include "certs.h"
 #include "metrics.h"
 #include "parse.h"
 #include "pk.h"
+#include "serving_cert.h"
 
 /* Bodies between PK_ADMISSION_MAX_BODY and this are read and discarded before the 413. */
 #define PK_SERVER_DISCARD_MAX (16u * 1024u * 1024u)

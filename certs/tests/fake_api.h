@@ -3,7 +3,7 @@
  * top of testsupport/kube_fakeserver.h (one HTTP answer per
  * connection on 127.0.0.1): Secrets (get, create, update with
  * resourceVersion checks), Validating/MutatingWebhookConfigurations (get,
- * JSON patch with "test" and "add"), dryRun=All, and injected answers
+ * JSON patch through testsupport/json_patch.h), dryRun=All, and injected answers
  * (403 for a method on a path, a Conflict once).
  *
  * Objects are kept by URL path; writes that are not dry runs are counted,
@@ -20,6 +20,8 @@
 
 #include <jansson.h>
 
+#include "api.h"
+#include "json_patch.h"
 #include "kube_fakeserver.h"
 
 #define FA_UNUSED __attribute__((unused))
@@ -41,9 +43,9 @@ struct fake_api {
 FA_UNUSED static void fa_status(struct fs_response *out, int code, const char *reason,
                                 const char *msg)
 {
-	json_t *st =
-	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
-	              "status", "Failure", "reason", reason, "message", msg, "code", code);
+	json_t *st = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
+	                       PK_CORE_VERSION, "status", "Failure", "reason", reason, "message",
+	                       msg, "code", code);
 	out->status = code;
 	out->owned = json_dumps(st, JSON_COMPACT);
 	out->body = out->owned;
@@ -81,61 +83,19 @@ FA_UNUSED static void fa_set_rv(struct fake_api *a, json_t *obj)
 	json_object_set_new(meta, "resourceVersion", json_string(rv));
 }
 
-/* The value at JSON pointer `ptr` in doc, and its parent and last segment. */
-FA_UNUSED static json_t *fa_pointer(json_t *doc, const char *ptr, json_t **parent, char *last,
-                                    size_t len)
+/* A write that passed its checks: stored at path (a reference taken) unless a dry run, and
+ * answered with the object. Under a->mu. */
+FA_UNUSED static void fa_store(struct fake_api *a, const char *path, json_t *obj, bool dry,
+                               int code, struct fs_response *out)
 {
-	json_t *cur = doc;
-	*parent = NULL;
-	last[0] = '\0';
-	const char *p = ptr;
-	while (*p == '/') {
-		p++;
-		const char *e = strchr(p, '/');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		if (n >= len)
-			return NULL;
-		memcpy(last, p, n);
-		last[n] = '\0';
-		*parent = cur;
-		if (json_is_array(cur))
-			cur = json_array_get(cur, strtoul(last, NULL, 10));
-		else
-			cur = json_object_get(cur, last);
-		p += n;
-		if (cur == NULL && *p != '\0')
-			return NULL;
+	fa_set_rv(a, obj);
+	if (!dry) {
+		json_object_set(a->objects, path, obj);
+		a->writes++;
+	} else {
+		a->dry_writes++;
 	}
-	return cur;
-}
-
-/* RFC 6902 "test" and "add" (to an object member) on a copy; false when an op fails. */
-FA_UNUSED static bool fa_json_patch(json_t *doc, const json_t *patch)
-{
-	size_t i;
-	const json_t *op;
-	json_array_foreach(patch, i, op)
-	{
-		const char *o = json_string_value(json_object_get(op, "op"));
-		const char *path = json_string_value(json_object_get(op, "path"));
-		json_t *value = json_object_get(op, "value");
-		json_t *parent;
-		char last[128];
-		if (o == NULL || path == NULL)
-			return false;
-		json_t *at = fa_pointer(doc, path, &parent, last, sizeof(last));
-		if (strcmp(o, "test") == 0) {
-			if (at == NULL || !json_equal(at, value))
-				return false;
-		} else if (strcmp(o, "add") == 0) {
-			if (!json_is_object(parent))
-				return false;
-			json_object_set(parent, last, value);
-		} else {
-			return false;
-		}
-	}
-	return true;
+	fa_object(out, code, obj);
 }
 
 FA_UNUSED static void fa_respond(void *ud, int index, const struct fs_request *req,
@@ -178,14 +138,7 @@ FA_UNUSED static void fa_respond(void *ud, int index, const struct fs_request *r
 		if (json_object_get(a->objects, full) != NULL) {
 			fa_status(out, 409, "AlreadyExists", "already exists");
 		} else {
-			fa_set_rv(a, body);
-			if (!dry) {
-				json_object_set(a->objects, full, body);
-				a->writes++;
-			} else {
-				a->dry_writes++;
-			}
-			fa_object(out, 201, body);
+			fa_store(a, full, body, dry, 201, out);
 		}
 	} else if (strcmp(req->method, "PUT") == 0) {
 		const char *want = json_string_value(
@@ -201,31 +154,18 @@ FA_UNUSED static void fa_respond(void *ud, int index, const struct fs_request *r
 		} else if (want == NULL || rv == NULL || strcmp(want, rv) != 0) {
 			fa_status(out, 409, "Conflict", "the object has been modified");
 		} else {
-			fa_set_rv(a, body);
-			if (!dry) {
-				json_object_set(a->objects, path, body);
-				a->writes++;
-			} else {
-				a->dry_writes++;
-			}
-			fa_object(out, 200, body);
+			fa_store(a, path, body, dry, 200, out);
 		}
 	} else if (strcmp(req->method, "PATCH") == 0) {
 		json_t *doc = have ? json_deep_copy(have) : NULL;
+		char why[300];
 		if (doc == NULL) {
 			fa_status(out, 404, "NotFound", "not found");
-		} else if (!fa_json_patch(doc, body)) {
+		} else if (!pk_test_json_patch(doc, body, why, sizeof(why))) {
 			fa_status(out, 422, "Invalid",
 			          "the server rejected our request: test failed");
 		} else {
-			fa_set_rv(a, doc);
-			if (!dry) {
-				json_object_set(a->objects, path, doc);
-				a->writes++;
-			} else {
-				a->dry_writes++;
-			}
-			fa_object(out, 200, doc);
+			fa_store(a, path, doc, dry, 200, out);
 		}
 		json_decref(doc);
 	} else {
@@ -289,9 +229,10 @@ FA_UNUSED static void fa_deny(struct fake_api *a, const char *method, const char
 	pthread_mutex_unlock(&a->mu);
 }
 
-#define FA_SECRETS "/api/v1/namespaces/t/secrets"
-#define FA_VWC     "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
-#define FA_MWC     "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+#define FA_SECRETS         "/api/" PK_CORE_VERSION "/namespaces/t/" PK_SECRET_RESOURCE
+#define FA_ADMISSIONREG_GV PK_ADMISSIONREG_GROUP "/" PK_ADMISSIONREG_VERSION
+#define FA_VWC             "/apis/" FA_ADMISSIONREG_GV "/" PK_VALIDATING_WEBHOOK_RESOURCE
+#define FA_MWC             "/apis/" FA_ADMISSIONREG_GV "/" PK_MUTATING_WEBHOOK_RESOURCE
 
 /* A webhook configuration with `n` webhooks named hook<i> and no caBundle. */
 FA_UNUSED static void fa_put_config(struct fake_api *a, bool mutating, const char *name, int n)
@@ -303,10 +244,10 @@ FA_UNUSED static void fa_put_config(struct fake_api *a, bool mutating, const cha
 		json_array_append_new(hooks, json_pack("{s:s, s:{s:s}}", "name", hn, "clientConfig",
 		                                       "url", "https://127.0.0.1:1/validate"));
 	}
-	json_t *cfg = json_pack(
-	    "{s:s, s:s, s:{s:s}, s:o}", "apiVersion", "admissionregistration.k8s.io/v1", "kind",
-	    mutating ? "MutatingWebhookConfiguration" : "ValidatingWebhookConfiguration",
-	    "metadata", "name", name, "webhooks", hooks);
+	json_t *cfg =
+	    json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", FA_ADMISSIONREG_GV, "kind",
+	              mutating ? PK_MUTATING_WEBHOOK_KIND : PK_VALIDATING_WEBHOOK_KIND, "metadata",
+	              "name", name, "webhooks", hooks);
 	char path[512];
 	snprintf(path, sizeof(path), "%s/%s", mutating ? FA_MWC : FA_VWC, name);
 	fa_put(a, path, cfg);

@@ -171,6 +171,26 @@ static bool has_ext(X509 *x, int nid, bool critical)
 	return i >= 0 && (X509_EXTENSION_get_critical(X509_get_ext(x, i)) != 0) == critical;
 }
 
+/* The names read back are the names asked for (names_of), and hostname checks pass. */
+static void check_served_names(X509 *cert, const struct pk_san *names)
+{
+	struct pk_san got;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_pki_cert_names(cert, &got, &err), PK_OK);
+	assert_true(pk_san_equal(&got, names));
+	pk_san_free(&got);
+	assert_int_equal(
+	    X509_check_host(cert, "poolkeeper-webhook.poolkeeper-system.svc", 0, 0, NULL), 1);
+	assert_int_equal(X509_check_host(cert,
+	                                 "poolkeeper-webhook.poolkeeper-system.svc.cluster.local",
+	                                 0, 0, NULL),
+	                 1);
+	assert_int_equal(X509_check_host(cert, "other.poolkeeper-system.svc", 0, 0, NULL), 0);
+	assert_int_equal(X509_check_ip_asc(cert, "127.0.0.1", 0), 1);
+	assert_int_equal(X509_check_ip_asc(cert, "::1", 0), 1);
+	assert_int_equal(X509_check_ip_asc(cert, "127.0.0.2", 0), 0);
+}
+
 static void test_fields(void **state)
 {
 	(void)state;
@@ -208,22 +228,7 @@ static void test_fields(void **state)
 	                                      sizeof(cn)) > 0);
 	assert_string_equal(cn, "poolkeeper-webhook");
 
-	/* The names read back are the names asked for, and hostname checks pass. */
-	struct pk_san got;
-	struct pk_err err = {{0}};
-	assert_int_equal(pk_pki_cert_names(tls.cert, &got, &err), PK_OK);
-	assert_true(pk_san_equal(&got, &names));
-	pk_san_free(&got);
-	assert_int_equal(
-	    X509_check_host(tls.cert, "poolkeeper-webhook.poolkeeper-system.svc", 0, 0, NULL), 1);
-	assert_int_equal(X509_check_host(tls.cert,
-	                                 "poolkeeper-webhook.poolkeeper-system.svc.cluster.local",
-	                                 0, 0, NULL),
-	                 1);
-	assert_int_equal(X509_check_host(tls.cert, "other.poolkeeper-system.svc", 0, 0, NULL), 0);
-	assert_int_equal(X509_check_ip_asc(tls.cert, "127.0.0.1", 0), 1);
-	assert_int_equal(X509_check_ip_asc(tls.cert, "::1", 0), 1);
-	assert_int_equal(X509_check_ip_asc(tls.cert, "127.0.0.2", 0), 0);
+	check_served_names(tls.cert, &names);
 
 	/* Lifetime: 5 minutes back, `days` ahead. */
 	time_t nb, na;
@@ -335,6 +340,51 @@ static void test_long_name(void **state)
 	pk_san_free(&names);
 }
 
+/* Refused: a bundle of nothing, garbage, a key (kpem) where certificates belong, a broken
+ * or cut-off block, more than the cap; a key of garbage, a certificate, or encrypted. pem is a
+ * good bundle of two, key the key of kpem. */
+static void refuse_bad_pem(const char *pem, size_t len, const char *kpem, EVP_PKEY *key)
+{
+	struct pk_err err = {{0}};
+	STACK_OF(X509) *back = NULL;
+	EVP_PKEY *k = NULL;
+	/* Negative: nothing, garbage, a key where certificates belong, a broken block. */
+	const char *bad[] = {
+	    "",
+	    "hello",
+	    "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
+	    "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+	    kpem,
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		back = NULL;
+		if (pk_pki_parse_certs(bad[i], strlen(bad[i]), &back, &err) != PK_ERR_INVALID)
+			fail_msg("bad bundle %zu was accepted", i);
+		assert_null(back);
+		assert_true(err.msg[0] != '\0');
+	}
+	assert_non_null(strstr(err.msg, "PRIVATE KEY"));
+	/* A cut-off bundle: the second block lacks its end. */
+	char *cut = strdup(pem);
+	cut[len - 30] = '\0';
+	assert_int_equal(pk_pki_parse_certs(cut, strlen(cut), &back, &err), PK_ERR_INVALID);
+	free(cut);
+	/* Larger than the cap. */
+	assert_int_equal(pk_pki_parse_certs(pem, PK_PKI_MAX_PEM + 1, &back, &err), PK_ERR_INVALID);
+	assert_non_null(strstr(err.msg, "larger than"));
+
+	/* Keys: garbage, a certificate, an encrypted key (never a passphrase prompt). */
+	assert_int_equal(pk_pki_parse_key("nope", 4, &k, &err), PK_ERR_INVALID);
+	assert_int_equal(pk_pki_parse_key(pem, len, &k, &err), PK_ERR_INVALID);
+	BIO *b = BIO_new(BIO_s_mem());
+	assert_int_equal(
+	    PEM_write_bio_PKCS8PrivateKey(b, key, EVP_aes_256_cbc(), "secret", 6, NULL, NULL), 1);
+	char *enc = NULL;
+	long en = BIO_get_mem_data(b, &enc);
+	assert_int_equal(pk_pki_parse_key(enc, (size_t)en, &k, &err), PK_ERR_INVALID);
+	BIO_free(b);
+}
+
 static void test_pem(void **state)
 {
 	(void)state;
@@ -382,42 +432,17 @@ static void test_pem(void **state)
 	assert_true(pk_pki_key_matches(tls.cert, k));
 	EVP_PKEY_free(k);
 
-	/* Negative: nothing, garbage, a key where certificates belong, a broken block. */
-	const char *bad[] = {
-	    "",
-	    "hello",
-	    "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
-	    "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-	    kpem,
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		back = NULL;
-		if (pk_pki_parse_certs(bad[i], strlen(bad[i]), &back, &err) != PK_ERR_INVALID)
-			fail_msg("bad bundle %zu was accepted", i);
-		assert_null(back);
-		assert_true(err.msg[0] != '\0');
-	}
-	assert_non_null(strstr(err.msg, "PRIVATE KEY"));
-	/* A cut-off bundle: the second block lacks its end. */
-	char *cut = strdup(pem);
-	cut[len - 30] = '\0';
-	assert_int_equal(pk_pki_parse_certs(cut, strlen(cut), &back, &err), PK_ERR_INVALID);
-	free(cut);
-	/* Larger than the cap. */
-	assert_int_equal(pk_pki_parse_certs(pem, PK_PKI_MAX_PEM + 1, &back, &err), PK_ERR_INVALID);
-	assert_non_null(strstr(err.msg, "larger than"));
-
-	/* Keys: garbage, a certificate, an encrypted key (never a passphrase prompt). */
-	assert_int_equal(pk_pki_parse_key("nope", 4, &k, &err), PK_ERR_INVALID);
-	assert_int_equal(pk_pki_parse_key(pem, len, &k, &err), PK_ERR_INVALID);
-	BIO *b = BIO_new(BIO_s_mem());
-	assert_int_equal(
-	    PEM_write_bio_PKCS8PrivateKey(b, tls.key, EVP_aes_256_cbc(), "secret", 6, NULL, NULL),
-	    1);
-	char *enc = NULL;
-	long en = BIO_get_mem_data(b, &enc);
-	assert_int_equal(pk_pki_parse_key(enc, (size_t)en, &k, &err), PK_ERR_INVALID);
-	BIO_free(b);
+	refuse_bad_pem(pem, len, kpem, tls.key);
+	/* One certificate alone encodes as a bundle of one. */
+	char *one = NULL;
+	size_t olen = 0;
+	assert_int_equal(pk_pki_cert_pem(tls.cert, &one, &olen, &err), PK_OK);
+	assert_int_equal(strlen(one), olen);
+	assert_int_equal(pk_pki_parse_certs(one, olen, &back, &err), PK_OK);
+	assert_int_equal(sk_X509_num(back), 1);
+	assert_true(pk_pki_same_cert(sk_X509_value(back, 0), tls.cert));
+	sk_X509_pop_free(back, X509_free);
+	free(one);
 	assert_int_equal(ERR_peek_error(), 0); /* nothing left in OpenSSL's queue */
 
 	free(kpem);

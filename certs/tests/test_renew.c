@@ -20,6 +20,7 @@
 #include <openssl/x509v3.h>
 
 #include "renew.h"
+#include "verify_pem.h"
 
 #define NOW   ((time_t)1767225600) /* 2026-01-01T00:00:00Z */
 #define DAY_S ((time_t)86400)
@@ -142,24 +143,7 @@ static const char *plan_fails(struct fixture *f, const struct pk_renew_policy *p
 /* X509_verify_cert of the stored tls.crt against the stored bundle at `at`. */
 static int verify_stored(const struct store *s, time_t at)
 {
-	STACK_OF(X509) *bundle = NULL, *leaf = NULL;
-	struct pk_err err = {{0}};
-	assert_int_equal(pk_pki_parse_certs(s->v[0], s->len[0], &bundle, &err), PK_OK);
-	assert_int_equal(pk_pki_parse_certs(s->v[2], s->len[2], &leaf, &err), PK_OK);
-	X509_STORE *st = X509_STORE_new();
-	for (int i = 0; i < sk_X509_num(bundle); i++)
-		X509_STORE_add_cert(st, sk_X509_value(bundle, i));
-	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-	X509_STORE_CTX_init(ctx, st, sk_X509_value(leaf, 0), NULL);
-	X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER);
-	X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx), at);
-	int e = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
-	X509_STORE_CTX_free(ctx);
-	X509_STORE_free(st);
-	sk_X509_pop_free(bundle, X509_free);
-	sk_X509_pop_free(leaf, X509_free);
-	ERR_clear_error();
-	return e;
+	return verify_pem(s->v[2], s->len[2], s->v[0], s->len[0], at);
 }
 
 /* A first run (at NOW), stored. */
@@ -315,9 +299,6 @@ static void test_ca_rotation(void **state)
 	struct fixture *f = *state;
 	first_run(f);
 	char *old_bundle = strdup(f->st.v[0]);
-	struct store old = {0};
-	for (int i = 0; i < 4; i++)
-		store_set(&old, i, f->st.v[i], f->st.len[i]);
 
 	/* 80 days before the CA expires: within its 90-day window. */
 	time_t t = NOW + (3650 - 80) * DAY_S;
@@ -380,19 +361,21 @@ static void test_ca_rotation(void **state)
 	assert_int_equal(r.bundle_count, 2);
 	assert_string_equal(r.ca_reason, "--renew-ca");
 	pk_renew_result_free(&r);
+	store_free(&before);
+	free(old_bundle);
+}
 
-	/* The serving window widens the CA's: a CA due within renew_before_days rotates. */
-	p = f->policy;
+/* The serving window widens the CA's: a CA due within renew_before_days rotates. */
+static void test_ca_window_widened(void **state)
+{
+	struct fixture *f = *state;
+	first_run(f);
+	struct pk_renew_policy p = f->policy;
 	p.ca_renew_before_days = 0;
-	store_free(&f->st);
-	for (int i = 0; i < 4; i++)
-		store_set(&f->st, i, old.v[i], old.len[i]);
+	struct pk_renew_result r;
 	plan_ok(f, &p, NOW + (3650 - 20) * DAY_S, &r);
 	assert_true(r.new_ca);
 	pk_renew_result_free(&r);
-	store_free(&old);
-	store_free(&before);
-	free(old_bundle);
 }
 
 /* A serving certificate never outlives its CA. */
@@ -438,15 +421,32 @@ static void test_older_ca_in_bundle(void **state)
 }
 
 /* Material that cannot be used: an error naming it, unless --renew. */
-static void test_refused_material(void **state)
+/* A first run of another fixture with f's names: another CA and its pair. */
+static void another_run(const struct fixture *f, struct fixture *other)
 {
-	struct fixture *f = *state;
+	other->policy = f->policy;
+	other->policy.names = &f->names;
+	struct pk_renew_result r;
+	plan_ok(other, &other->policy, NOW, &r);
+	store_save(&other->st, &r);
+	pk_renew_result_free(&r);
+}
+
+/* A first run, stored, and a copy of it in *good; *renew is the policy with --renew. */
+static void refusals_start(struct fixture *f, struct store *good, struct pk_renew_policy *renew)
+{
 	first_run(f);
-	struct store good = {0};
 	for (int i = 0; i < 4; i++)
-		store_set(&good, i, f->st.v[i], f->st.len[i]);
-	struct pk_renew_policy renew = f->policy;
-	renew.renew = true;
+		store_set(good, i, f->st.v[i], f->st.len[i]);
+	*renew = f->policy;
+	renew->renew = true;
+}
+
+/* Refused serving material, each named, and what --renew makes of it. From the first run
+ * (good, in f) and back to it. */
+static void refused_serving(struct fixture *f, const struct store *good,
+                            const struct pk_renew_policy *renew, const struct fixture *other)
+{
 	struct pk_renew_result r;
 	const char *msg;
 
@@ -454,80 +454,93 @@ static void test_refused_material(void **state)
 	store_set(&f->st, 0, "garbage", 7);
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "S/ca.crt: "));
-	plan_ok(f, &renew, NOW, &r);
+	plan_ok(f, renew, NOW, &r);
 	assert_true(r.new_ca);
 	assert_true(r.new_serving);
 	assert_non_null(strstr(r.ca_reason, "the stored CA cannot be used (--renew): S/ca.crt"));
 	assert_int_equal(r.bundle_count, 1);
 	pk_renew_result_free(&r);
-	store_set(&f->st, 0, good.v[0], good.len[0]);
+	store_set(&f->st, 0, good->v[0], good->len[0]);
 
 	/* A serving key that does not parse: --renew re-issues under the same CA. */
 	store_set(&f->st, 3, "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", 58);
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "S/tls.key: "));
-	plan_ok(f, &renew, NOW, &r);
+	plan_ok(f, renew, NOW, &r);
 	assert_false(r.new_ca);
 	assert_true(r.new_serving);
-	assert_true(pk_renew_same(&r.bundle, good.v[0], good.len[0]));
+	assert_true(pk_renew_same(&r.bundle, good->v[0], good->len[0]));
 	pk_renew_result_free(&r);
-	store_set(&f->st, 3, good.v[3], good.len[3]);
+	store_set(&f->st, 3, good->v[3], good->len[3]);
 
 	/* A pair from a CA that is not in the bundle. */
-	struct fixture other = {0};
-	other.policy = f->policy;
-	other.policy.names = &f->names;
-	plan_ok(&other, &other.policy, NOW, &r);
-	store_save(&other.st, &r);
-	pk_renew_result_free(&r);
-	store_set(&f->st, 2, other.st.v[2], other.st.len[2]);
-	store_set(&f->st, 3, other.st.v[3], other.st.len[3]);
+	store_set(&f->st, 2, other->st.v[2], other->st.len[2]);
+	store_set(&f->st, 3, other->st.v[3], other->st.len[3]);
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "S/tls.crt was not signed by any CA in S/ca.crt"));
-	plan_ok(f, &renew, NOW, &r);
+	plan_ok(f, renew, NOW, &r);
 	assert_false(r.new_ca);
 	assert_true(r.new_serving);
 	pk_renew_result_free(&r);
 
 	/* A key that is not the certificate's. */
-	store_set(&f->st, 2, good.v[2], good.len[2]);
+	store_set(&f->st, 2, good->v[2], good->len[2]);
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "S/tls.key does not match S/tls.crt"));
-	store_set(&f->st, 3, good.v[3], good.len[3]);
+	store_set(&f->st, 3, good->v[3], good->len[3]);
 
 	/* Half a pair. */
 	store_set(&f->st, 3, NULL, 0);
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "S/tls.crt is there but S/tls.key is missing"));
-	store_set(&f->st, 3, good.v[3], good.len[3]);
+	store_set(&f->st, 3, good->v[3], good->len[3]);
+}
+
+/* Refused CA material, each named, and what --renew makes of it. */
+static void refused_ca(struct fixture *f, const struct store *good,
+                       const struct pk_renew_policy *renew, const struct fixture *other)
+{
+	struct pk_renew_result r;
+	const char *msg;
 
 	/* A bundle without its key, and a key without its certificate. */
 	store_set(&f->st, 1, NULL, 0);
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "S/ca.crt is there but S/ca.key is missing"));
-	store_set(&f->st, 1, other.st.v[1], other.st.len[1]);
+	store_set(&f->st, 1, other->st.v[1], other->st.len[1]);
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "S/ca.key matches no certificate in S/ca.crt"));
-	store_set(&f->st, 1, good.v[1], good.len[1]);
+	store_set(&f->st, 1, good->v[1], good->len[1]);
 
 	/* A pair with no CA at all: not issued here. */
 	store_set(&f->st, 0, NULL, 0);
 	store_set(&f->st, 1, NULL, 0);
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "it was not issued here"));
-	plan_ok(f, &renew, NOW, &r);
+	plan_ok(f, renew, NOW, &r);
 	assert_true(r.new_ca);
 	assert_true(r.new_serving);
 	pk_renew_result_free(&r);
 
 	/* A "CA" that is a serving certificate. */
-	store_set(&f->st, 0, good.v[2], good.len[2]);
-	store_set(&f->st, 1, good.v[3], good.len[3]);
+	store_set(&f->st, 0, good->v[2], good->len[2]);
+	store_set(&f->st, 1, good->v[3], good->len[3]);
 	store_set(&f->st, 2, NULL, 0);
 	store_set(&f->st, 3, NULL, 0);
 	msg = plan_fails(f, &f->policy, NOW);
 	assert_non_null(strstr(msg, "is not a CA certificate"));
+}
 
+static void test_refused_material(void **state)
+{
+	struct fixture *f = *state;
+	struct store good = {0};
+	struct pk_renew_policy renew;
+	refusals_start(f, &good, &renew);
+	struct fixture other = {0};
+	another_run(f, &other);
+	refused_serving(f, &good, &renew, &other);
+	refused_ca(f, &good, &renew, &other);
 	store_free(&other.st);
 	store_free(&good);
 }
@@ -612,6 +625,7 @@ int main(void)
 	    T(test_renew_near_expiry),
 	    T(test_renew_on_names_flag_and_key_type),
 	    T(test_ca_rotation),
+	    T(test_ca_window_widened),
 	    T(test_clamped_to_ca),
 	    T(test_older_ca_in_bundle),
 	    T(test_refused_material),

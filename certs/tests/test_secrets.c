@@ -43,9 +43,9 @@ static int teardown(void **state)
 static void put_secret(struct env *e, const char *name, const char *type, const char *key,
                        const char *b64)
 {
-	json_t *s = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion", "v1",
-	                      "kind", "Secret", "metadata", "name", name, "namespace", "t",
-	                      "labels", "team", "a", "data", key, b64);
+	json_t *s = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion",
+	                      PK_CORE_VERSION, "kind", PK_SECRET_KIND, "metadata", "name", name,
+	                      "namespace", "t", "labels", "team", "a", "data", key, b64);
 	if (type != NULL)
 		json_object_set_new(s, "type", json_string(type));
 	json_object_set_new(json_object_get(s, "metadata"), "managedFields",

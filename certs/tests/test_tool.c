@@ -26,6 +26,7 @@
 #include "outdir.h"
 #include "secrets.h"
 #include "tool.h"
+#include "verify_pem.h"
 
 #define NOW   ((time_t)1767225600) /* 2026-01-01T00:00:00Z */
 #define DAY_S ((time_t)86400)
@@ -127,29 +128,6 @@ static char *rv_of(struct env *e, const char *path)
 	char *copy = rv ? strdup(rv) : NULL;
 	json_decref(o);
 	return copy;
-}
-
-/* X509_verify_cert of a leaf (PEM) against a bundle (PEM) at `at`. */
-static int verify_pem(const char *leaf_pem, size_t ll, const char *bundle_pem, size_t bl, time_t at)
-{
-	STACK_OF(X509) *bundle = NULL, *leaf = NULL;
-	struct pk_err err = {{0}};
-	assert_int_equal(pk_pki_parse_certs(bundle_pem, bl, &bundle, &err), PK_OK);
-	assert_int_equal(pk_pki_parse_certs(leaf_pem, ll, &leaf, &err), PK_OK);
-	X509_STORE *st = X509_STORE_new();
-	for (int i = 0; i < sk_X509_num(bundle); i++)
-		X509_STORE_add_cert(st, sk_X509_value(bundle, i));
-	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-	X509_STORE_CTX_init(ctx, st, sk_X509_value(leaf, 0), NULL);
-	X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER);
-	X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(ctx), at);
-	int e = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
-	X509_STORE_CTX_free(ctx);
-	X509_STORE_free(st);
-	sk_X509_pop_free(bundle, X509_free);
-	sk_X509_pop_free(leaf, X509_free);
-	ERR_clear_error();
-	return e;
 }
 
 /* Every webhook of a configuration holds base64(bundle). */
@@ -291,9 +269,10 @@ static void test_secrets_near_expiry_and_rotation(void **state)
 static void test_wrong_type_refused(void **state)
 {
 	struct env *e = *state;
-	json_t *s = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
-	                      "Secret", "metadata", "name", "webhook-tls", "namespace", "t", "type",
-	                      "Opaque", "data", "password", "aHVudGVyMg==");
+	json_t *s =
+	    json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:{s:s}}", "apiVersion", PK_CORE_VERSION,
+	              "kind", PK_SECRET_KIND, "metadata", "name", "webhook-tls", "namespace", "t",
+	              "type", "Opaque", "data", "password", "aHVudGVyMg==");
 	fa_put(&e->api, FA_SECRETS "/webhook-tls", s);
 	char *rv = rv_of(e, FA_SECRETS "/webhook-tls");
 	const char *msg = run_fails(e);

@@ -39,9 +39,27 @@
 #define PK_CLUSTER_NAME_LABEL                "cluster.x-k8s.io/cluster-name"
 #define PK_WATCH_FILTER_LABEL                "cluster.x-k8s.io/watch-filter"
 #define PK_PROVIDER_LABEL                    "cluster.x-k8s.io/provider"
+#define PK_MANAGED_BY_LABEL                  "app.kubernetes.io/managed-by"
 #define PK_PAUSED_ANNOTATION                 "cluster.x-k8s.io/paused"
 #define PK_DELETE_FOR_MOVE_ANNOTATION        "clusterctl.cluster.x-k8s.io/delete-for-move"
 #define PK_SKIP_DELETE_PROTECTION_ANNOTATION "ipam.poolkeeper.io/skip-delete-protection"
+
+/* Kubernetes' own kinds poolkeeper reads or writes: the core group's Secrets (poolkeeper-certs),
+ * the admission webhook configurations (their caBundle), and the access review the mutating
+ * webhook asks before it sets blockOwnerDeletion. */
+#define PK_CORE_VERSION                   "v1"
+#define PK_SECRET_KIND                    "Secret"
+#define PK_SECRET_RESOURCE                "secrets"
+#define PK_ADMISSIONREG_GROUP             "admissionregistration.k8s.io"
+#define PK_ADMISSIONREG_VERSION           "v1"
+#define PK_VALIDATING_WEBHOOK_KIND        "ValidatingWebhookConfiguration"
+#define PK_MUTATING_WEBHOOK_KIND          "MutatingWebhookConfiguration"
+#define PK_VALIDATING_WEBHOOK_RESOURCE    "validatingwebhookconfigurations"
+#define PK_MUTATING_WEBHOOK_RESOURCE      "mutatingwebhookconfigurations"
+#define PK_AUTHORIZATION_GROUP            "authorization.k8s.io"
+#define PK_AUTHORIZATION_VERSION          "v1"
+#define PK_SUBJECT_ACCESS_REVIEW_KIND     "SubjectAccessReview"
+#define PK_SUBJECT_ACCESS_REVIEW_RESOURCE "subjectaccessreviews"
 
 /* The controller's name in Events (reportingController) and as a field manager. */
 #define PK_CONTROLLER_NAME "ipam.poolkeeper.io/poolkeeper-controller"

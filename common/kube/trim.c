@@ -1,8 +1,12 @@
 /* trim.c - the members of API objects the controller reads; see trim.h. */
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "api.h"
+#include "jpack.h"
 #include "pk.h"
 #include "trim.h"
 
@@ -10,28 +14,37 @@
  * What to keep of an object: each named member as it is (only == NULL),
  * or, when it is an object, only the members `only` names (an object left
  * empty is left out, and so is a member that is not an object). Owner
- * references are a list, kept by controller_owners.
+ * references are a list, kept by controller_owners. An entry without a
+ * name keeps what the table `also` names (the members every kind shares).
  */
 struct keep {
 	const char *name;
 	const struct keep *only;
 	bool controller_owners;
+	const struct keep *also;
 };
 
-/* Each table ends with a NULL name. */
+/* Each table ends with an entry of neither name nor also. */
 static const struct keep cluster_name_label[] = {{.name = PK_CLUSTER_NAME_LABEL}, {.name = NULL}};
 static const struct keep paused_annotation[] = {{.name = PK_PAUSED_ANNOTATION}, {.name = NULL}};
 static const struct keep claim_annotations[] = {
     {.name = PK_DELETE_FOR_MOVE_ANNOTATION}, {.name = PK_PAUSED_ANNOTATION}, {.name = NULL}};
 
-static const struct keep claim_metadata[] = {
+/* The metadata every kind but Cluster keeps: who it is, its version, and whether it is
+ * going. */
+static const struct keep object_metadata[] = {
     {.name = "name"},
     {.name = "namespace"},
     {.name = "uid"},
     {.name = "resourceVersion"},
-    {.name = "generation"},
     {.name = "deletionTimestamp"},
     {.name = "finalizers"},
+    {.name = NULL},
+};
+
+static const struct keep claim_metadata[] = {
+    {.also = object_metadata},
+    {.name = "generation"},
     {.name = "labels", .only = cluster_name_label},
     {.name = "annotations", .only = claim_annotations},
     {.name = NULL},
@@ -53,12 +66,7 @@ static const struct keep claim[] = {
 static const struct keep owner_reference[] = {
     {.name = "kind"}, {.name = "uid"}, {.name = "controller"}, {.name = NULL}};
 static const struct keep address_metadata[] = {
-    {.name = "name"},
-    {.name = "namespace"},
-    {.name = "uid"},
-    {.name = "resourceVersion"},
-    {.name = "deletionTimestamp"},
-    {.name = "finalizers"},
+    {.also = object_metadata},
     {.name = "ownerReferences", .only = owner_reference, .controller_owners = true},
     {.name = NULL},
 };
@@ -69,10 +77,9 @@ static const struct keep address[] = {
 };
 
 static const struct keep pool_metadata[] = {
-    {.name = "name"},       {.name = "namespace"},
-    {.name = "uid"},        {.name = "resourceVersion"},
-    {.name = "generation"}, {.name = "deletionTimestamp"},
-    {.name = "finalizers"}, {.name = "annotations", .only = paused_annotation},
+    {.also = object_metadata},
+    {.name = "generation"},
+    {.name = "annotations", .only = paused_annotation},
     {.name = NULL},
 };
 static const struct keep pool[] = {
@@ -123,36 +130,54 @@ nomem:
 	return PK_ERR_NOMEM;
 }
 
+/* A copy of member v as k keeps it into *copy (NULL: nothing kept). False when memory ran
+ * out. */
+static bool keep_member(const json_t *v, const struct keep *k, json_t **copy)
+{
+	*copy = NULL;
+	if (k->controller_owners)
+		return controller_owners(v, k->only, copy) == PK_OK;
+	if (k->only == NULL)
+		return (*copy = json_deep_copy(v)) != NULL;
+	if (!json_is_object(v))
+		return true;
+	if ((*copy = trim_object(v, k->only)) == NULL)
+		return false;
+	if (json_object_size(*copy) == 0) {
+		json_decref(*copy);
+		*copy = NULL;
+	}
+	return true;
+}
+
+/* Adds the members of src that the table k names to out; false when memory ran out. */
+static bool keep_members(const json_t *src, const struct keep *k, json_t *out)
+{
+	for (; k->name != NULL || k->also != NULL; k++) {
+		if (k->name == NULL) {
+			if (!keep_members(src, k->also, out))
+				return false;
+			continue;
+		}
+		const json_t *v = json_object_get(src, k->name);
+		json_t *copy = NULL;
+		if (v == NULL)
+			continue;
+		if (!keep_member(v, k, &copy) ||
+		    (copy != NULL && json_object_set_new(out, k->name, copy) != 0))
+			return false;
+	}
+	return true;
+}
+
 /* The members of src that k names, as a new object (empty when none); NULL when memory ran
  * out. src is an object. */
 static json_t *trim_object(const json_t *src, const struct keep *k)
 {
 	json_t *out = json_object();
-	if (out == NULL)
+	if (out != NULL && !keep_members(src, k, out)) {
+		json_decref(out);
 		return NULL;
-	for (; k->name != NULL; k++) {
-		const json_t *v = json_object_get(src, k->name);
-		json_t *copy = NULL;
-		bool nomem = false;
-		if (v == NULL)
-			continue;
-		if (k->controller_owners) {
-			nomem = controller_owners(v, k->only, &copy) != PK_OK;
-		} else if (k->only == NULL) {
-			copy = json_deep_copy(v);
-			nomem = copy == NULL;
-		} else if (json_is_object(v)) {
-			copy = trim_object(v, k->only);
-			nomem = copy == NULL;
-			if (copy != NULL && json_object_size(copy) == 0) {
-				json_decref(copy);
-				copy = NULL;
-			}
-		}
-		if (nomem || (copy != NULL && json_object_set_new(out, k->name, copy) != 0)) {
-			json_decref(out);
-			return NULL;
-		}
 	}
 	return out;
 }
@@ -180,4 +205,25 @@ json_t *pk_trim_pool(const json_t *obj)
 json_t *pk_trim_cluster(const json_t *obj)
 {
 	return trim(obj, cluster);
+}
+
+void *pk_trim_pack(json_t *trimmed, size_t head, size_t tail, size_t *len)
+{
+	unsigned char *packed = NULL;
+	size_t n = 0;
+	int rc = trimmed != NULL ? pk_jpack_encode(trimmed, &packed, &n) : PK_ERR_NOMEM;
+	json_decref(trimmed);
+	if (rc != PK_OK)
+		return NULL;
+	unsigned char *block = NULL;
+	if (head <= SIZE_MAX - tail && n <= SIZE_MAX - head - tail)
+		block = malloc(head + n + tail);
+	if (block != NULL) {
+		memset(block, 0, head);
+		memcpy(block + head, packed, n);
+		memset(block + head + n, 0, tail);
+		*len = n;
+	}
+	free(packed);
+	return block;
 }

@@ -1,7 +1,8 @@
 /*
- * trim.h - the controller's cached copy of an API object: only the members
+ * trim.h - the informers' cached copy of an API object: only the members
  * the controller reads (decide.c, objects.c, reconcile.c), so that the
- * informers' stores stay small. A claim as the API server returns it is
+ * informers' stores stay small (the webhook's caches keep the same copies),
+ * and the packed item that holds one (pk_trim_pack). A claim as the API server returns it is
  * mostly metadata.managedFields and the last-applied annotation; neither
  * is read.
  *
@@ -43,11 +44,25 @@
 #ifndef PK_TRIM_H
 #define PK_TRIM_H
 
+#include <stddef.h>
+
 #include <jansson.h>
 
 json_t *pk_trim_claim(const json_t *obj);
 json_t *pk_trim_address(const json_t *obj);
 json_t *pk_trim_pool(const json_t *obj);
 json_t *pk_trim_cluster(const json_t *obj);
+
+/*
+ * An informer item: a trimmed object (one of the above's results, released
+ * here; NULL gives NULL) packed (jpack.h) into one new block of `head`
+ * bytes for the caller's header, the packed bytes, then `tail` bytes for
+ * the caller's own (a key, say). The header and tail come zeroed; *len gets
+ * the count of packed bytes, which start `head` bytes into the block (the
+ * caller's flexible array member: head is offsetof it). NULL when memory
+ * runs out or the object does not pack. The caller releases the block with
+ * free().
+ */
+void *pk_trim_pack(json_t *trimmed, size_t head, size_t tail, size_t *len);
 
 #endif

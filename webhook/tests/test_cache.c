@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "admission.h"
+#include "api.h"
 #include "cache.h"
 #include "rules.h"
 #include "strmap.h"
@@ -117,20 +118,30 @@ static json_t *address(const char *ns, const char *name, const char *text, const
 {
 	json_t *o = json_pack(
 	    "{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:{s:s}}, s:{s:s, s:i, s:{s:s}, s:{s:s, s:s, s:s}}}",
-	    "apiVersion", "ipam.cluster.x-k8s.io/v1beta2", "kind", "IPAddress", "metadata", "name",
-	    name, "namespace", ns, "uid", "0f8fad5b-d9cb-469f-a165-70867728950e", "resourceVersion",
-	    "7", "annotations", "kubectl.kubernetes.io/last-applied-configuration", "{...}", "spec",
-	    "address", text, "prefix", 24, "claimRef", "name", name, "poolRef", "apiGroup",
-	    PK_POOL_GROUP, "kind", kind, "name", pool);
+	    "apiVersion", PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2, "kind", PK_ADDRESS_KIND,
+	    "metadata", "name", name, "namespace", ns, "uid",
+	    "0f8fad5b-d9cb-469f-a165-70867728950e", "resourceVersion", "7", "annotations",
+	    "kubectl.kubernetes.io/last-applied-configuration", "{...}", "spec", "address", text,
+	    "prefix", 24, "claimRef", "name", name, "poolRef", "apiGroup", PK_POOL_GROUP, "kind",
+	    kind, "name", pool);
 	assert_non_null(o);
+	return o;
+}
+
+/* An address of another provider's pool of kind IPPool and the same name. */
+static json_t *foreign_address(const char *ns, const char *name, const char *text, const char *pool)
+{
+	json_t *o = address(ns, name, text, PK_POOL_KIND, pool);
+	json_object_set_new(json_object_get(json_object_get(o, "spec"), "poolRef"), "apiGroup",
+	                    json_string(PK_CAPI_IPAM_GROUP));
 	return o;
 }
 
 static json_t *pool(const char *kind, const char *ns, const char *name, const char *cidr)
 {
 	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:[s], s:i}}", "apiVersion",
-	                      PK_POOL_GROUP "/v1alpha1", "kind", kind, "metadata", "name", name,
-	                      "spec", "addresses", cidr, "prefix", 16);
+	                      PK_POOL_API_VERSION, "kind", kind, "metadata", "name", name, "spec",
+	                      "addresses", cidr, "prefix", 16);
 	assert_non_null(o);
 	if (ns != NULL)
 		json_object_set_new(json_object_get(o, "metadata"), "namespace", json_string(ns));
@@ -141,8 +152,8 @@ static json_t *claim(const char *ns, const char *name, const char *pool_name)
 {
 	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:{s:s, s:s, s:s}},"
 	                      " s:{s:{s:s}, s:[{s:s, s:s, s:s}]}}",
-	                      "apiVersion", "ipam.cluster.x-k8s.io/v1beta2", "kind",
-	                      "IPAddressClaim", "metadata", "name", name, "namespace", ns, "uid",
+	                      "apiVersion", PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2, "kind",
+	                      PK_CLAIM_KIND, "metadata", "name", name, "namespace", ns, "uid",
 	                      "5b1c7c48-9a5e-4f5b-8d6f-0c2f3a1b4d5e", "spec", "clusterName", "prod",
 	                      "poolRef", "apiGroup", PK_POOL_GROUP, "kind", PK_POOL_KIND, "name",
 	                      pool_name, "status", "addressRef", "name", name, "conditions", "type",
@@ -216,10 +227,7 @@ static void test_address_events(void **state)
 	assert_string_equal(got, "10.0.0.9");
 
 	/* MODIFIED to another provider's pool: it leaves the cache */
-	json_t *moved = address("b", "m-2", "10.0.0.2", PK_POOL_KIND, "shared");
-	json_object_set_new(json_object_get(json_object_get(moved, "spec"), "poolRef"), "apiGroup",
-	                    json_string("ipam.cluster.x-k8s.io"));
-	ev_put(f, PK_CACHE_ADDRESSES, moved);
+	ev_put(f, PK_CACHE_ADDRESSES, foreign_address("b", "m-2", "10.0.0.2", "shared"));
 	assert_int_equal(pk_cache_count(f->c, PK_CACHE_ADDRESSES), 1);
 	pool_addresses(f, PK_GLOBAL_POOL_KIND, NULL, "shared", got, sizeof(got));
 	assert_string_equal(got, "");
@@ -285,10 +293,7 @@ static void test_addresses_by_pool(void **state)
 	assert_string_equal(got, "10.250.0.1 10.250.0.2");
 
 	/* another provider's address is in no pool of ours, even with the same names: not kept */
-	json_t *theirs = address("a", "x-1", "10.250.0.3", PK_POOL_KIND, "nodes");
-	json_object_set_new(json_object_get(json_object_get(theirs, "spec"), "poolRef"), "apiGroup",
-	                    json_string("ipam.cluster.x-k8s.io"));
-	ev_put(f, PK_CACHE_ADDRESSES, theirs);
+	ev_put(f, PK_CACHE_ADDRESSES, foreign_address("a", "x-1", "10.250.0.3", "nodes"));
 	/* a name with a NUL names another pool than its C string */
 	json_t *nul = address("a", "x-2", "10.250.0.4", PK_POOL_KIND, "nodes");
 	json_object_set_new(json_object_get(json_object_get(nul, "spec"), "poolRef"), "name",
@@ -434,11 +439,11 @@ static bool review_global_pool(struct fixture *f, const char *op, json_t *obj, j
 	                                 .get_claim = cb_get_claim};
 	struct pk_admission_config cfg = {
 	    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_WARN, .lookup = &lk};
-	json_t *req = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:O*, s:O*}}",
-	                        "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview",
-	                        "request", "uid", "u-1", "operation", op, "resource", "group",
-	                        PK_POOL_GROUP, "version", "v1alpha1", "resource", "globalippools",
-	                        "name", "shared", "object", obj, "oldObject", old);
+	json_t *req = json_pack(
+	    "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:O*, s:O*}}", "apiVersion",
+	    "admission.k8s.io/v1", "kind", "AdmissionReview", "request", "uid", "u-1", "operation",
+	    op, "resource", "group", PK_POOL_GROUP, "version", PK_POOL_VERSION, "resource",
+	    PK_GLOBAL_POOL_RESOURCE, "name", "shared", "object", obj, "oldObject", old);
 	assert_non_null(req);
 	char *body = json_dumps(req, JSON_COMPACT);
 	json_decref(req);

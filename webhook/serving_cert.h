@@ -1,5 +1,5 @@
 /*
- * certs.h - the webhook's serving certificate and key: loaded from files at
+ * serving_cert.h - the webhook's serving certificate and key: loaded from files at
  * start, watched, and swapped for new handshakes without a restart.
  *
  * libmicrohttpd has no reload call; it asks GnuTLS for credentials through
@@ -12,8 +12,8 @@
  * key matches the certificate's public key; otherwise the current pair
  * stays, the reason is logged naming the file, and the failure is counted.
  */
-#ifndef PK_WEBHOOK_CERTS_H
-#define PK_WEBHOOK_CERTS_H
+#ifndef PK_WEBHOOK_SERVING_CERT_H
+#define PK_WEBHOOK_SERVING_CERT_H
 
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>

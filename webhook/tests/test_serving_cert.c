@@ -1,5 +1,5 @@
 /*
- * test_certs.c - the serving pair: loading, refusing bad files with the
+ * test_serving_cert.c - the serving pair: loading, refusing bad files with the
  * file named, reloading only on change, keeping the old pair when the new
  * one is unusable, and pairs outliving a swap while still held.
  */
@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "certs.h"
 #include "log.h"
+#include "serving_cert.h"
 #include "testcerts.h"
 
 static int setup(void **state)

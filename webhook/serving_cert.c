@@ -1,5 +1,5 @@
-/* certs.c - serving certificate and key: load, match, watch, swap. */
-#include "certs.h"
+/* serving_cert.c - the serving certificate and key: load, match, watch, swap. */
+#include "serving_cert.h"
 
 #include <errno.h>
 #include <fcntl.h>
