@@ -449,6 +449,54 @@ static void test_overlaps(void **state)
 	pk_lint_free(l);
 }
 
+#define ADDRESS(name, addr)                                                              \
+	"apiVersion: " PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2 "\nkind: " PK_ADDRESS_KIND \
+	"\nmetadata:\n  name: " name "\n  ownerReferences:\n"                            \
+	"  - {apiVersion: v1, kind: " PK_CLAIM_KIND ", name: " name                      \
+	", uid: u1, controller: true, "                                                  \
+	"blockOwnerDeletion: true}\n  - {apiVersion: v1, kind: " PK_POOL_KIND            \
+	", name: p, uid: u2, "                                                           \
+	"blockOwnerDeletion: true}\nspec:\n  address: " addr                             \
+	"\n  prefix: 24\n  claimRef: {name: " name "}\n" POOL_REF
+
+/* An IPAddress is checked against its pool when the files hold it, as the webhook does. */
+static void test_ipaddress_in_pool(void **state)
+{
+	(void)state;
+	struct pk_lint *l =
+	    lint("p.yaml", POOL("IPPool", "", "p", "[10.1.0.10-10.1.0.20]", "24"), "a.yaml",
+	         ADDRESS("m1", "10.1.0.30"), "b.yaml", ADDRESS("m2", "10.1.0.12"), NULL);
+	assert_int_equal(obj(l, 1)->status, PK_LINT_DENY);
+	assert_true(has(l, 1, PK_SEV_DENY,
+	                "spec.address: \"10.1.0.30\" is not a usable address of IPPool default/p"));
+	assert_int_equal(obj(l, 2)->status, PK_LINT_PASS);
+
+	/* The pool's delete protection, through lint's lookup: two IPAddresses name it. */
+	struct pk_pool_id id = {PK_POOL_KIND, "default", "p"};
+	struct pk_violations v;
+	struct pk_err err;
+	json_t *pool = NULL;
+	const struct pk_pool_lookup *lk = pk_lint_lookup(l);
+	assert_int_equal(lk->get_pool(lk->ctx, PK_POOL_KIND, "default", "p", &pool, &err), PK_OK);
+	assert_non_null(pool);
+	pk_violations_init(&v);
+	assert_int_equal(pk_pool_lookup_check_delete(lk, &id, pool, &v, &err), PK_OK);
+	assert_int_equal(pk_violations_count(&v, PK_SEV_DENY), 1);
+	assert_non_null(strstr(v.items[0].message, "2 IPAddresses allocated from this pool"));
+	json_decref(pool);
+	pk_lint_free(l);
+
+	/* Without its pool in the files, lint cannot tell: nothing is reported. */
+	l = lint("a.yaml", ADDRESS("m1", "10.1.0.30"), NULL);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
+	struct pk_pool_id none = {PK_POOL_KIND, "default", "p"};
+	pk_violations_init(&v);
+	assert_int_equal(pk_pool_lookup_check_delete(pk_lint_lookup(l), &none, NULL, &v, &err),
+	                 PK_OK);
+	assert_int_equal(pk_violations_count(&v, PK_SEV_DENY), 1);
+	pk_lint_free(l);
+}
+
 static void test_denied_pool_not_compared(void **state)
 {
 	(void)state;
@@ -516,6 +564,7 @@ int main(void)
 	    cmocka_unit_test(test_claims),
 	    cmocka_unit_test(test_claim_modes),
 	    cmocka_unit_test(test_lint_and_webhook_agree),
+	    cmocka_unit_test(test_ipaddress_in_pool),
 	    cmocka_unit_test(test_overlaps),
 	    cmocka_unit_test(test_denied_pool_not_compared),
 	    cmocka_unit_test(test_duplicates_warn),

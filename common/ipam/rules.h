@@ -93,6 +93,23 @@ void pk_rules_check_claim_mode(const json_t *claim, const json_t *old, enum pk_e
                                struct pk_violations *out);
 
 /*
+ * The mode `claim` is checked and repaired under: `claims` (the webhook's
+ * --claim-enforcement) when its spec.poolRef.apiGroup is ipam.poolkeeper.io
+ * (pk_rules_is_poolkeeper_group_ref: "ours", whatever the kind),
+ * `foreign_claims` (--foreign-claims) otherwise. *ours (may be NULL) says which.
+ */
+enum pk_enforcement pk_rules_claim_enforcement(const json_t *claim, enum pk_enforcement claims,
+                                               enum pk_enforcement foreign_claims, bool *ours);
+
+/*
+ * The Cluster a claim belongs to: spec.clusterName when it is a non-empty
+ * string, else the deprecated cluster.x-k8s.io/cluster-name label when it
+ * is (*from_label is then true), else NULL. Strings holding a NUL count as
+ * absent (pk_json_cstr). Borrowed from the claim.
+ */
+const char *pk_rules_claim_cluster_name(const json_t *claim, bool *from_label);
+
+/*
  * How a claim on a poolkeeper pool is completed on CREATE.
  *
  * The candidate ("exactly one candidate", docs/webhook.md): when every owner
@@ -185,6 +202,9 @@ void pk_rules_check_ipaddress_in_pool(const json_t *addr, const struct pk_pool *
  */
 void pk_rules_check_ipaddress_unique(const json_t *addr, const char *const *others, size_t n,
                                      struct pk_violations *out);
+
+/* True for the versions of ipam.cluster.x-k8s.io the rules know: v1beta1 and v1beta2. */
+bool pk_rules_is_capi_ipam_version(const char *version);
 
 /* True when the poolRef object names an IPPool or GlobalIPPool of ipam.poolkeeper.io. */
 bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref);

@@ -17,6 +17,7 @@
 #include "rules.h"
 
 #include "expect_violations.h"
+#include "provider_refs.h"
 
 static json_t *load(const char *text)
 {
@@ -471,29 +472,10 @@ static json_t *provider_claim(const char *refs, const char *spec_cluster)
 	return load(buf);
 }
 
-/* sigs.k8s.io/cluster-api-provider-vsphere v1.14.0,
- * controllers/vspherevm_ipaddress_reconciler.go (createOrPatchIPAddressClaim): the
- * reference from EnsureOwnerRef, with neither controller nor blockOwnerDeletion. */
-#define CAPV_REF                                                                      \
-	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'VSphereVM'," \
-	"'name':'vm-1','uid':'6f1c'}"
-#define CAPV_REFS "[" CAPV_REF "]"
-/* metal3-io/cluster-api-provider-metal3, baremetal/metal3data_manager.go: the Metal3Data
- * with controller: true and no blockOwnerDeletion. */
-#define CAPM3_REF                                                                      \
-	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'Metal3Data'," \
-	"'name':'data-1','uid':'8a2e','controller':true}"
-#define CAPM3_REFS "[" CAPM3_REF "]"
-/* sigs.k8s.io/cluster-api-provider-openstack v0.13.0,
- * controllers/openstackserver_controller.go: the OpenStackServer, neither flag. */
-#define CAPO_REFS                                                                             \
-	"[{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'OpenStackServer'," \
-	"'name':'srv-1','uid':'3b7d'}]"
-/* github.com/ionos-cloud/cluster-api-provider-proxmox v0.7.0, pkg/kubernetes/ipam/ipam.go:
- * SetControllerReference, both flags. */
-#define PROXMOX_REFS                                                                         \
-	"[{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'ProxmoxMachine'," \
-	"'name':'pm-1','uid':'5c9f','controller':true,'blockOwnerDeletion':true}]"
+#define CAPV_REFS    "[" CAPV_REF "]"
+#define CAPM3_REFS   "[" CAPM3_REF "]"
+#define CAPO_REFS    "[" CAPO_REF "]"
+#define PROXMOX_REFS "[" PROXMOX_REF "]"
 
 struct repair_case {
 	const char *name;
@@ -621,6 +603,67 @@ static void test_claim_repair_plan(void **state)
 	plan = (struct pk_claim_repair){.candidate = 0, .set_controller = true};
 	assert_int_equal(pk_rules_apply_claim_repair(c, &plan), PK_ERR_INVALID);
 	json_decref(c);
+}
+
+/* spec.clusterName, else the deprecated label: the one fallback every part uses. */
+static void test_claim_cluster_name(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *claim;
+		const char *want;
+		bool from_label;
+	} cases[] = {
+	    {"{'spec':{'clusterName':'c1'},'metadata':{'labels':{'" PK_CLUSTER_NAME_LABEL
+	     "':'c2'}}}",
+	     "c1", false},
+	    {"{'spec':{'clusterName':''},'metadata':{'labels':{'" PK_CLUSTER_NAME_LABEL "':'c2'}}}",
+	     "c2", true},
+	    {"{'spec':{},'metadata':{'labels':{'" PK_CLUSTER_NAME_LABEL "':'c2'}}}", "c2", true},
+	    {"{'spec':{'clusterName':''},'metadata':{'labels':{'" PK_CLUSTER_NAME_LABEL "':''}}}",
+	     NULL, false},
+	    {"{'spec':{'clusterName':7},'metadata':{'labels':{'other':'c2'}}}", NULL, false},
+	    {"{'spec':{'clusterName':'c\\u0000x'}}", NULL, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *c = load_fixture(cases[i].claim, JSON_ALLOW_NUL);
+		bool from_label = !cases[i].from_label;
+		const char *got = pk_rules_claim_cluster_name(c, &from_label);
+		if (cases[i].want == NULL)
+			assert_null(got);
+		else
+			assert_string_equal(got, cases[i].want);
+		assert_int_equal(from_label, cases[i].from_label);
+		json_decref(c);
+	}
+}
+
+/* The mode a claim falls under: by poolRef.apiGroup, whatever the kind. */
+static void test_claim_enforcement(void **state)
+{
+	(void)state;
+	json_t *ours = load("{'spec':{'poolRef':{'apiGroup':'" PK_POOL_GROUP "','kind':'Pool'}}}");
+	json_t *theirs =
+	    load("{'spec':{'poolRef':{'apiGroup':'example.com','kind':'" PK_POOL_KIND "'}}}");
+	json_t *none = load("{'spec':{}}");
+	bool mine = false;
+	assert_int_equal(pk_rules_claim_enforcement(ours, PK_ENFORCE_DENY, PK_ENFORCE_WARN, &mine),
+	                 PK_ENFORCE_DENY);
+	assert_true(mine);
+	assert_int_equal(
+	    pk_rules_claim_enforcement(theirs, PK_ENFORCE_DENY, PK_ENFORCE_WARN, &mine),
+	    PK_ENFORCE_WARN);
+	assert_false(mine);
+	assert_int_equal(
+	    pk_rules_claim_enforcement(none, PK_ENFORCE_REPAIR, PK_ENFORCE_IGNORE, NULL),
+	    PK_ENFORCE_IGNORE);
+	assert_true(pk_rules_is_capi_ipam_version(PK_CAPI_V1BETA1));
+	assert_true(pk_rules_is_capi_ipam_version(PK_CAPI_V1BETA2));
+	assert_false(pk_rules_is_capi_ipam_version("v1alpha1"));
+	assert_false(pk_rules_is_capi_ipam_version(NULL));
+	json_decref(none);
+	json_decref(theirs);
+	json_decref(ours);
 }
 
 static void test_claim_modes(void **state)
@@ -1092,6 +1135,8 @@ int main(void)
 	    cmocka_unit_test(test_is_poolkeeper_pool_ref),
 	    cmocka_unit_test(test_claim_repair_plan),
 	    cmocka_unit_test(test_claim_modes),
+	    cmocka_unit_test(test_claim_cluster_name),
+	    cmocka_unit_test(test_claim_enforcement),
 	    cmocka_unit_test(test_fixture_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
