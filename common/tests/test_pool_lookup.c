@@ -125,15 +125,15 @@ static void test_overlap(void **state)
 {
 	(void)state;
 	struct fixture f = {
-	    .objects = load("[" POOL("IPPool", NS("a"), "one", "'10.0.0.0/25'") "," POOL(
-	        "IPPool", NS("b"), "two", "'10.0.0.0/25'") "," POOL("IPPool", NS("a"), "far",
-	                                                            "'10.0.1.0/25'") "]")};
+	    .objects = load("[" POOL(PK_POOL_KIND, NS("a"), "one", "'10.0.0.0/25'") "," POOL(
+	        PK_POOL_KIND, NS("b"), "two",
+	        "'10.0.0.0/25'") "," POOL(PK_POOL_KIND, NS("a"), "far", "'10.0.1.0/25'") "]")};
 	struct pk_pool_lookup lk = lookup_of(&f);
 	struct pk_violations v;
 	struct pk_err err;
 
 	/* Same namespace, shared addresses: denied, and named (the requester's namespace). */
-	json_t *mine = load(POOL("IPPool", NS("a"), "new", "'10.0.0.100-10.0.0.110'"));
+	json_t *mine = load(POOL(PK_POOL_KIND, NS("a"), "new", "'10.0.0.100-10.0.0.110'"));
 	struct pk_pool_id id = {PK_POOL_KIND, "a", "new"};
 	pk_violations_init(&v);
 	assert_int_equal(pk_pool_lookup_check_overlaps(&lk, &id, mine, &v, &err), PK_OK);
@@ -148,7 +148,7 @@ static void test_overlap(void **state)
 	expect_none(&v, PK_SEV_DENY);
 
 	/* A GlobalIPPool meets every pool, and names none of them. */
-	json_t *global = load(POOL("GlobalIPPool", "", "g", "'10.0.0.5'"));
+	json_t *global = load(POOL(PK_GLOBAL_POOL_KIND, "", "g", "'10.0.0.5'"));
 	struct pk_pool_id gid = {PK_GLOBAL_POOL_KIND, NULL, "g"};
 	pk_violations_init(&v);
 	assert_int_equal(pk_pool_lookup_check_overlaps(&lk, &gid, global, &v, &err), PK_OK);
@@ -156,7 +156,7 @@ static void test_overlap(void **state)
 	assert_int_equal(v.n, 2); /* one per pool it overlaps: a/one and b/two */
 
 	/* Disjoint: allowed. */
-	json_t *apart = load(POOL("IPPool", NS("a"), "apart", "'10.0.2.0/24'"));
+	json_t *apart = load(POOL(PK_POOL_KIND, NS("a"), "apart", "'10.0.2.0/24'"));
 	struct pk_pool_id aid = {PK_POOL_KIND, "a", "apart"};
 	pk_violations_init(&v);
 	assert_int_equal(pk_pool_lookup_check_overlaps(&lk, &aid, apart, &v, &err), PK_OK);
@@ -177,7 +177,7 @@ static void test_ipaddress_in_pool(void **state)
 {
 	(void)state;
 	struct fixture f = {
-	    .objects = load("[" POOL("IPPool", NS("a"), "p", "'10.0.0.10-10.0.0.20'") "]")};
+	    .objects = load("[" POOL(PK_POOL_KIND, NS("a"), "p", "'10.0.0.10-10.0.0.20'") "]")};
 	struct pk_pool_lookup lk = lookup_of(&f);
 	struct pk_violations v;
 	struct pk_err err;
@@ -216,9 +216,9 @@ static void test_delete_protection(void **state)
 {
 	(void)state;
 	struct fixture f = {
-	    .objects = load("[" POOL("IPPool", NS("a"), "p", "'10.0.0.0/24'") "," ADDRESS(
+	    .objects = load("[" POOL(PK_POOL_KIND, NS("a"), "p", "'10.0.0.0/24'") "," ADDRESS(
 	        "a", "m1", "p", "10.0.0.3") "," ADDRESS("a", "m2", "p",
-	                                                "10.0.0.4") "," POOL("IPPool", NS("a"),
+	                                                "10.0.0.4") "," POOL(PK_POOL_KIND, NS("a"),
 	                                                                     "empty",
 	                                                                     "'10.0.1.0/24'") "]")};
 	struct pk_pool_lookup lk = lookup_of(&f);
@@ -266,11 +266,11 @@ static void test_shrink_and_unique(void **state)
 	struct pk_err err;
 	struct pk_pool_id id = {PK_POOL_KIND, "a", "p"};
 
-	json_t *smaller = load(POOL("IPPool", NS("a"), "p", "'10.0.0.100-10.0.0.200'"));
+	json_t *smaller = load(POOL(PK_POOL_KIND, NS("a"), "p", "'10.0.0.100-10.0.0.200'"));
 	pk_violations_init(&v);
 	assert_int_equal(pk_pool_lookup_check_shrink(&lk, &id, smaller, &v, &err), PK_OK);
 	expect(&v, PK_SEV_DENY, "spec.addresses", "drops 1 address still allocated");
-	json_t *same = load(POOL("IPPool", NS("a"), "p", "'10.0.0.0/24'"));
+	json_t *same = load(POOL(PK_POOL_KIND, NS("a"), "p", "'10.0.0.0/24'"));
 	pk_violations_init(&v);
 	assert_int_equal(pk_pool_lookup_check_shrink(&lk, &id, same, &v, &err), PK_OK);
 	assert_int_equal(v.n, 0);
