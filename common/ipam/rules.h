@@ -6,6 +6,11 @@
  * to `out`; none allocates anything the caller must free.
  *
  * `old` is NULL on CREATE and the stored object on UPDATE.
+ *
+ * By subject: pool_rules.c (pools), claim_rules.c (claims, their modes and
+ * repair), address_rules.c (IPAddresses), rules_util.c (what they share).
+ * The rules that read other objects (overlap, shrink and delete
+ * protection, an IPAddress in its pool) are in pool_lookup.h.
  */
 #ifndef PK_RULES_H
 #define PK_RULES_H
