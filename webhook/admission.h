@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "pk.h"
+#include "pool_lookup.h"
 #include "rules.h"
 
 /* Request bodies larger than this are refused (the server answers 413). */
@@ -32,16 +33,10 @@
  */
 struct pk_admission_lookup {
 	void *ctx;
-	/* Pools of `kind` (PK_POOL_KIND or PK_GLOBAL_POOL_KIND); ns NULL means every namespace. */
-	int (*list_pools)(void *ctx, const char *kind, const char *ns, json_t **items,
-	                  struct pk_err *err);
-	/* IPAddress objects whose spec.poolRef names this pool (ns NULL for a GlobalIPPool: all).
-	 */
-	int (*list_pool_addresses)(void *ctx, const char *kind, const char *ns, const char *name,
-	                           json_t **items, struct pk_err *err);
-	/* One pool, or *obj = NULL when it does not exist. */
-	int (*get_pool)(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
-	                struct pk_err *err);
+	/* The pool reads, as pool_lookup.h describes them. */
+	pk_list_pools_fn *list_pools;
+	pk_list_pool_addresses_fn *list_pool_addresses;
+	pk_get_pool_fn *get_pool;
 	/* One IPAddressClaim, or *obj = NULL when it does not exist. */
 	int (*get_claim)(void *ctx, const char *ns, const char *name, json_t **obj,
 	                 struct pk_err *err);

@@ -36,11 +36,23 @@ static const json_t *find_ref(const json_t *refs, const char *kind_c, const json
  * true, blockOwnerDeletion: true) and to the pool (controller: false,
  * blockOwnerDeletion: true)" (CAPI book, IPAM contract).
  */
+/* DENY unless the reference `r` (index at) to `owner` (`Kind "name"`) sets `flag` true. */
+static void require_ref_flag(const json_t *r, size_t at, const char *flag, const char *owner,
+                             struct pk_violations *out)
+{
+	char field[PK_FIELD_MAX];
+	if (rules_util_ref_flag(r, at, flag, out) != 0)
+		return;
+	snprintf(field, sizeof(field), "metadata.ownerReferences[%zu].%s", at, flag);
+	pk_violations_add(out, PK_SEV_DENY, field, "the reference to %s must set %s: true", owner,
+	                  flag);
+}
+
 static void check_ipaddress_owners(const json_t *addr, const json_t *claim_name,
                                    const json_t *pool_kind, const json_t *pool_name,
                                    struct pk_violations *out)
 {
-	char q[QUOTE_MAX], k[QUOTE_MAX], field[PK_FIELD_MAX];
+	char q[QUOTE_MAX], k[QUOTE_MAX], owner[2 * QUOTE_MAX + 16];
 	const json_t *refs = rules_util_owner_refs(
 	    addr,
 	    "an IPAddress needs owner references to its IPAddressClaim (controller: true, "
@@ -53,50 +65,30 @@ static void check_ipaddress_owners(const json_t *addr, const json_t *claim_name,
 	if (claim_name != NULL) {
 		const json_t *r = find_ref(refs, PK_CLAIM_KIND, NULL, claim_name, &at);
 		rules_util_quote(claim_name, q, sizeof(q));
+		snprintf(owner, sizeof(owner), PK_CLAIM_KIND " \"%s\"", q);
 		if (r == NULL) {
 			pk_violations_add(
 			    out, PK_SEV_DENY, "metadata.ownerReferences",
-			    "no owner reference to IPAddressClaim \"%s\" (spec.claimRef."
-			    "name); add one with controller: true and "
-			    "blockOwnerDeletion: true",
-			    q);
+			    "no owner reference to %s (spec.claimRef.name); add one with "
+			    "controller: true and blockOwnerDeletion: true",
+			    owner);
 		} else {
-			if (rules_util_ref_flag(r, at, "controller", out) == 0) {
-				snprintf(field, sizeof(field),
-				         "metadata.ownerReferences[%zu].controller", at);
-				pk_violations_add(out, PK_SEV_DENY, field,
-				                  "the reference to IPAddressClaim \"%s\" must set "
-				                  "controller: true",
-				                  q);
-			}
-			if (rules_util_ref_flag(r, at, "blockOwnerDeletion", out) == 0) {
-				snprintf(field, sizeof(field),
-				         "metadata.ownerReferences[%zu].blockOwnerDeletion", at);
-				pk_violations_add(out, PK_SEV_DENY, field,
-				                  "the reference to IPAddressClaim \"%s\" must set "
-				                  "blockOwnerDeletion: true",
-				                  q);
-			}
+			require_ref_flag(r, at, "controller", owner, out);
+			require_ref_flag(r, at, "blockOwnerDeletion", owner, out);
 		}
 	}
 	if (pool_kind != NULL && pool_name != NULL) {
 		const json_t *r = find_ref(refs, NULL, pool_kind, pool_name, &at);
 		rules_util_quote(pool_kind, k, sizeof(k));
 		rules_util_quote(pool_name, q, sizeof(q));
-		if (r == NULL) {
-			pk_violations_add(
-			    out, PK_SEV_DENY, "metadata.ownerReferences",
-			    "no owner reference to the pool %s \"%s\" (spec.poolRef); "
-			    "add one with blockOwnerDeletion: true",
-			    k, q);
-		} else if (rules_util_ref_flag(r, at, "blockOwnerDeletion", out) == 0) {
-			snprintf(field, sizeof(field),
-			         "metadata.ownerReferences[%zu].blockOwnerDeletion", at);
-			pk_violations_add(out, PK_SEV_DENY, field,
-			                  "the reference to the pool %s \"%s\" must set "
+		snprintf(owner, sizeof(owner), "the pool %s \"%s\"", k, q);
+		if (r == NULL)
+			pk_violations_add(out, PK_SEV_DENY, "metadata.ownerReferences",
+			                  "no owner reference to %s (spec.poolRef); add one with "
 			                  "blockOwnerDeletion: true",
-			                  k, q);
-		}
+			                  owner);
+		else
+			require_ref_flag(r, at, "blockOwnerDeletion", owner, out);
 	}
 }
 

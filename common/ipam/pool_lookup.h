@@ -18,21 +18,24 @@
 #include "violation.h"
 
 /*
- * Objects the checks need. Each call returns PK_OK and a new reference the
+ * The reads the checks make. Each returns PK_OK and a new reference the
  * caller releases, or an error with err set.
  */
+/* Pools of `kind` (PK_POOL_KIND or PK_GLOBAL_POOL_KIND); ns NULL means every namespace. */
+typedef int pk_list_pools_fn(void *ctx, const char *kind, const char *ns, json_t **items,
+                             struct pk_err *err);
+/* IPAddress objects whose spec.poolRef names this pool (ns NULL for a GlobalIPPool: all). */
+typedef int pk_list_pool_addresses_fn(void *ctx, const char *kind, const char *ns, const char *name,
+                                      json_t **items, struct pk_err *err);
+/* One pool, or *obj = NULL when it does not exist. */
+typedef int pk_get_pool_fn(void *ctx, const char *kind, const char *ns, const char *name,
+                           json_t **obj, struct pk_err *err);
+
 struct pk_pool_lookup {
 	void *ctx;
-	/* Pools of `kind` (PK_POOL_KIND or PK_GLOBAL_POOL_KIND); ns NULL means every namespace. */
-	int (*list_pools)(void *ctx, const char *kind, const char *ns, json_t **items,
-	                  struct pk_err *err);
-	/* IPAddress objects whose spec.poolRef names this pool (ns NULL for a GlobalIPPool: all).
-	 */
-	int (*list_pool_addresses)(void *ctx, const char *kind, const char *ns, const char *name,
-	                           json_t **items, struct pk_err *err);
-	/* One pool, or *obj = NULL when it does not exist. */
-	int (*get_pool)(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
-	                struct pk_err *err);
+	pk_list_pools_fn *list_pools;
+	pk_list_pool_addresses_fn *list_pool_addresses;
+	pk_get_pool_fn *get_pool;
 	/*
 	 * How a message names `other`, a pool list_pools returned. NULL: by
 	 * name only when it is an IPPool of the checked object's own namespace,

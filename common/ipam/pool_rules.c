@@ -61,6 +61,14 @@ static bool entry_at(const json_t *arr, size_t i, enum pk_family fam, struct pk_
 	return sp->family == fam;
 }
 
+/* spec.<key> and how many of its entries to re-read: none past the cap (decoding refused it). */
+static size_t entries(const json_t *spec, const char *key, const json_t **arr)
+{
+	*arr = json_object_get(spec, key);
+	size_t n = json_is_array(*arr) ? json_array_size(*arr) : 0;
+	return n > PK_POOL_MAX_ENTRIES ? 0 : n;
+}
+
 static void check_pool_subnet(const json_t *spec, const struct pk_pool *p,
                               struct pk_violations *out)
 {
@@ -72,10 +80,8 @@ static void check_pool_subnet(const json_t *spec, const struct pk_pool *p,
 	pk_address_format_v(net, p->family, nettext);
 	snprintf(subnet, sizeof(subnet), "%s/%u", nettext, p->prefix);
 
-	const json_t *arr = json_object_get(spec, "addresses");
-	size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
-	if (n > PK_POOL_MAX_ENTRIES)
-		n = 0;
+	const json_t *arr;
+	size_t n = entries(spec, "addresses", &arr);
 	for (size_t i = 0; i < n; i++) {
 		struct pk_addr_spec sp;
 		if (!entry_at(arr, i, p->family, &sp, q, sizeof(q)))
@@ -115,10 +121,8 @@ static void check_pool_excluded(const json_t *spec, const struct pk_pool *p,
 	const struct pk_range *r = pk_range_set_ranges(p->addresses, &nr);
 	if (nr == 0)
 		return;
-	const json_t *arr = json_object_get(spec, "excludedAddresses");
-	size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
-	if (n > PK_POOL_MAX_ENTRIES)
-		n = 0;
+	const json_t *arr;
+	size_t n = entries(spec, "excludedAddresses", &arr);
 	for (size_t i = 0; i < n; i++) {
 		struct pk_addr_spec sp;
 		if (!entry_at(arr, i, p->family, &sp, q, sizeof(q)))
