@@ -214,7 +214,7 @@ static struct pk_pool_id ipaddress_pool(const json_t *addr, const char *ns)
 	const json_t *ref = json_object_get(json_object_get(addr, "spec"), "poolRef");
 	struct pk_pool_id id = {.kind = pk_json_cstr_at(ref, "kind"),
 	                        .name = pk_json_cstr_at(ref, "name")};
-	id.ns = strcmp(id.kind, PK_GLOBAL_POOL_KIND) == 0 ? NULL : ns;
+	id.ns = id.kind != NULL && strcmp(id.kind, PK_GLOBAL_POOL_KIND) == 0 ? NULL : ns;
 	return id;
 }
 
@@ -226,6 +226,8 @@ int pk_pool_lookup_check_ipaddress_pool(const struct pk_pool_lookup *lk, const c
 	char pool_text[PK_OBJECT_NAME_MAX], what[PK_OBJECT_NAME_MAX + 16];
 	json_t *pool = NULL;
 	struct pk_pool p;
+	if (id.kind == NULL || id.name == NULL)
+		return PK_OK; /* pk_rules_check_ipaddress reports the poolRef */
 	pk_pool_lookup_object_name(pool_text, sizeof(pool_text), id.kind, id.ns, id.name);
 	int rc = lk->get_pool(lk->ctx, id.kind, id.ns, id.name, &pool, err);
 	if (rc != PK_OK) {
@@ -255,6 +257,8 @@ int pk_pool_lookup_check_ipaddress_unique(const struct pk_pool_lookup *lk, const
 	struct pk_pool_id id = ipaddress_pool(addr, ns);
 	json_t *items = NULL;
 	size_t n = 0;
+	if (id.kind == NULL || id.name == NULL)
+		return PK_OK; /* pk_rules_check_ipaddress reports the poolRef */
 	int rc = lk->list_pool_addresses(lk->ctx, id.kind, id.ns, id.name, &items, err);
 	if (rc != PK_OK)
 		return wrap_err(err, rc, "cannot check whether the address is free");
