@@ -1,19 +1,20 @@
 /* lint.c - running the contract rules over loaded manifests and keeping what they found. */
 #include "lint.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "manifest.h"
 #include "pool.h"
+#include "pool_lookup.h"
 #include "rules.h"
 
 /* What the report does not show: the object's value and its decoded pool. */
 struct lint_internal {
 	const json_t *value;  /* borrowed from a manifest */
 	struct pk_pool *pool; /* decoded, for pools that passed their own rules */
-	bool global;
 };
 
 struct pk_lint {
@@ -27,7 +28,12 @@ struct pk_lint {
 	size_t files;
 	bool ran;
 	enum pk_enforcement claims, foreign_claims;
+	/* The rules' view of what was loaded; list_pools sees the pools before `before`. */
+	struct pk_pool_lookup lookup;
+	size_t before;
 };
+
+static void init_lookup(struct pk_lint *l);
 
 struct pk_lint *pk_lint_new(void)
 {
@@ -35,6 +41,7 @@ struct pk_lint *pk_lint_new(void)
 	if (l != NULL) {
 		l->claims = PK_ENFORCE_REPAIR;
 		l->foreign_claims = PK_ENFORCE_WARN;
+		init_lookup(l);
 	}
 	return l;
 }
@@ -190,8 +197,8 @@ static const char *effective_namespace(const struct pk_lint_object *o)
 		return NULL;
 	if (o->namespace_ != NULL && o->namespace_[0] != '\0')
 		return o->namespace_;
-	if (!strcmp(o->kind, PK_POOL_KIND) || !strcmp(o->kind, "IPAddressClaim") ||
-	    !strcmp(o->kind, "IPAddress"))
+	if (!strcmp(o->kind, PK_POOL_KIND) || !strcmp(o->kind, PK_CLAIM_KIND) ||
+	    !strcmp(o->kind, PK_ADDRESS_KIND))
 		return "default";
 	return NULL;
 }
@@ -224,7 +231,6 @@ static void check_pool_object(struct pk_lint_object *o, struct lint_internal *in
 {
 	pk_rules_check_pool(in->value, NULL, o->violations);
 	check_name(in->value, o->violations);
-	in->global = !strcmp(o->kind, PK_GLOBAL_POOL_KIND);
 	if (pk_violations_count(o->violations, PK_SEV_DENY) > 0)
 		return;
 	/* Decode again for the overlap check and the summary; the rules
@@ -252,9 +258,8 @@ static void check_pool_object(struct pk_lint_object *o, struct lint_internal *in
 static int check_claim_object(const struct pk_lint *l, struct pk_lint_object *o,
                               const struct lint_internal *in)
 {
-	const json_t *pool_ref = json_object_get(json_object_get(in->value, "spec"), "poolRef");
-	bool ours = pk_rules_is_poolkeeper_group_ref(pool_ref);
-	enum pk_enforcement mode = ours ? l->claims : l->foreign_claims;
+	enum pk_enforcement mode =
+	    pk_rules_claim_enforcement(in->value, l->claims, l->foreign_claims, NULL);
 	struct pk_claim_repair plan;
 
 	if (mode == PK_ENFORCE_IGNORE) {
@@ -279,6 +284,24 @@ static int check_claim_object(const struct pk_lint *l, struct pk_lint_object *o,
 	}
 	check_name(in->value, o->violations);
 	return PK_OK;
+}
+
+/*
+ * An IPAddress as the webhook decides it on CREATE: its own rules, then,
+ * when they pass, against its pool when the files hold it.
+ */
+static int check_ipaddress_object(const struct pk_lint *l, struct pk_lint_object *o,
+                                  const struct lint_internal *in)
+{
+	struct pk_err err;
+	pk_rules_check_ipaddress(in->value, NULL, o->violations);
+	check_name(in->value, o->violations);
+	if (pk_violations_count(o->violations, PK_SEV_DENY) > 0 ||
+	    !pk_rules_is_poolkeeper_pool_ref(
+	        json_object_get(json_object_get(in->value, "spec"), "poolRef")))
+		return PK_OK;
+	return pk_pool_lookup_check_ipaddress_pool(&l->lookup, effective_namespace(o), in->value,
+	                                           o->violations, &err);
 }
 
 static int check_object(const struct pk_lint *l, struct pk_lint_object *o, struct lint_internal *in)
@@ -310,19 +333,16 @@ static int check_object(const struct pk_lint *l, struct pk_lint_object *o, struc
 		                  PK_POOL_GROUP, PK_POOL_KIND, PK_GLOBAL_POOL_KIND);
 		return PK_OK;
 	}
-	if (capi && (!strcmp(version, "v1beta1") || !strcmp(version, "v1beta2"))) {
-		if (!strcmp(o->kind, "IPAddressClaim"))
+	if (capi && pk_rules_is_capi_ipam_version(version)) {
+		if (!strcmp(o->kind, PK_CLAIM_KIND))
 			return check_claim_object(l, o, in);
-		if (!strcmp(o->kind, "IPAddress")) {
-			pk_rules_check_ipaddress(in->value, NULL, o->violations);
-			check_name(in->value, o->violations);
-			return PK_OK;
-		}
+		if (!strcmp(o->kind, PK_ADDRESS_KIND))
+			return check_ipaddress_object(l, o, in);
 	}
 	free(o->violations);
 	o->violations = NULL;
 	o->status = PK_LINT_SKIPPED;
-	o->note = capi ? "a kind or version of ipam.cluster.x-k8s.io that lint does not check"
+	o->note = capi ? "a kind or version of " PK_CAPI_IPAM_GROUP " that lint does not check"
 	               : "not an IPAM kind";
 	return PK_OK;
 }
@@ -394,33 +414,27 @@ static int check_duplicates(struct pk_lint *l)
 	return PK_OK;
 }
 
-/* The webhook's rule: an IPPool meets its namespace's IPPools and every
- * GlobalIPPool; a GlobalIPPool meets every pool. */
-static bool pools_compete(const struct pk_lint *l, size_t a, size_t b)
+/*
+ * Each pool that passed against the pools loaded before it, as the webhook
+ * checks one at admission: every overlapping pair is reported once, on the
+ * later pool.
+ */
+static int check_overlaps(struct pk_lint *l)
 {
-	const struct lint_internal *x = &l->internal[a], *y = &l->internal[b];
-	if (x->global || y->global)
-		return true;
-	return !strcmp(effective_namespace(&l->objects[a]), effective_namespace(&l->objects[b]));
-}
-
-static void check_overlaps(struct pk_lint *l)
-{
-	for (size_t j = 0; j < l->n_objects; j++) {
+	int rc = PK_OK;
+	for (size_t j = 0; j < l->n_objects && rc == PK_OK; j++) {
+		const struct pk_lint_object *o = &l->objects[j];
+		struct pk_pool_id id = {
+		    .kind = o->kind, .ns = effective_namespace(o), .name = o->name};
+		struct pk_err err;
 		if (l->internal[j].pool == NULL)
 			continue;
-		for (size_t i = 0; i < j; i++) {
-			if (l->internal[i].pool == NULL || !pools_compete(l, i, j) ||
-			    same_identity(&l->objects[i], &l->objects[j]))
-				continue;
-			char other[PK_LINT_ORIGIN_MAX + 300], what[256];
-			snprintf(other, sizeof(other), "%s at %s",
-			         pk_lint_describe_object(&l->objects[i], what, sizeof(what)),
-			         l->objects[i].origin);
-			pk_rules_check_pool_overlap(l->internal[j].pool, l->internal[i].pool, other,
-			                            l->objects[j].violations);
-		}
+		l->before = j;
+		rc = pk_pool_lookup_check_overlaps(&l->lookup, &id, l->internal[j].value,
+		                                   o->violations, &err);
 	}
+	l->before = l->n_objects;
+	return rc;
 }
 
 static void fill_summary(struct pk_lint_object *o, const struct pk_pool *p)
@@ -449,6 +463,7 @@ int pk_lint_run(struct pk_lint *l)
 	if (l->ran)
 		return PK_OK;
 	l->ran = true;
+	l->before = l->n_objects;
 	for (size_t i = 0; i < l->n_objects; i++) {
 		struct pk_lint_object *o = &l->objects[i];
 		o->violations = malloc(sizeof(*o->violations));
@@ -460,7 +475,8 @@ int pk_lint_run(struct pk_lint *l)
 	}
 	if (check_duplicates(l) != PK_OK)
 		return PK_ERR_NOMEM;
-	check_overlaps(l);
+	if (check_overlaps(l) != PK_OK)
+		return PK_ERR_NOMEM;
 	for (size_t i = 0; i < l->n_objects; i++) {
 		struct pk_lint_object *o = &l->objects[i];
 		if (o->violations == NULL)
@@ -550,4 +566,124 @@ const char *pk_lint_status_name(enum pk_lint_status s)
 		return "skipped";
 	}
 	return "unknown";
+}
+
+/* ---- the rules' lookup over what was loaded ---- */
+
+static bool is_kind(const struct pk_lint_object *o, const char *group, const char *kind)
+{
+	size_t n = strlen(group);
+	return o->api_version != NULL && o->kind != NULL && !strncmp(o->api_version, group, n) &&
+	       o->api_version[n] == '/' && !strcmp(o->kind, kind);
+}
+
+/* Whether object i is a pool of `kind` in namespace ns (NULL: any) named `name` (NULL: any). */
+static bool pool_matches(const struct pk_lint *l, size_t i, const char *kind, const char *ns,
+                         const char *name)
+{
+	const struct pk_lint_object *o = &l->objects[i];
+	const char *ons = effective_namespace(o);
+	return is_kind(o, PK_POOL_GROUP, kind) && o->name != NULL &&
+	       (name == NULL || !strcmp(o->name, name)) &&
+	       (ns == NULL || (ons != NULL && !strcmp(ons, ns)));
+}
+
+static int append(json_t *items, const json_t *value, struct pk_err *err)
+{
+	if (json_array_append(items, (json_t *)(uintptr_t)value) != 0)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	return PK_OK;
+}
+
+/* The pools that passed their own rules, loaded before l->before, but that one's duplicates. */
+static int lookup_list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
+                             struct pk_err *err)
+{
+	struct pk_lint *l = ctx;
+	const struct pk_lint_object *cur = l->before < l->n_objects ? &l->objects[l->before] : NULL;
+	*items = json_array();
+	if (*items == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < l->before; i++) {
+		if (l->internal[i].pool == NULL || !pool_matches(l, i, kind, ns, NULL) ||
+		    (cur != NULL && same_identity(cur, &l->objects[i])))
+			continue;
+		if (append(*items, l->internal[i].value, err) != PK_OK) {
+			json_decref(*items);
+			return PK_ERR_NOMEM;
+		}
+	}
+	return PK_OK;
+}
+
+static int lookup_list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
+                                      json_t **items, struct pk_err *err)
+{
+	struct pk_lint *l = ctx;
+	*items = json_array();
+	if (*items == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < l->n_objects; i++) {
+		const struct pk_lint_object *o = &l->objects[i];
+		const json_t *v = l->internal[i].value;
+		const json_t *ref = json_object_get(json_object_get(v, "spec"), "poolRef");
+		const char *ons = effective_namespace(o), *rname = pk_json_cstr_at(ref, "name");
+		const char *rkind = pk_json_cstr_at(ref, "kind");
+		if (name == NULL || !is_kind(o, PK_CAPI_IPAM_GROUP, PK_ADDRESS_KIND) ||
+		    !pk_rules_is_poolkeeper_pool_ref(ref) || rname == NULL || strcmp(rname, name) ||
+		    strcmp(rkind, kind) || (ns != NULL && strcmp(ons, ns)))
+			continue;
+		if (append(*items, v, err) != PK_OK) {
+			json_decref(*items);
+			return PK_ERR_NOMEM;
+		}
+	}
+	return PK_OK;
+}
+
+/* The last definition of the pool (applying the files keeps the last). */
+static int lookup_get_pool(void *ctx, const char *kind, const char *ns, const char *name,
+                           json_t **obj, struct pk_err *err)
+{
+	struct pk_lint *l = ctx;
+	(void)err;
+	*obj = NULL;
+	for (size_t i = l->n_objects; i-- > 0 && name != NULL;) {
+		if (pool_matches(l, i, kind, strcmp(kind, PK_POOL_KIND) ? NULL : ns, name)) {
+			*obj = json_incref((json_t *)(uintptr_t)l->internal[i].value);
+			break;
+		}
+	}
+	return PK_OK;
+}
+
+/* "IPPool default/a at file.yaml:3 (document 1)": which object, and where it was loaded. */
+static void lookup_name_pool(void *ctx, const json_t *other, char *buf, size_t len)
+{
+	const struct pk_lint *l = ctx;
+	char what[256];
+	snprintf(buf, len, "another pool");
+	for (size_t i = 0; i < l->n_objects; i++) {
+		if (l->internal[i].value == other) {
+			snprintf(buf, len, "%s at %s",
+			         pk_lint_describe_object(&l->objects[i], what, sizeof(what)),
+			         l->objects[i].origin);
+			return;
+		}
+	}
+}
+
+static void init_lookup(struct pk_lint *l)
+{
+	l->lookup.ctx = l;
+	l->lookup.list_pools = lookup_list_pools;
+	l->lookup.list_pool_addresses = lookup_list_pool_addresses;
+	l->lookup.get_pool = lookup_get_pool;
+	l->lookup.name_pool = lookup_name_pool;
+	l->lookup.partial = true;
+}
+
+const struct pk_pool_lookup *pk_lint_lookup(const struct pk_lint *l)
+{
+	return &l->lookup;
 }

@@ -11,16 +11,19 @@
  *                                                    is --claim-enforcement for claims whose
  *                                                    poolRef.apiGroup is ipam.poolkeeper.io,
  *                                                    --foreign-claims for the others
- *   (v1beta1 and v1beta2)    IPAddress               pk_rules_check_ipaddress (as a CREATE)
+ *   (v1beta1 and v1beta2)    IPAddress               pk_rules_check_ipaddress (as a CREATE);
+ *                                                    when it passes and the files hold its
+ *                                                    pool, pk_pool_lookup_check_ipaddress_pool
  *   anything else                                    skipped, with a note
  * Objects without a string apiVersion and kind, and checked objects without
  * metadata.name (or generateName), are DENY: the API server refuses them.
  *
  * Across everything loaded, pools that pass their own rules are checked for
- * overlap as the webhook does at admission: an IPPool against the IPPools of
- * its namespace ("default" when unset) and every GlobalIPPool; a GlobalIPPool
- * against every pool. Each overlapping pair is reported once, on the pool
- * loaded later, naming the earlier one and where it is. An object defined
+ * overlap by the webhook's rule (pk_pool_lookup_check_overlaps, through
+ * pk_lint_lookup): an IPPool against the IPPools of its namespace ("default"
+ * when unset) and every GlobalIPPool; a GlobalIPPool against every pool.
+ * Each overlapping pair is reported once, on the pool loaded later, naming
+ * the earlier one and where it is. An object defined
  * twice (same kind, namespace and name) is a WARN on the later one, since
  * applying both keeps only the last.
  *
@@ -36,6 +39,7 @@
 
 #include "address.h"
 #include "count.h"
+#include "pool_lookup.h"
 #include "rules.h"
 #include "violation.h"
 
@@ -138,6 +142,16 @@ char *pk_lint_describe_object(const struct pk_lint_object *o, char *buf, size_t 
 /* The namespace the object lands in: its own, "default" for namespaced IPAM
  * kinds without one, NULL for GlobalIPPool and for other kinds without one. */
 const char *pk_lint_object_namespace(const struct pk_lint_object *o);
+
+/*
+ * The rules' lookup (pool_lookup.h) over everything loaded, for running
+ * the checks that need other objects on files: get_pool finds a pool's
+ * last definition, list_pool_addresses the IPAddresses naming a pool,
+ * list_pools the pools that passed their own rules. It is partial: a pool
+ * the files do not hold may exist. Valid after pk_lint_run, until
+ * pk_lint_free.
+ */
+const struct pk_pool_lookup *pk_lint_lookup(const struct pk_lint *l);
 
 /* "pass", "warn", "deny", "skipped". */
 const char *pk_lint_status_name(enum pk_lint_status s);

@@ -46,10 +46,13 @@ static const struct pk_flag lint_flags[F_COUNT] = {
 static const char lint_usage[] = "poolkeeper lint [flags] FILE|DIR|- ...";
 static const char lint_summary[] =
     "Checks Kubernetes manifests (YAML or JSON, several documents per file, kind: List)\n"
-    "with the rules poolkeeper's webhook enforces: IPPool and GlobalIPPool\n"
-    "(ipam.poolkeeper.io/v1alpha1) against the pool rules and each other for overlaps,\n"
-    "IPAddressClaim and IPAddress (ipam.cluster.x-k8s.io v1beta1, v1beta2) against the\n"
-    "CAPI IPAM contract, under the webhook's claim modes: in repair mode a claim is\n"
+    "with the rules poolkeeper's webhook enforces: " PK_POOL_KIND " and " PK_GLOBAL_POOL_KIND "\n"
+    "(" PK_POOL_API_VERSION ") against the pool rules and each other for overlaps,\n" PK_CLAIM_KIND
+    " and " PK_ADDRESS_KIND " (" PK_CAPI_IPAM_GROUP " " PK_CAPI_V1BETA1 ", " PK_CAPI_V1BETA2
+    ") against the\n"
+    "CAPI IPAM contract (an " PK_ADDRESS_KIND " also against its pool when the files hold it),\n"
+    "under the webhook's claim modes: in repair "
+    "mode a claim is\n"
     "checked as the webhook completes it (a warning per repair). Other kinds are skipped. A DIR "
     "contributes its *.yaml, *.yml\n"
     "and *.json files (subdirectories only with -R); - reads standard input.\n"
@@ -92,70 +95,59 @@ static int lint_one(struct pk_lint *l, const char *path)
 	return rc;
 }
 
-static int cmd_lint(int argc, char *argv[])
+/* Reads every input the arguments name into the lint, then runs it. */
+static int lint_inputs(struct pk_lint *l, const char **pos, size_t npos, bool recursive,
+                       bool verbose)
 {
-	struct pk_flag_value vals[F_COUNT];
-	const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
 	struct pk_inputs in = {0};
-	struct pk_lint *l = NULL;
 	struct pk_err err = {{0}};
-	size_t npos = 0;
-	int status = EXIT_USAGE;
-
-	if (pos == NULL) {
-		fprintf(stderr, "poolkeeper lint: out of memory\n");
-		return EXIT_USAGE;
-	}
-	if (pk_flags_parse(lint_flags, F_COUNT, argc, argv, vals, pos, &npos, &err) != PK_OK) {
-		fprintf(stderr, "poolkeeper lint: %s\nRun 'poolkeeper lint --help' for usage.\n",
-		        err.msg);
-		goto out;
-	}
-	if (pk_flags_get_bool(vals, F_HELP)) {
-		pk_flags_print_help(stdout, lint_usage, lint_summary, lint_flags, F_COUNT);
-		status = 0;
-		goto out;
-	}
-	if (npos == 0) {
-		fprintf(stderr, "poolkeeper lint: name at least one FILE, DIR or - (standard "
-		                "input)\nRun 'poolkeeper lint --help' for usage.\n");
-		goto out;
-	}
-	bool json = !strcmp(pk_flags_get_string(lint_flags, vals, F_FORMAT), "json");
-	bool strict = pk_flags_get_bool(vals, F_STRICT);
-	bool verbose = vals[F_VERBOSE].count > 0;
-
-	enum pk_enforcement claims, foreign;
-	if (pk_rules_parse_enforcement(pk_flags_get_string(lint_flags, vals, F_CLAIMS), &claims) !=
-	        PK_OK ||
-	    pk_rules_parse_enforcement(pk_flags_get_string(lint_flags, vals, F_FOREIGN),
-	                               &foreign) != PK_OK) {
-		fprintf(stderr,
-		        "poolkeeper lint: --claim-enforcement or --foreign-claims has a value "
-		        "it does not take\n");
-		goto out;
-	}
-
-	l = pk_lint_new();
-	if (l == NULL)
-		goto nomem;
-	pk_lint_set_enforcement(l, claims, foreign);
-	for (size_t i = 0; i < npos; i++) {
+	int rc = PK_OK;
+	for (size_t i = 0; i < npos && rc == PK_OK; i++) {
 		size_t found = 0;
-		if (pk_inputs_add(&in, pos[i], pk_flags_get_bool(vals, F_RECURSIVE), &found,
-		                  &err) != PK_OK) {
+		if (pk_inputs_add(&in, pos[i], recursive, &found, &err) != PK_OK) {
 			fprintf(stderr, "poolkeeper lint: %s\n", err.msg);
-			if (pk_lint_add_unreadable(l, pos[i], err.msg) != PK_OK)
-				goto nomem;
+			rc = pk_lint_add_unreadable(l, pos[i], err.msg);
 		} else if (found == 0 && verbose) {
 			fprintf(stderr, "poolkeeper lint: %s: no *.yaml, *.yml or *.json files\n",
 			        pos[i]);
 		}
 	}
-	for (size_t i = 0; i < in.n; i++)
-		if (lint_one(l, in.paths[i]) != PK_OK)
-			goto nomem;
-	if (pk_lint_run(l) != PK_OK)
+	for (size_t i = 0; i < in.n && rc == PK_OK; i++)
+		rc = lint_one(l, in.paths[i]);
+	pk_inputs_free(&in);
+	return rc != PK_OK ? rc : pk_lint_run(l);
+}
+
+/* --claim-enforcement and --foreign-claims; false (after a message) for a value not taken. */
+static bool lint_modes(const struct pk_flag_value *vals, enum pk_enforcement *claims,
+                       enum pk_enforcement *foreign)
+{
+	if (pk_rules_parse_enforcement(pk_flags_get_string(lint_flags, vals, F_CLAIMS), claims) ==
+	        PK_OK &&
+	    pk_rules_parse_enforcement(pk_flags_get_string(lint_flags, vals, F_FOREIGN), foreign) ==
+	        PK_OK)
+		return true;
+	fprintf(stderr, "poolkeeper lint: --claim-enforcement or --foreign-claims has a value "
+	                "it does not take\n");
+	return false;
+}
+
+/* Lints what the flags and arguments name and prints the report; the exit status. */
+static int lint_and_report(const struct pk_flag_value *vals, const char **pos, size_t npos)
+{
+	bool json = !strcmp(pk_flags_get_string(lint_flags, vals, F_FORMAT), "json");
+	bool strict = pk_flags_get_bool(vals, F_STRICT);
+	bool verbose = vals[F_VERBOSE].count > 0;
+	enum pk_enforcement claims, foreign;
+	int status = EXIT_USAGE;
+
+	if (!lint_modes(vals, &claims, &foreign))
+		return EXIT_USAGE;
+	struct pk_lint *l = pk_lint_new();
+	if (l == NULL)
+		goto nomem;
+	pk_lint_set_enforcement(l, claims, foreign);
+	if (lint_inputs(l, pos, npos, pk_flags_get_bool(vals, F_RECURSIVE), verbose) != PK_OK)
 		goto nomem;
 	if (json) {
 		if (pk_report_write_json(stdout, l, strict) != PK_OK)
@@ -168,13 +160,38 @@ static int cmd_lint(int argc, char *argv[])
 		perror("poolkeeper lint: writing the report");
 		status = EXIT_USAGE;
 	}
-	goto out;
+	pk_lint_free(l);
+	return status;
 nomem:
 	fprintf(stderr, "poolkeeper lint: out of memory\n");
-	status = EXIT_USAGE;
-out:
 	pk_lint_free(l);
-	pk_inputs_free(&in);
+	return EXIT_USAGE;
+}
+
+static int cmd_lint(int argc, char *argv[])
+{
+	struct pk_flag_value vals[F_COUNT];
+	const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
+	struct pk_err err = {{0}};
+	size_t npos = 0;
+	int status = EXIT_USAGE;
+
+	if (pos == NULL) {
+		fprintf(stderr, "poolkeeper lint: out of memory\n");
+		return EXIT_USAGE;
+	}
+	if (pk_flags_parse(lint_flags, F_COUNT, argc, argv, vals, pos, &npos, &err) != PK_OK) {
+		fprintf(stderr, "poolkeeper lint: %s\nRun 'poolkeeper lint --help' for usage.\n",
+		        err.msg);
+	} else if (pk_flags_get_bool(vals, F_HELP)) {
+		pk_flags_print_help(stdout, lint_usage, lint_summary, lint_flags, F_COUNT);
+		status = 0;
+	} else if (npos == 0) {
+		fprintf(stderr, "poolkeeper lint: name at least one FILE, DIR or - (standard "
+		                "input)\nRun 'poolkeeper lint --help' for usage.\n");
+	} else {
+		status = lint_and_report(vals, pos, npos);
+	}
 	free(pos);
 	return status;
 }

@@ -16,11 +16,12 @@
 #include "addr_spec.h"
 #include "admission.h"
 #include "pool.h"
+#include "pool_lookup.h"
 #include "rules.h"
 #include "violation.h"
 
 #define MSG_MAX       4096
-#define NAME_TEXT_MAX 640
+#define NAME_TEXT_MAX PK_OBJECT_NAME_MAX
 #define WARNINGS_MAX  16
 
 /*
@@ -111,19 +112,6 @@ static bool has_annotation(const json_t *obj, const char *key)
 	return json_is_object(ann) && json_object_get(ann, key) != NULL;
 }
 
-/* "IPPool ns/name" or "GlobalIPPool name"; ns and name come from the request. */
-static void object_name(char *buf, size_t len, const char *kind, const char *ns, const char *name)
-{
-	char qn[300], qs[300];
-	pk_text_quote(name ? name : "", name ? strlen(name) : 0, qn, sizeof(qn));
-	if (ns != NULL && ns[0] != '\0') {
-		pk_text_quote(ns, strlen(ns), qs, sizeof(qs));
-		snprintf(buf, len, "%s %s/%s", kind, qs, qn[0] ? qn : "(generated name)");
-	} else {
-		snprintf(buf, len, "%s %s", kind, qn[0] ? qn : "(generated name)");
-	}
-}
-
 /* Rejects JSON nested deeper than max before jansson's recursive parser runs. */
 static bool depth_ok(const char *s, size_t n, int max)
 {
@@ -160,212 +148,88 @@ static int b64(const char *in, size_t n, char **out)
 	return PK_OK;
 }
 
+/* What the envelope of one request says. */
+struct request {
+	const char *uid, *op, *group, *version, *resource, *ns, *name;
+	const json_t *obj, *old, *user_info;
+};
+
 /* ---- pools ---- */
 
 static const char *pool_kind_of(const char *resource)
 {
-	if (strcmp(resource, "ippools") == 0)
+	if (strcmp(resource, PK_POOL_RESOURCE) == 0)
 		return PK_POOL_KIND;
-	if (strcmp(resource, "globalippools") == 0)
+	if (strcmp(resource, PK_GLOBAL_POOL_RESOURCE) == 0)
 		return PK_GLOBAL_POOL_KIND;
 	return NULL;
 }
 
-/*
- * How a message names another object: by name only when it lives in the
- * requested object's own namespace, since the requester may not be allowed
- * to read anything else (another namespace's pools and addresses, or
- * cluster-scoped pools). Anything else is described by its kind alone; an
- * admin finds it with kubectl or `poolkeeper audit`.
- */
-static bool nameable(const char *req_ns, const char *other_ns)
+/* The rules' lookup: the pool reads of the admission lookup. */
+static struct pk_pool_lookup pool_lookup(const struct pk_admission_lookup *lk)
 {
-	return req_ns != NULL && req_ns[0] != '\0' && other_ns != NULL &&
-	       strcmp(req_ns, other_ns) == 0;
+	struct pk_pool_lookup pl = {.ctx = lk->ctx,
+	                            .list_pools = lk->list_pools,
+	                            .list_pool_addresses = lk->list_pool_addresses,
+	                            .get_pool = lk->get_pool};
+	return pl;
 }
 
-/* Another pool, seen from a request for a pool in namespace ns (NULL: a GlobalIPPool). */
-static void other_pool_name(char *buf, size_t len, const char *ns, const char *other_kind,
-                            const char *other_ns, const char *other)
+/* The mutation: the default prefix (pk_pool_default_prefix); nothing else is rewritten. */
+static void mutate_pool(const char *op, const json_t *obj, struct verdict *v)
 {
-	if (strcmp(other_kind, PK_POOL_KIND) == 0 && nameable(ns, other_ns))
-		object_name(buf, len, other_kind, other_ns, other);
-	else if (strcmp(other_kind, PK_POOL_KIND) == 0)
-		snprintf(buf, len, "an IPPool of %s namespace",
-		         ns != NULL && ns[0] != '\0' ? "another" : "a");
-	else
-		snprintf(buf, len, "a GlobalIPPool");
+	unsigned prefix;
+	if (strcmp(op, "DELETE") == 0 ||
+	    !pk_pool_default_prefix(json_object_get(obj, "spec"), &prefix))
+		return;
+	v->patch = json_pack("[{s:s, s:s, s:i}]", "op", "add", "path", "/spec/prefix", "value",
+	                     (json_int_t)prefix);
 }
 
-/* Checks `pool` against every other poolkeeper pool it may not overlap. */
-static void pool_overlaps(const struct pk_admission_config *cfg, const char *kind, const char *ns,
-                          const char *name, const char *what, const json_t *obj, struct verdict *v,
-                          struct pk_violations *vs)
+static void validate_pool_delete(const struct pk_admission_config *cfg, const struct pk_pool_id *id,
+                                 const char *what, const json_t *old, struct verdict *v)
 {
-	const struct pk_admission_lookup *lk = cfg->lookup;
-	struct pk_pool me;
-	struct pk_violations ignore;
-	pk_violations_init(&ignore);
-	memset(&me, 0, sizeof(me));
-	if (pk_pool_decode(json_object_get(obj, "spec"), &me, &ignore) != PK_OK ||
-	    me.usable == NULL) {
-		pk_pool_release(&me);
-		return; /* the spec itself is already reported */
+	struct pk_violations vs;
+	struct pk_err err;
+	if (!pk_pool_lookup_protects_delete(old))
+		return;
+	if (cfg->lookup == NULL) {
+		warn(v,
+		     "%s: delete protection was not checked: poolkeeper-webhook has no API access",
+		     what);
+		return;
 	}
-	bool global = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
-	/* An IPPool against its namespace's IPPools and every GlobalIPPool; a GlobalIPPool against
-	 * all. */
-	const struct {
-		const char *kind;
-		const char *ns;
-	} scopes[2] = {{PK_POOL_KIND, global ? NULL : ns}, {PK_GLOBAL_POOL_KIND, NULL}};
-	for (int s = 0; s < 2; s++) {
-		json_t *items = NULL;
-		struct pk_err err;
-		if (lk->list_pools(lk->ctx, scopes[s].kind, scopes[s].ns, &items, &err) != PK_OK) {
-			deny(v, 500, "%s: cannot check overlap with other pools: %s", what,
-			     err.msg);
-			pk_pool_release(&me);
-			return;
-		}
-		size_t i;
-		json_t *other;
-		json_array_foreach(items, i, other)
-		{
-			const char *ons = meta_str(other, "namespace");
-			const char *oname = meta_str(other, "name");
-			if (oname == NULL)
-				continue;
-			if (name != NULL && strcmp(scopes[s].kind, kind) == 0 &&
-			    strcmp(oname, name) == 0 &&
-			    (global || (ons != NULL && ns != NULL && strcmp(ons, ns) == 0)))
-				continue; /* itself */
-			struct pk_pool theirs;
-			memset(&theirs, 0, sizeof(theirs));
-			pk_violations_init(&ignore);
-			if (pk_pool_decode(json_object_get(other, "spec"), &theirs, &ignore) ==
-			        PK_OK &&
-			    theirs.usable != NULL) {
-				char oname_text[NAME_TEXT_MAX];
-				other_pool_name(oname_text, sizeof(oname_text), ns, scopes[s].kind,
-				                ons, oname);
-				pk_rules_check_pool_overlap(&me, &theirs, oname_text, vs);
-			}
-			pk_pool_release(&theirs);
-		}
-		json_decref(items);
+	if (id->name == NULL) {
+		warn(v, "%s: delete protection was not checked: the request names no pool", what);
+		return;
 	}
-	pk_pool_release(&me);
-}
-
-/* spec.address of every IPAddress allocated from the pool, as a C array of borrowed strings. */
-static int pool_addresses(const struct pk_admission_config *cfg, const char *kind, const char *ns,
-                          const char *name, json_t **items, const char ***texts, size_t *n,
-                          struct pk_err *err)
-{
-	const struct pk_admission_lookup *lk = cfg->lookup;
-	*texts = NULL;
-	*n = 0;
-	int rc = lk->list_pool_addresses(lk->ctx, kind, ns, name, items, err);
-	if (rc != PK_OK)
-		return rc;
-	size_t cnt = json_array_size(*items);
-	*texts = calloc(cnt + 1, sizeof(**texts));
-	if (*texts == NULL) {
-		json_decref(*items);
-		*items = NULL;
-		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	struct pk_pool_lookup pl = pool_lookup(cfg->lookup);
+	pk_violations_init(&vs);
+	if (pk_pool_lookup_check_delete(&pl, id, old, &vs, &err) != PK_OK) {
+		deny(v, 500, "%s: %s", what, err.msg);
+		return;
 	}
-	size_t i;
-	json_t *a;
-	json_array_foreach(*items, i, a)
-	{
-		const char *t = pk_json_cstr_at(json_object_get(a, "spec"), "address");
-		if (t != NULL)
-			(*texts)[(*n)++] = t;
-	}
-	return PK_OK;
+	apply(v, &vs, PK_ENFORCE_DENY, what);
 }
 
 static void review_pool(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
-                        const char *op, const char *kind, const char *ns, const char *name,
-                        const json_t *obj, const json_t *old, struct verdict *v)
+                        const char *op, const struct pk_pool_id *id, const json_t *obj,
+                        const json_t *old, struct verdict *v)
 {
 	char what[NAME_TEXT_MAX];
-	object_name(what, sizeof(what), kind, ns, name);
+	struct pk_violations vs;
+	struct pk_err err;
+	pk_pool_lookup_object_name(what, sizeof(what), id->kind, id->ns, id->name);
 
 	if (endpoint == PK_ADMISSION_MUTATE) {
-		/* Default prefix from a lone CIDR when unset; nothing else is rewritten. */
-		const json_t *spec = json_object_get(obj, "spec");
-		const json_t *addrs = json_object_get(spec, "addresses");
-		if (strcmp(op, "DELETE") == 0 || !json_is_object(spec) ||
-		    json_object_get(spec, "prefix") != NULL || !json_is_array(addrs) ||
-		    json_array_size(addrs) != 1 || pk_json_cstr(json_array_get(addrs, 0)) == NULL)
-			return;
-		struct pk_addr_spec sp;
-		struct pk_err err;
-		if (pk_addr_spec_parse(pk_json_cstr(json_array_get(addrs, 0)), &sp, NULL, &err) !=
-		        PK_OK ||
-		    sp.kind != PK_SPEC_CIDR)
-			return;
-		v->patch = json_pack("[{s:s, s:s, s:i}]", "op", "add", "path", "/spec/prefix",
-		                     "value", (json_int_t)sp.prefix_len);
+		mutate_pool(op, obj, v);
 		return;
 	}
-
-	struct pk_violations vs;
-	pk_violations_init(&vs);
-
 	if (strcmp(op, "DELETE") == 0) {
-		if (has_annotation(old, PK_DELETE_FOR_MOVE_ANNOTATION) ||
-		    has_annotation(old, PK_SKIP_DELETE_PROTECTION_ANNOTATION))
-			return;
-		if (cfg->lookup == NULL) {
-			warn(v,
-			     "%s: delete protection was not checked: poolkeeper-webhook has no "
-			     "API access",
-			     what);
-			return;
-		}
-		if (name == NULL) {
-			warn(v, "%s: delete protection was not checked: the request names no pool",
-			     what);
-			return;
-		}
-		json_t *items = NULL;
-		const char **texts = NULL;
-		size_t n = 0;
-		struct pk_err err;
-		if (pool_addresses(cfg, kind, ns, name, &items, &texts, &n, &err) != PK_OK) {
-			deny(v, 500, "%s: cannot check for IPAddresses allocated from it: %s", what,
-			     err.msg);
-			return;
-		}
-		size_t total = json_array_size(items);
-		if (total > 0) {
-			/* The first one is named when it is in the pool's namespace (always,
-			 * for an IPPool); a GlobalIPPool's may be anywhere. */
-			const json_t *first = json_array_get(items, 0);
-			const char *fns = meta_str(first, "namespace");
-			char who[NAME_TEXT_MAX + 16] = "";
-			if (nameable(ns, fns)) {
-				char one[NAME_TEXT_MAX];
-				object_name(one, sizeof(one), "IPAddress", fns,
-				            meta_str(first, "name"));
-				snprintf(who, sizeof(who), " (first: %s)", one);
-			}
-			deny(v, 403,
-			     "%s: %zu IPAddress%s allocated from this pool still exist%s%s; "
-			     "delete the claims that hold them first, or annotate the pool "
-			     "with %s to delete it anyway",
-			     what, total, total == 1 ? "" : "es", total == 1 ? "s" : "", who,
-			     PK_SKIP_DELETE_PROTECTION_ANNOTATION);
-		}
-		free(texts);
-		json_decref(items);
+		validate_pool_delete(cfg, id, what, old, v);
 		return;
 	}
-
+	pk_violations_init(&vs);
 	pk_rules_check_pool(obj, old, &vs);
 	if (cfg->lookup == NULL) {
 		warn(v,
@@ -373,30 +237,13 @@ static void review_pool(const struct pk_admission_config *cfg, enum pk_admission
 		     "access",
 		     what);
 	} else if (pk_violations_count(&vs, PK_SEV_DENY) == 0) {
-		pool_overlaps(cfg, kind, ns, name, what, obj, v, &vs);
-		if (!v->allowed)
+		struct pk_pool_lookup pl = pool_lookup(cfg->lookup);
+		int rc = pk_pool_lookup_check_overlaps(&pl, id, obj, &vs, &err);
+		if (rc == PK_OK && strcmp(op, "UPDATE") == 0 && id->name != NULL)
+			rc = pk_pool_lookup_check_shrink(&pl, id, obj, &vs, &err);
+		if (rc != PK_OK) {
+			deny(v, 500, "%s: %s", what, err.msg);
 			return;
-		if (strcmp(op, "UPDATE") == 0 && name != NULL) {
-			json_t *items = NULL;
-			const char **texts = NULL;
-			size_t n = 0;
-			struct pk_err err;
-			if (pool_addresses(cfg, kind, ns, name, &items, &texts, &n, &err) !=
-			    PK_OK) {
-				deny(v, 500, "%s: cannot check addresses in use: %s", what,
-				     err.msg);
-				return;
-			}
-			struct pk_pool me;
-			struct pk_violations ignore;
-			memset(&me, 0, sizeof(me));
-			pk_violations_init(&ignore);
-			if (pk_pool_decode(json_object_get(obj, "spec"), &me, &ignore) == PK_OK &&
-			    me.usable != NULL)
-				pk_rules_check_pool_shrink(&me, texts, n, &vs);
-			pk_pool_release(&me);
-			free(texts);
-			json_decref(items);
 		}
 	}
 	apply(v, &vs, PK_ENFORCE_DENY, what);
@@ -573,53 +420,61 @@ static json_t *restore_patch(const json_t *obj, const json_t *old)
 	return patch;
 }
 
-static void review_claim(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
-                         const char *op, const char *ns, const char *name, const json_t *obj,
-                         const json_t *old, const json_t *user_info, struct verdict *v)
+/*
+ * The mutating endpoint on a claim. On CREATE: the repair. On UPDATE (the
+ * spec is immutable then) only the repaired flags a writer dropped are put
+ * back; metadata changes by the garbage collector or clusterctl move are
+ * otherwise never touched.
+ */
+static void mutate_claim(const struct pk_admission_config *cfg, const struct request *rq,
+                         enum pk_enforcement mode, bool ours, const char *what, struct verdict *v)
 {
-	if (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0)
+	const json_t *obj = rq->obj;
+	if (strcmp(rq->op, "UPDATE") == 0) {
+		if (ours && mode == PK_ENFORCE_REPAIR && json_is_object(rq->old))
+			v->patch = restore_patch(obj, rq->old);
+		return;
+	}
+	struct pk_claim_repair plan;
+	pk_rules_plan_claim_repair(obj, mode, &plan);
+	if (!pk_rules_claim_repair_any(&plan))
+		return;
+	const json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+	const json_t *ref =
+	    plan.candidate < 0 ? NULL : json_array_get(refs, (size_t)plan.candidate);
+	if (plan.set_block_owner_deletion)
+		check_block_owner_deletion(cfg, rq->user_info,
+		                           rq->ns != NULL ? rq->ns : meta_str(obj, "namespace"),
+		                           ref, what, &plan, v);
+	if (!pk_rules_claim_repair_any(&plan))
+		return;
+	struct pk_violations notes;
+	pk_violations_init(&notes);
+	pk_rules_note_claim_repair(obj, &plan, mode, &notes);
+	warn_notes(v, &notes, what);
+	count_repairs(cfg, ref, &plan);
+	v->patch = repair_patch(ref, &plan);
+}
+
+static void review_claim(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
+                         const struct request *rq, struct verdict *v)
+{
+	if (strcmp(rq->op, "CREATE") != 0 && strcmp(rq->op, "UPDATE") != 0)
 		return; /* deletion is never blocked */
-	const json_t *pool_ref = json_object_get(json_object_get(obj, "spec"), "poolRef");
-	/* "Ours" by group: an unknown kind of ipam.poolkeeper.io is our violation. */
-	bool ours = pk_rules_is_poolkeeper_group_ref(pool_ref);
-	enum pk_enforcement mode = ours ? cfg->claims : cfg->foreign_claims;
+	bool ours;
+	enum pk_enforcement mode =
+	    pk_rules_claim_enforcement(rq->obj, cfg->claims, cfg->foreign_claims, &ours);
 	char what[NAME_TEXT_MAX];
-	object_name(what, sizeof(what), "IPAddressClaim", ns, name);
+	pk_pool_lookup_object_name(what, sizeof(what), PK_CLAIM_KIND, rq->ns, rq->name);
 
 	if (endpoint == PK_ADMISSION_MUTATE) {
-		/* On CREATE: the repair. On UPDATE (the spec is immutable then) only the
-		 * repaired flags a writer dropped are put back; metadata changes by the
-		 * garbage collector or clusterctl move are otherwise never touched. */
-		if (strcmp(op, "UPDATE") == 0) {
-			if (ours && mode == PK_ENFORCE_REPAIR && json_is_object(old))
-				v->patch = restore_patch(obj, old);
-			return;
-		}
-		struct pk_claim_repair plan;
-		pk_rules_plan_claim_repair(obj, mode, &plan);
-		if (!pk_rules_claim_repair_any(&plan))
-			return;
-		const json_t *refs =
-		    json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
-		const json_t *ref =
-		    plan.candidate < 0 ? NULL : json_array_get(refs, (size_t)plan.candidate);
-		if (plan.set_block_owner_deletion)
-			check_block_owner_deletion(cfg, user_info,
-			                           ns != NULL ? ns : meta_str(obj, "namespace"),
-			                           ref, what, &plan, v);
-		if (!pk_rules_claim_repair_any(&plan))
-			return;
-		struct pk_violations notes;
-		pk_violations_init(&notes);
-		pk_rules_note_claim_repair(obj, &plan, mode, &notes);
-		warn_notes(v, &notes, what);
-		count_repairs(cfg, ref, &plan);
-		v->patch = repair_patch(ref, &plan);
+		mutate_claim(cfg, rq, mode, ours, what, v);
 		return;
 	}
 	struct pk_violations vs;
 	pk_violations_init(&vs);
-	pk_rules_check_claim_mode(obj, strcmp(op, "UPDATE") == 0 ? old : NULL, mode, &vs);
+	pk_rules_check_claim_mode(rq->obj, strcmp(rq->op, "UPDATE") == 0 ? rq->old : NULL, mode,
+	                          &vs);
 	apply(v, &vs, PK_ENFORCE_DENY, what);
 }
 
@@ -647,110 +502,69 @@ static bool cleanup_update(const json_t *obj, const json_t *old)
  * a check that could not run must not pass).
  */
 static bool ipaddress_against_cluster(const struct pk_admission_config *cfg, bool update,
-                                      const char *ns, const char *name, const json_t *obj,
-                                      const char *what, struct verdict *v, struct pk_violations *vs)
+                                      const struct request *rq, const char *what, struct verdict *v,
+                                      struct pk_violations *vs)
 {
 	const struct pk_admission_lookup *lk = cfg->lookup;
-	const json_t *spec = json_object_get(obj, "spec");
-	const json_t *ref = json_object_get(spec, "poolRef");
-	const char *kind = pk_json_cstr_at(ref, "kind"), *pname = pk_json_cstr_at(ref, "name");
-	bool global = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
-	const char *pool_ns = global ? NULL : ns;
-	char pool_text[NAME_TEXT_MAX];
+	struct pk_pool_lookup pl = pool_lookup(lk);
 	struct pk_err err;
-	object_name(pool_text, sizeof(pool_text), kind, pool_ns, pname);
 
-	if (!update) {
-		json_t *pool = NULL;
-		if (lk->get_pool(lk->ctx, kind, pool_ns, pname, &pool, &err) != PK_OK) {
-			deny(v, 500, "%s: cannot read %s: %s", what, pool_text, err.msg);
-			return false;
-		}
-		if (pool == NULL) {
-			/* clusterctl move may recreate addresses in any order: warn only. */
-			warn(v, "%s: %s does not exist", what, pool_text);
-		} else {
-			struct pk_pool p;
-			struct pk_violations ignore;
-			memset(&p, 0, sizeof(p));
-			pk_violations_init(&ignore);
-			if (pk_pool_decode(json_object_get(pool, "spec"), &p, &ignore) == PK_OK)
-				pk_rules_check_ipaddress_in_pool(obj, &p, pool_text, false, vs);
-			pk_pool_release(&p);
-			json_decref(pool);
-		}
-	}
-
+	if (!update && pk_pool_lookup_check_ipaddress_pool(&pl, rq->ns, rq->obj, vs, &err) != PK_OK)
+		goto failed;
 	/* "claimRef ... the IPAddressClaim this address was allocated for" (CAPI's
 	 * IPAddress types): it exists, here, and claims from this pool. */
-	const char *cname = pk_json_cstr_at(json_object_get(spec, "claimRef"), "name");
+	const char *cname =
+	    pk_json_cstr_at(json_object_get(json_object_get(rq->obj, "spec"), "claimRef"), "name");
 	json_t *claim = NULL;
 	if (lk->get_claim == NULL) {
 		warn(v, "%s: spec.claimRef was not checked: poolkeeper-webhook cannot read claims",
 		     what);
 	} else {
-		if (ns != NULL && cname != NULL &&
-		    lk->get_claim(lk->ctx, ns, cname, &claim, &err) != PK_OK) {
+		if (rq->ns != NULL && cname != NULL &&
+		    lk->get_claim(lk->ctx, rq->ns, cname, &claim, &err) != PK_OK) {
 			deny(v, 500, "%s: cannot read the IPAddressClaim spec.claimRef names: %s",
 			     what, err.msg);
 			return false;
 		}
-		pk_rules_check_ipaddress_claim(obj, claim, vs);
+		pk_rules_check_ipaddress_claim(rq->obj, claim, vs);
 		json_decref(claim);
 	}
-
 	/* "No address is held by two IPAddresses of the same pool." Itself (an UPDATE, or a
 	 * CREATE the apiserver will answer AlreadyExists) is not another. */
-	json_t *items = NULL;
-	const char **texts = NULL;
-	size_t n = 0;
-	if (pool_addresses(cfg, kind, pool_ns, pname, &items, &texts, &n, &err) != PK_OK) {
-		deny(v, 500, "%s: cannot check whether the address is free: %s", what, err.msg);
-		return false;
-	}
-	size_t i, kept = 0;
-	json_t *a;
-	json_array_foreach(items, i, a)
-	{
-		const char *t = pk_json_cstr_at(json_object_get(a, "spec"), "address");
-		const char *ans = meta_str(a, "namespace"), *aname = meta_str(a, "name");
-		bool self = name != NULL && ns != NULL && ans != NULL && aname != NULL &&
-		            strcmp(ans, ns) == 0 && strcmp(aname, name) == 0;
-		if (t != NULL && !self)
-			texts[kept++] = t;
-	}
-	pk_rules_check_ipaddress_unique(obj, texts, kept, vs);
-	free(texts);
-	json_decref(items);
-	return true;
+	if (pk_pool_lookup_check_ipaddress_unique(&pl, rq->ns, rq->name, rq->obj, vs, &err) ==
+	    PK_OK)
+		return true;
+failed:
+	deny(v, 500, "%s: %s", what, err.msg);
+	return false;
 }
 
 static void review_ipaddress(const struct pk_admission_config *cfg,
-                             enum pk_admission_endpoint endpoint, const char *op, const char *ns,
-                             const char *name, const json_t *obj, const json_t *old,
+                             enum pk_admission_endpoint endpoint, const struct request *rq,
                              struct verdict *v)
 {
+	const char *op = rq->op;
 	if (endpoint == PK_ADMISSION_MUTATE ||
 	    (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0))
 		return;
-	const json_t *spec = json_object_get(obj, "spec");
-	const json_t *ref = json_object_get(spec, "poolRef");
+	const json_t *ref = json_object_get(json_object_get(rq->obj, "spec"), "poolRef");
 	if (!pk_rules_is_poolkeeper_pool_ref(ref))
 		return; /* another provider's address */
 	char what[NAME_TEXT_MAX];
-	object_name(what, sizeof(what), "IPAddress", ns, name);
+	pk_pool_lookup_object_name(what, sizeof(what), PK_ADDRESS_KIND, rq->ns, rq->name);
 	struct pk_violations vs;
 	pk_violations_init(&vs);
 	bool update = strcmp(op, "UPDATE") == 0;
-	pk_rules_check_ipaddress(obj, update ? old : NULL, &vs);
+	pk_rules_check_ipaddress(rq->obj, update ? rq->old : NULL, &vs);
 
-	if (pk_violations_count(&vs, PK_SEV_DENY) == 0 && !(update && cleanup_update(obj, old))) {
+	if (pk_violations_count(&vs, PK_SEV_DENY) == 0 &&
+	    !(update && cleanup_update(rq->obj, rq->old))) {
 		if (cfg->lookup == NULL)
 			warn(v,
 			     "%s: its pool, claim and address were not checked: "
 			     "poolkeeper-webhook has no API access",
 			     what);
-		else if (!ipaddress_against_cluster(cfg, update, ns, name, obj, what, v, &vs))
+		else if (!ipaddress_against_cluster(cfg, update, rq, what, v, &vs))
 			return;
 	}
 	apply(v, &vs, PK_ENFORCE_DENY, what);
@@ -772,133 +586,153 @@ static void bad_request(int *status, json_t **response, int code, const char *fm
 	json_object_set_new(*response, "error", jstr(buf));
 }
 
-void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
-                         const char *body, size_t len, int *http_status, json_t **response)
+/* The body as JSON, or NULL after bad_request (size, depth, syntax). */
+static json_t *load_body(const char *body, size_t len, int *http_status, json_t **response)
 {
-	*response = NULL;
+	json_error_t jerr;
 	if (len > PK_ADMISSION_MAX_BODY) {
 		bad_request(http_status, response, 413,
 		            "request body is %zu bytes; at most %u are accepted", len,
 		            PK_ADMISSION_MAX_BODY);
-		return;
+		return NULL;
 	}
 	if (!depth_ok(body, len, PK_ADMISSION_MAX_DEPTH)) {
 		bad_request(http_status, response, 400, "JSON is nested deeper than %d levels",
 		            PK_ADMISSION_MAX_DEPTH);
-		return;
+		return NULL;
 	}
-	json_error_t jerr;
 	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (root == NULL) {
+	if (root == NULL)
 		bad_request(http_status, response, 400, "body is not JSON: %s at line %d column %d",
 		            jerr.text, jerr.line, jerr.column);
-		return;
-	}
+	return root;
+}
+
+/* request.uid and request.operation; false after bad_request. */
+static bool parse_operation(const json_t *root, struct request *rq, int *http_status,
+                            json_t **response)
+{
 	const json_t *req = json_object_get(root, "request");
 	const char *api = pk_json_cstr_at(root, "apiVersion"),
 	           *kind = pk_json_cstr_at(root, "kind");
-	if (!json_is_object(root) || kind == NULL || strcmp(kind, "AdmissionReview") != 0 ||
-	    api == NULL || strcmp(api, "admission.k8s.io/v1") != 0) {
+	if (!json_is_object(root) || kind == NULL || strcmp(kind, PK_ADMISSION_REVIEW_KIND) != 0 ||
+	    api == NULL || strcmp(api, PK_ADMISSION_API_VERSION) != 0) {
 		bad_request(http_status, response, 400,
-		            "body is not an admission.k8s.io/v1 AdmissionReview");
-		goto out;
+		            "body is not an " PK_ADMISSION_API_VERSION
+		            " " PK_ADMISSION_REVIEW_KIND);
+		return false;
 	}
 	if (!json_is_object(req)) {
-		bad_request(http_status, response, 400, "AdmissionReview has no request object");
-		goto out;
+		bad_request(http_status, response, 400,
+		            PK_ADMISSION_REVIEW_KIND " has no request object");
+		return false;
 	}
-	const char *uid = pk_json_cstr_at(req, "uid");
-	if (uid == NULL || uid[0] == '\0') {
+	rq->uid = pk_json_cstr_at(req, "uid");
+	if (rq->uid == NULL || rq->uid[0] == '\0') {
 		bad_request(http_status, response, 400, "request.uid is missing or empty");
-		goto out;
+		return false;
 	}
-	const char *op = pk_json_cstr_at(req, "operation");
+	const char *op = rq->op = pk_json_cstr_at(req, "operation");
 	if (op == NULL || (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0 &&
 	                   strcmp(op, "DELETE") != 0 && strcmp(op, "CONNECT") != 0)) {
 		bad_request(http_status, response, 400,
 		            "request.operation must be CREATE, UPDATE, DELETE or CONNECT");
-		goto out;
+		return false;
 	}
-	const json_t *obj = json_object_get(req, "object");
-	const json_t *old = json_object_get(req, "oldObject");
+	return true;
+}
+
+/* The rest of the request: objects, resource, namespace and name; false after bad_request. */
+static bool parse_request(const json_t *root, struct request *rq, int *http_status,
+                          json_t **response)
+{
+	const json_t *req = json_object_get(root, "request");
+	if (!parse_operation(root, rq, http_status, response))
+		return false;
+	const char *op = rq->op;
+	rq->obj = json_object_get(req, "object");
+	rq->old = json_object_get(req, "oldObject");
+	rq->user_info = json_object_get(req, "userInfo");
 	bool writes = strcmp(op, "CREATE") == 0 || strcmp(op, "UPDATE") == 0;
-	if (writes && !json_is_object(obj)) {
+	if (writes && !json_is_object(rq->obj)) {
 		bad_request(http_status, response, 400, "request.object is missing on %s", op);
-		goto out;
+		return false;
 	}
-	if (strcmp(op, "UPDATE") == 0 && !json_is_object(old)) {
+	if (strcmp(op, "UPDATE") == 0 && !json_is_object(rq->old)) {
 		bad_request(http_status, response, 400, "request.oldObject is missing on UPDATE");
-		goto out;
+		return false;
 	}
 	const json_t *res = json_object_get(req, "resource");
-	const char *group = pk_json_cstr_at(res, "group"),
-	           *version = pk_json_cstr_at(res, "version"),
-	           *resource = pk_json_cstr_at(res, "resource");
-	if (group == NULL || version == NULL || resource == NULL) {
+	rq->group = pk_json_cstr_at(res, "group");
+	rq->version = pk_json_cstr_at(res, "version");
+	rq->resource = pk_json_cstr_at(res, "resource");
+	if (rq->group == NULL || rq->version == NULL || rq->resource == NULL) {
 		bad_request(http_status, response, 400,
 		            "request.resource needs group, version and resource");
-		goto out;
+		return false;
 	}
-	const char *ns = pk_json_cstr_at(req, "namespace");
+	rq->ns = pk_json_cstr_at(req, "namespace");
 	/*
 	 * request.name may be empty (a create with generateName; some deletes
 	 * carry only oldObject): take the name from the object itself. Code
 	 * below treats a NULL name as "no name known", never dereferences it.
 	 */
-	const char *name = pk_json_cstr_at(req, "name");
-	if (name != NULL && name[0] == '\0')
-		name = NULL;
-	if (name == NULL)
-		name = meta_str(writes ? obj : old, "name");
-	if (name != NULL && name[0] == '\0')
-		name = NULL;
-	if (!json_is_object(old))
-		old = NULL;
+	rq->name = pk_json_cstr_at(req, "name");
+	if (rq->name != NULL && rq->name[0] == '\0')
+		rq->name = NULL;
+	if (rq->name == NULL)
+		rq->name = meta_str(writes ? rq->obj : rq->old, "name");
+	if (rq->name != NULL && rq->name[0] == '\0')
+		rq->name = NULL;
+	if (!json_is_object(rq->old))
+		rq->old = NULL;
+	return true;
+}
 
-	struct verdict v = {.allowed = true, .code = 200};
-	v.warnings = json_array();
-	const char *pool_kind = pool_kind_of(resource);
-	if (strcmp(group, PK_POOL_GROUP) == 0 && strcmp(version, "v1alpha1") == 0 &&
+/* Hands the request to the review of its resource. */
+static void dispatch(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
+                     const struct request *rq, struct verdict *v)
+{
+	const char *pool_kind = pool_kind_of(rq->resource);
+	bool capi = strcmp(rq->group, PK_CAPI_IPAM_GROUP) == 0 &&
+	            pk_rules_is_capi_ipam_version(rq->version);
+	if (strcmp(rq->group, PK_POOL_GROUP) == 0 && strcmp(rq->version, PK_POOL_VERSION) == 0 &&
 	    pool_kind != NULL) {
-		review_pool(cfg, endpoint, op, pool_kind, ns, name, obj, old, &v);
-	} else if (strcmp(group, PK_CAPI_IPAM_GROUP) == 0 &&
-	           (strcmp(version, "v1beta1") == 0 || strcmp(version, "v1beta2") == 0) &&
-	           strcmp(resource, "ipaddressclaims") == 0) {
-		review_claim(cfg, endpoint, op, ns, name, obj, old,
-		             json_object_get(req, "userInfo"), &v);
-	} else if (strcmp(group, PK_CAPI_IPAM_GROUP) == 0 &&
-	           (strcmp(version, "v1beta1") == 0 || strcmp(version, "v1beta2") == 0) &&
-	           strcmp(resource, "ipaddresses") == 0) {
-		review_ipaddress(cfg, endpoint, op, ns, name, obj, old, &v);
+		struct pk_pool_id id = {.kind = pool_kind, .ns = rq->ns, .name = rq->name};
+		review_pool(cfg, endpoint, rq->op, &id, rq->obj, rq->old, v);
+	} else if (capi && strcmp(rq->resource, PK_CLAIM_RESOURCE) == 0) {
+		review_claim(cfg, endpoint, rq, v);
+	} else if (capi && strcmp(rq->resource, PK_ADDRESS_RESOURCE) == 0) {
+		review_ipaddress(cfg, endpoint, rq, v);
 	} else {
 		char q[300];
 		char r[400];
-		snprintf(r, sizeof(r), "%s/%s/%s", group, version, resource);
+		snprintf(r, sizeof(r), "%s/%s/%s", rq->group, rq->version, rq->resource);
 		pk_text_quote(r, strlen(r), q, sizeof(q));
-		deny(&v, 400, "poolkeeper-webhook does not handle resource \"%s\"", q);
+		deny(v, 400, "poolkeeper-webhook does not handle resource \"%s\"", q);
 	}
-	if (endpoint == PK_ADMISSION_MUTATE && !v.allowed) {
-		/* a mutation never denies; the validating call reports it */
-		v.allowed = true;
-	}
+}
 
+/* The AdmissionReview that answers request `rq` with verdict `v`. */
+static json_t *respond(const struct request *rq, const struct verdict *v)
+{
 	json_t *resp = json_object();
-	json_object_set_new(resp, "uid", json_string(uid)); /* valid UTF-8: jansson parsed it */
-	json_object_set_new(resp, "allowed", json_boolean(v.allowed));
-	if (!v.allowed) {
+	json_object_set_new(resp, "uid", json_string(rq->uid)); /* valid UTF-8: jansson parsed it */
+	json_object_set_new(resp, "allowed", json_boolean(v->allowed));
+	if (!v->allowed) {
 		json_t *st = json_object();
-		json_object_set_new(st, "code", json_integer(v.code));
+		json_object_set_new(st, "code", json_integer(v->code));
 		json_object_set_new(st, "reason",
-		                    json_string(v.code == 403   ? "Forbidden"
-		                                : v.code == 400 ? "BadRequest"
-		                                                : "InternalError"));
-		json_object_set_new(st, "message", jstr(v.message));
+		                    json_string(v->code == 403   ? "Forbidden"
+		                                : v->code == 400 ? "BadRequest"
+		                                                 : "InternalError"));
+		json_object_set_new(st, "message", jstr(v->message));
 		json_object_set_new(resp, "status", st);
 	}
-	if (json_array_size(v.warnings) > 0)
-		json_object_set(resp, "warnings", v.warnings);
-	if (v.allowed && v.patch != NULL) {
-		char *text = json_dumps(v.patch, JSON_COMPACT);
+	if (json_array_size(v->warnings) > 0)
+		json_object_set(resp, "warnings", v->warnings);
+	if (v->allowed && v->patch != NULL) {
+		char *text = json_dumps(v->patch, JSON_COMPACT);
 		char *enc = NULL;
 		if (text != NULL && b64(text, strlen(text), &enc) == PK_OK) {
 			json_object_set_new(resp, "patchType", json_string("JSONPatch"));
@@ -907,13 +741,34 @@ void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admissio
 		free(text);
 		free(enc);
 	}
-	json_decref(v.warnings);
-	json_decref(v.patch);
-	*response = json_object();
-	json_object_set_new(*response, "apiVersion", json_string("admission.k8s.io/v1"));
-	json_object_set_new(*response, "kind", json_string("AdmissionReview"));
-	json_object_set_new(*response, "response", resp);
-	*http_status = 200;
-out:
+	json_t *review = json_object();
+	json_object_set_new(review, "apiVersion", json_string(PK_ADMISSION_API_VERSION));
+	json_object_set_new(review, "kind", json_string(PK_ADMISSION_REVIEW_KIND));
+	json_object_set_new(review, "response", resp);
+	return review;
+}
+
+void pk_admission_review(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
+                         const char *body, size_t len, int *http_status, json_t **response)
+{
+	struct request rq;
+	*response = NULL;
+	json_t *root = load_body(body, len, http_status, response);
+	if (root == NULL)
+		return;
+	memset(&rq, 0, sizeof(rq));
+	if (parse_request(root, &rq, http_status, response)) {
+		struct verdict v = {.allowed = true, .code = 200};
+		v.warnings = json_array();
+		dispatch(cfg, endpoint, &rq, &v);
+		if (endpoint == PK_ADMISSION_MUTATE && !v.allowed) {
+			/* a mutation never denies; the validating call reports it */
+			v.allowed = true;
+		}
+		*response = respond(&rq, &v);
+		*http_status = 200;
+		json_decref(v.warnings);
+		json_decref(v.patch);
+	}
 	json_decref(root);
 }

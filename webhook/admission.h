@@ -1,9 +1,12 @@
 /*
  * admission.h - poolkeeper's admission decisions: an admission.k8s.io/v1
- * AdmissionReview in, an AdmissionReview out. No I/O: checks that need
- * other objects (pool overlap, shrink and delete protection, an address
- * inside its pool) go through the caller's lookup callbacks, which the
- * webhook wires to the Kubernetes API and tests wire to fixtures.
+ * AdmissionReview in, an AdmissionReview out. The rules are common/ipam's
+ * (rules.h, pool_lookup.h); this module reads the review's envelope, turns
+ * mutations into JSON patches and violations into allowed, denied and
+ * warnings. No I/O: checks that need other objects (pool overlap, shrink
+ * and delete protection, an address inside its pool) go through the
+ * caller's lookup callbacks, which the webhook wires to the Kubernetes API
+ * and tests wire to fixtures.
  *
  * Thread-safe as long as the lookup callbacks are: a call keeps no state.
  */
@@ -13,6 +16,7 @@
 #include <jansson.h>
 
 #include "pk.h"
+#include "pool_lookup.h"
 #include "rules.h"
 
 /* Request bodies larger than this are refused (the server answers 413). */
@@ -24,20 +28,15 @@
  * Objects the checks need from the cluster. Each returns PK_OK and a new
  * reference to a JSON array the caller (the admission module) releases,
  * or an error with err set (the request is then denied with that reason,
- * since a check that could not run must not pass silently).
+ * since a check that could not run must not pass silently). The three pool
+ * reads are handed to the rules of pool_lookup.h as a struct pk_pool_lookup.
  */
 struct pk_admission_lookup {
 	void *ctx;
-	/* Pools of `kind` ("IPPool" or "GlobalIPPool"); ns NULL means every namespace. */
-	int (*list_pools)(void *ctx, const char *kind, const char *ns, json_t **items,
-	                  struct pk_err *err);
-	/* IPAddress objects whose spec.poolRef names this pool (ns NULL for a GlobalIPPool: all).
-	 */
-	int (*list_pool_addresses)(void *ctx, const char *kind, const char *ns, const char *name,
-	                           json_t **items, struct pk_err *err);
-	/* One pool, or *obj = NULL when it does not exist. */
-	int (*get_pool)(void *ctx, const char *kind, const char *ns, const char *name, json_t **obj,
-	                struct pk_err *err);
+	/* The pool reads, as pool_lookup.h describes them. */
+	pk_list_pools_fn *list_pools;
+	pk_list_pool_addresses_fn *list_pool_addresses;
+	pk_get_pool_fn *get_pool;
 	/* One IPAddressClaim, or *obj = NULL when it does not exist. */
 	int (*get_claim)(void *ctx, const char *ns, const char *name, json_t **obj,
 	                 struct pk_err *err);

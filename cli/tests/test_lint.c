@@ -16,17 +16,17 @@
 /* webhook/tests: the mutating endpoint's patches, applied as the apiserver does */
 #include "json_patch.h"
 
-#define POOL(kind, ns, name, addrs, prefix)                                                 \
-	"apiVersion: ipam.poolkeeper.io/v1alpha1\nkind: " kind "\nmetadata:\n  name: " name \
-	"\n" ns "spec:\n  addresses: " addrs "\n  prefix: " prefix "\n"
+#define POOL(kind, ns, name, addrs, prefix)                                                     \
+	"apiVersion: " PK_POOL_API_VERSION "\nkind: " kind "\nmetadata:\n  name: " name "\n" ns \
+	"spec:\n  addresses: " addrs "\n  prefix: " prefix "\n"
 
-#define CLAIM(version, extra_meta, spec)                                                   \
-	"apiVersion: ipam.cluster.x-k8s.io/" version "\nkind: IPAddressClaim\nmetadata:\n" \
-	"  name: c1\n  namespace: default\n" extra_meta "  ownerReferences:\n"             \
-	"  - {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: Metal3Machine, "  \
+#define CLAIM(version, extra_meta, spec)                                                       \
+	"apiVersion: " PK_CAPI_IPAM_GROUP "/" version "\nkind: " PK_CLAIM_KIND "\nmetadata:\n" \
+	"  name: c1\n  namespace: default\n" extra_meta "  ownerReferences:\n"                 \
+	"  - {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: Metal3Machine, "      \
 	"name: m1, uid: u1, controller: true, blockOwnerDeletion: true}\nspec:\n" spec
 
-#define POOL_REF "  poolRef: {apiGroup: ipam.poolkeeper.io, kind: IPPool, name: p}\n"
+#define POOL_REF "  poolRef: {apiGroup: " PK_POOL_GROUP ", kind: " PK_POOL_KIND ", name: p}\n"
 
 /* Lints the given (source, text) pairs; NULL-terminated. */
 static struct pk_lint *lint(const char *source, const char *text, ...)
@@ -72,10 +72,12 @@ static void test_clean_pools_have_summaries(void **state)
 	(void)state;
 	struct pk_lint *l = lint(
 	    "v4.yaml",
-	    POOL("IPPool", "  namespace: default\n", "p4", "[10.10.0.0/24]", "24") "  gateway: "
-	                                                                           "10.10.0.1\n",
-	    "v6.yaml", POOL("IPPool", "", "p6", "[\"2001:db8::/64\"]", "64"), "r.yaml",
-	    POOL("GlobalIPPool", "", "g", "[192.168.1.10-192.168.1.19, 192.168.1.30]", "24"), NULL);
+	    POOL(PK_POOL_KIND, "  namespace: default\n", "p4", "[10.10.0.0/24]",
+	         "24") "  gateway: "
+	               "10.10.0.1\n",
+	    "v6.yaml", POOL(PK_POOL_KIND, "", "p6", "[\"2001:db8::/64\"]", "64"), "r.yaml",
+	    POOL(PK_GLOBAL_POOL_KIND, "", "g", "[192.168.1.10-192.168.1.19, 192.168.1.30]", "24"),
+	    NULL);
 	const struct pk_lint_object *o = obj(l, 0);
 	assert_int_equal(o->status, PK_LINT_PASS);
 	assert_true(o->has_pool);
@@ -109,15 +111,14 @@ static void test_clean_pools_have_summaries(void **state)
 static void test_pool_denials(void **state)
 {
 	(void)state;
-	struct pk_lint *l =
-	    lint("bad.yaml",
-	         POOL("IPPool", "", "hb", "[10.0.0.1/24]", "24") "---\n" POOL(
-	             "IPPool", "", "ps", "[10.0.1.0/24]", "\"24\"") "---\n"
-	                                                            "apiVersion: "
-	                                                            "ipam.poolkeeper.io/v1alpha1\n"
-	                                                            "kind: IPPool\nspec:\n  "
-	                                                            "addresses: [10.0.2.0/24]\n",
-	         NULL);
+	struct pk_lint *l = lint("bad.yaml",
+	                         POOL(PK_POOL_KIND, "", "hb", "[10.0.0.1/24]", "24") "---\n" POOL(
+	                             PK_POOL_KIND, "", "ps", "[10.0.1.0/24]",
+	                             "\"24\"") "---\n"
+	                                       "apiVersion: " PK_POOL_API_VERSION "\n"
+	                                       "kind: " PK_POOL_KIND "\nspec:\n  "
+	                                       "addresses: [10.0.2.0/24]\n",
+	                         NULL);
 	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
 	assert_true(has(l, 0, PK_SEV_DENY, "did you mean 10.0.0.0/24"));
 	assert_false(obj(l, 0)->has_pool);
@@ -138,10 +139,11 @@ static void test_dispatch_by_kind(void **state)
 	struct pk_lint *l = lint(
 	    "mixed.yaml",
 	    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n"
-	    "apiVersion: ipam.cluster.x-k8s.io/v1alpha1\nkind: IPAddressClaim\nmetadata: {name: "
+	    "apiVersion: " PK_CAPI_IPAM_GROUP "/v1alpha1\nkind: " PK_CLAIM_KIND
+	    "\nmetadata: {name: "
 	    "y}\n---\n"
-	    "apiVersion: ipam.poolkeeper.io/v1alpha1\nkind: IPPoolSet\nmetadata: {name: z}\n---\n"
-	    "kind: IPPool\nmetadata: {name: w}\n---\n"
+	    "apiVersion: " PK_POOL_API_VERSION "\nkind: IPPoolSet\nmetadata: {name: z}\n---\n"
+	    "kind: " PK_POOL_KIND "\nmetadata: {name: w}\n---\n"
 	    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: "
 	    "{name: s}\n",
 	    NULL);
@@ -150,7 +152,7 @@ static void test_dispatch_by_kind(void **state)
 	assert_non_null(obj(l, 0)->note);
 	assert_int_equal(obj(l, 1)->status, PK_LINT_SKIPPED);
 	assert_int_equal(obj(l, 2)->status, PK_LINT_DENY);
-	assert_true(has(l, 2, PK_SEV_DENY, "not a kind of ipam.poolkeeper.io"));
+	assert_true(has(l, 2, PK_SEV_DENY, "not a kind of " PK_POOL_GROUP));
 	assert_true(has(l, 3, PK_SEV_DENY, "apiVersion: required"));
 	assert_int_equal(obj(l, 4)->status, PK_LINT_SKIPPED);
 	assert_int_equal(obj(l, 4)->item, 1);
@@ -164,14 +166,15 @@ static void test_dispatch_by_kind(void **state)
 static void test_claims(void **state)
 {
 	(void)state;
-	struct pk_lint *l = lint(
-	    "c.yaml",
-	    CLAIM("v1beta2", "", "  clusterName: w1\n" POOL_REF) "---\n" CLAIM(
-	        "v1beta2", "", POOL_REF) "---\n" CLAIM("v1beta1",
-	                                               "  labels: {cluster.x-k8s.io/cluster-name: "
-	                                               "w1}\n",
-	                                               POOL_REF),
-	    NULL);
+	struct pk_lint *l =
+	    lint("c.yaml",
+	         CLAIM(PK_CAPI_V1BETA2, "", "  clusterName: w1\n" POOL_REF) "---\n" CLAIM(
+	             PK_CAPI_V1BETA2, "",
+	             POOL_REF) "---\n" CLAIM(PK_CAPI_V1BETA1,
+	                                     "  labels: {" PK_CLUSTER_NAME_LABEL ": "
+	                                     "w1}\n",
+	                                     POOL_REF),
+	         NULL);
 	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
 	assert_int_equal(obj(l, 1)->status, PK_LINT_DENY);
 	assert_true(has(l, 1, PK_SEV_DENY, "spec.clusterName"));
@@ -184,7 +187,7 @@ static void test_claims(void **state)
 
 	/* Under deny, the copy comes with the deprecation warning; --strict fails it. */
 	static const char label_only[] =
-	    CLAIM("v1beta1", "  labels: {cluster.x-k8s.io/cluster-name: w1}\n", POOL_REF);
+	    CLAIM(PK_CAPI_V1BETA1, "  labels: {" PK_CLUSTER_NAME_LABEL ": w1}\n", POOL_REF);
 	l = pk_lint_new();
 	assert_non_null(l);
 	pk_lint_set_enforcement(l, PK_ENFORCE_DENY, PK_ENFORCE_WARN);
@@ -202,15 +205,17 @@ static void test_claims(void **state)
 /* A claim shaped as CAPV creates it (one owner reference, no flags, label only), and one on
  * another provider's pool with no owner, linted under the given modes. */
 #define CAPV_CLAIM                                                                     \
-	"apiVersion: ipam.cluster.x-k8s.io/v1beta1\nkind: IPAddressClaim\nmetadata:\n" \
+	"apiVersion: " PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1 "\nkind: " PK_CLAIM_KIND \
+	"\nmetadata:\n"                                                                \
 	"  name: vm-1-0-0\n  namespace: default\n"                                     \
-	"  labels: {cluster.x-k8s.io/cluster-name: w1}\n  ownerReferences:\n"          \
+	"  labels: {" PK_CLUSTER_NAME_LABEL ": w1}\n  ownerReferences:\n"              \
 	"  - {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: VSphereVM, "  \
 	"name: vm-1, uid: u1}\nspec:\n" POOL_REF
 #define FOREIGN_CLAIM                                                                  \
-	"apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddressClaim\nmetadata:\n" \
+	"apiVersion: " PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2 "\nkind: " PK_CLAIM_KIND \
+	"\nmetadata:\n"                                                                \
 	"  name: f1\nspec:\n  clusterName: w1\n"                                       \
-	"  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, name: p}\n"
+	"  poolRef: {apiGroup: " PK_CAPI_IPAM_GROUP ", kind: InClusterIPPool, name: p}\n"
 
 static struct pk_lint *lint_modes(const char *text, enum pk_enforcement claims,
                                   enum pk_enforcement foreign)
@@ -286,9 +291,9 @@ static json_t *admission_call(const struct pk_admission_config *cfg, enum pk_adm
 {
 	json_t *rv =
 	    json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:O, s:{s:s}}}",
-	              "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "request",
-	              "uid", "u", "operation", "CREATE", "resource", "group",
-	              "ipam.cluster.x-k8s.io", "version", "v1beta2", "resource", "ipaddressclaims",
+	              "apiVersion", PK_ADMISSION_API_VERSION, "kind", PK_ADMISSION_REVIEW_KIND,
+	              "request", "uid", "u", "operation", "CREATE", "resource", "group",
+	              PK_CAPI_IPAM_GROUP, "version", PK_CAPI_V1BETA2, "resource", PK_CLAIM_RESOURCE,
 	              "namespace", "default", "object", claim, "userInfo", "username", "capv");
 	char *body = json_dumps(rv, JSON_COMPACT);
 	int http = 0;
@@ -338,15 +343,17 @@ static enum verdict lint_verdict(const char *text, enum pk_enforcement claims,
 	return st == PK_LINT_DENY ? V_DENY : st == PK_LINT_WARN ? V_WARN : V_PASS;
 }
 
-#define VCLAIM(refs, spec)                                                                   \
-	"{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddressClaim\","     \
-	"\"metadata\":{\"name\":\"vm-1-0-0\",\"namespace\":\"default\",\"labels\":"          \
-	"{\"cluster.x-k8s.io/cluster-name\":\"c1\"},\"ownerReferences\":" refs "},\"spec\":" \
+#define VCLAIM(refs, spec)                                                                         \
+	"{\"apiVersion\":\"" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2 "\",\"kind\":\"" PK_CLAIM_KIND \
+	"\","                                                                                      \
+	"\"metadata\":{\"name\":\"vm-1-0-0\",\"namespace\":\"default\",\"labels\":"                \
+	"{\"" PK_CLUSTER_NAME_LABEL "\":\"c1\"},\"ownerReferences\":" refs "},\"spec\":"           \
 	"{" spec "}}"
-#define V_OURS \
-	"\"poolRef\":{\"apiGroup\":\"ipam.poolkeeper.io\",\"kind\":\"IPPool\",\"name\":\"p\"}"
-#define V_FOREIGN                                                                           \
-	"\"poolRef\":{\"apiGroup\":\"ipam.cluster.x-k8s.io\",\"kind\":\"InClusterIPPool\"," \
+#define V_OURS                                                                     \
+	"\"poolRef\":{\"apiGroup\":\"" PK_POOL_GROUP "\",\"kind\":\"" PK_POOL_KIND \
+	"\",\"name\":\"p\"}"
+#define V_FOREIGN                                                                            \
+	"\"poolRef\":{\"apiGroup\":\"" PK_CAPI_IPAM_GROUP "\",\"kind\":\"InClusterIPPool\"," \
 	"\"name\":\"p\"}"
 #define V_REF(flags)                                                                          \
 	"{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":\"VSphereVM\"," \
@@ -380,7 +387,7 @@ static void test_lint_and_webhook_agree(void **state)
 	     VCLAIM("[{\"apiVersion\":\"v1\",\"kind\":\"VSphereVM\",\"name\":\"x\"}]", V_OURS)},
 	    {"unknown pool kind",
 	     VCLAIM("[" V_REF("") "]",
-	            "\"poolRef\":{\"apiGroup\":\"ipam.poolkeeper.io\",\"kind\":\"IPpool\","
+	            "\"poolRef\":{\"apiGroup\":\"" PK_POOL_GROUP "\",\"kind\":\"IPpool\","
 	            "\"name\":\"p\"}")},
 	    {"foreign, no flags", VCLAIM("[" V_REF("") "]", V_FOREIGN)},
 	    {"foreign, no owner", VCLAIM("[]", V_FOREIGN)},
@@ -425,13 +432,13 @@ static void test_lint_and_webhook_agree(void **state)
 static void test_overlaps(void **state)
 {
 	(void)state;
-	struct pk_lint *l =
-	    lint("a.yaml", POOL("IPPool", "", "a", "[10.1.0.0/24]", "24"), "b.yaml",
-	         POOL("IPPool", "  namespace: default\n", "b", "[10.1.0.100-10.1.0.110]", "24"),
-	         "c.yaml", POOL("IPPool", "  namespace: other\n", "c", "[10.1.0.0/24]", "24"),
-	         "d.yaml", POOL("GlobalIPPool", "", "d", "[10.2.0.0/24]", "24"), "e.yaml",
-	         POOL("IPPool", "  namespace: third\n", "e", "[10.2.0.50/32]", "24"), "f.yaml",
-	         POOL("IPPool", "  namespace: third\n", "f", "[\"2001:db8::/120\"]", "120"), NULL);
+	struct pk_lint *l = lint(
+	    "a.yaml", POOL(PK_POOL_KIND, "", "a", "[10.1.0.0/24]", "24"), "b.yaml",
+	    POOL(PK_POOL_KIND, "  namespace: default\n", "b", "[10.1.0.100-10.1.0.110]", "24"),
+	    "c.yaml", POOL(PK_POOL_KIND, "  namespace: other\n", "c", "[10.1.0.0/24]", "24"),
+	    "d.yaml", POOL(PK_GLOBAL_POOL_KIND, "", "d", "[10.2.0.0/24]", "24"), "e.yaml",
+	    POOL(PK_POOL_KIND, "  namespace: third\n", "e", "[10.2.0.50/32]", "24"), "f.yaml",
+	    POOL(PK_POOL_KIND, "  namespace: third\n", "f", "[\"2001:db8::/120\"]", "120"), NULL);
 	/* a: first, nothing before it. */
 	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
 	/* b: unset namespace of a is "default" too. */
@@ -449,11 +456,60 @@ static void test_overlaps(void **state)
 	pk_lint_free(l);
 }
 
+#define ADDRESS(name, addr)                                                              \
+	"apiVersion: " PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2 "\nkind: " PK_ADDRESS_KIND \
+	"\nmetadata:\n  name: " name "\n  ownerReferences:\n"                            \
+	"  - {apiVersion: v1, kind: " PK_CLAIM_KIND ", name: " name                      \
+	", uid: u1, controller: true, "                                                  \
+	"blockOwnerDeletion: true}\n  - {apiVersion: v1, kind: " PK_POOL_KIND            \
+	", name: p, uid: u2, "                                                           \
+	"blockOwnerDeletion: true}\nspec:\n  address: " addr                             \
+	"\n  prefix: 24\n  claimRef: {name: " name "}\n" POOL_REF
+
+/* An IPAddress is checked against its pool when the files hold it, as the webhook does. */
+static void test_ipaddress_in_pool(void **state)
+{
+	(void)state;
+	struct pk_lint *l =
+	    lint("p.yaml", POOL(PK_POOL_KIND, "", "p", "[10.1.0.10-10.1.0.20]", "24"), "a.yaml",
+	         ADDRESS("m1", "10.1.0.30"), "b.yaml", ADDRESS("m2", "10.1.0.12"), NULL);
+	assert_int_equal(obj(l, 1)->status, PK_LINT_DENY);
+	assert_true(has(l, 1, PK_SEV_DENY,
+	                "spec.address: \"10.1.0.30\" is not a usable address of IPPool default/p"));
+	assert_int_equal(obj(l, 2)->status, PK_LINT_PASS);
+
+	/* The pool's delete protection, through lint's lookup: two IPAddresses name it. */
+	struct pk_pool_id id = {PK_POOL_KIND, "default", "p"};
+	struct pk_violations v;
+	struct pk_err err;
+	json_t *pool = NULL;
+	const struct pk_pool_lookup *lk = pk_lint_lookup(l);
+	assert_int_equal(lk->get_pool(lk->ctx, PK_POOL_KIND, "default", "p", &pool, &err), PK_OK);
+	assert_non_null(pool);
+	pk_violations_init(&v);
+	assert_int_equal(pk_pool_lookup_check_delete(lk, &id, pool, &v, &err), PK_OK);
+	assert_int_equal(pk_violations_count(&v, PK_SEV_DENY), 1);
+	assert_non_null(strstr(v.items[0].message, "2 IPAddresses allocated from this pool"));
+	json_decref(pool);
+	pk_lint_free(l);
+
+	/* Without its pool in the files, lint cannot tell: nothing is reported. */
+	l = lint("a.yaml", ADDRESS("m1", "10.1.0.30"), NULL);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
+	struct pk_pool_id none = {PK_POOL_KIND, "default", "p"};
+	pk_violations_init(&v);
+	assert_int_equal(pk_pool_lookup_check_delete(pk_lint_lookup(l), &none, NULL, &v, &err),
+	                 PK_OK);
+	assert_int_equal(pk_violations_count(&v, PK_SEV_DENY), 1);
+	pk_lint_free(l);
+}
+
 static void test_denied_pool_not_compared(void **state)
 {
 	(void)state;
-	struct pk_lint *l = lint("a.yaml", POOL("IPPool", "", "a", "[10.1.0.0/24]", "\"24\""),
-	                         "b.yaml", POOL("IPPool", "", "b", "[10.1.0.0/24]", "24"), NULL);
+	struct pk_lint *l =
+	    lint("a.yaml", POOL(PK_POOL_KIND, "", "a", "[10.1.0.0/24]", "\"24\""), "b.yaml",
+	         POOL(PK_POOL_KIND, "", "b", "[10.1.0.0/24]", "24"), NULL);
 	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
 	assert_int_equal(obj(l, 1)->status, PK_LINT_PASS);
 	pk_lint_free(l);
@@ -463,8 +519,8 @@ static void test_duplicates_warn(void **state)
 {
 	(void)state;
 	struct pk_lint *l =
-	    lint("a.yaml", POOL("IPPool", "", "a", "[10.1.0.0/24]", "24"), "b.yaml",
-	         POOL("IPPool", "  namespace: default\n", "a", "[10.1.0.0/24]", "24"), NULL);
+	    lint("a.yaml", POOL(PK_POOL_KIND, "", "a", "[10.1.0.0/24]", "24"), "b.yaml",
+	         POOL(PK_POOL_KIND, "  namespace: default\n", "a", "[10.1.0.0/24]", "24"), NULL);
 	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
 	assert_int_equal(obj(l, 1)->status, PK_LINT_WARN);
 	assert_true(has(l, 1, PK_SEV_WARN, "also defined at a.yaml:1"));
@@ -476,7 +532,7 @@ static void test_problems_and_exit_codes(void **state)
 {
 	(void)state;
 	struct pk_lint *l =
-	    lint("ok.yaml", POOL("IPPool", "", "a", "[10.1.0.0/24]", "24"), "broken.yaml",
+	    lint("ok.yaml", POOL(PK_POOL_KIND, "", "a", "[10.1.0.0/24]", "24"), "broken.yaml",
 	         "a:\n\tb: 1\n", "alias.yaml", "a: &x 1\nb: *x\n", NULL);
 	size_t np;
 	const struct pk_lint_problem *p = pk_lint_problems(l, &np);
@@ -516,6 +572,7 @@ int main(void)
 	    cmocka_unit_test(test_claims),
 	    cmocka_unit_test(test_claim_modes),
 	    cmocka_unit_test(test_lint_and_webhook_agree),
+	    cmocka_unit_test(test_ipaddress_in_pool),
 	    cmocka_unit_test(test_overlaps),
 	    cmocka_unit_test(test_denied_pool_not_compared),
 	    cmocka_unit_test(test_duplicates_warn),

@@ -11,13 +11,13 @@
 
 #include "report.h"
 
-static const char pools[] = "apiVersion: ipam.poolkeeper.io/v1alpha1\n"
-                            "kind: IPPool\n"
+static const char pools[] = "apiVersion: " PK_POOL_API_VERSION "\n"
+                            "kind: " PK_POOL_KIND "\n"
                             "metadata: {name: good, namespace: ns1}\n"
                             "spec: {addresses: [10.0.0.0/30], prefix: 30}\n"
                             "---\n"
-                            "apiVersion: ipam.poolkeeper.io/v1alpha1\n"
-                            "kind: IPPool\n"
+                            "apiVersion: " PK_POOL_API_VERSION "\n"
+                            "kind: " PK_POOL_KIND "\n"
                             "metadata: {name: bad, namespace: ns1}\n"
                             "spec: {addresses: [10.0.1.1/24], prefix: 24}\n"
                             "---\n"

@@ -64,4 +64,8 @@
 /* The controller's name in Events (reportingController) and as a field manager. */
 #define PK_CONTROLLER_NAME "ipam.poolkeeper.io/poolkeeper-controller"
 
+/* Kubernetes' admission webhooks: what the API server sends and expects back. */
+#define PK_ADMISSION_API_VERSION "admission.k8s.io/v1"
+#define PK_ADMISSION_REVIEW_KIND "AdmissionReview"
+
 #endif

@@ -3,11 +3,17 @@
  *
  * The allocator keeps the pool's free addresses as disjoint intervals
  * (fragments) in a balanced search tree, and recently released addresses
- * in a second tree until their reuse grace period ends. Every operation
- * costs O(log n) in the number of fragments (expected; the trees are
- * treaps with a per-allocator deterministic priority sequence), and memory
- * is proportional to fragments, not to addresses: a /64 with a million
- * addresses handed out from its start is one fragment.
+ * in a second tree, one node per address, until their reuse grace period
+ * ends. An operation costs O(log n) in the nodes of the tree it touches
+ * (expected; the trees are treaps with a per-allocator deterministic
+ * priority sequence), except that expiring quarantine costs O(log n) per
+ * address it frees, adopting an address outside the usable set costs what
+ * a range_set insert does, and pk_allocator_each_quarantined visits every
+ * quarantined address. Memory is proportional to fragments plus
+ * quarantined addresses, not to the pool's size: a /64 with a million
+ * addresses handed out from its start is one fragment. Nodes are recycled,
+ * never returned to the system before pk_allocator_free, so memory stays at
+ * its peak.
  *
  * Time is always a parameter (seconds, any epoch the caller chooses); the
  * allocator never reads a clock. An address is in exactly one state:
@@ -36,7 +42,7 @@ enum pk_addr_state {
 
 struct pk_alloc_counts {
 	struct pk_count total; /* size of the usable set */
-	struct pk_count free;  /* free now (quarantined excluded) */
+	struct pk_count free;  /* free (quarantined excluded, even past due until expired) */
 	struct pk_count used;  /* held inside the usable set */
 	pk_u128 quarantined;
 	pk_u128 out_of_range; /* held outside the usable set */
@@ -84,7 +90,10 @@ PK_MUST_CHECK int pk_allocator_release(struct pk_allocator *a, pk_u128 addr, int
  */
 PK_MUST_CHECK int pk_allocator_quarantine(struct pk_allocator *a, pk_u128 addr, int64_t not_before);
 
-/* Frees every quarantined address whose not_before <= now. */
+/*
+ * Frees every quarantined address whose not_before <= now. When memory runs
+ * out it stops, and the address in hand stays quarantined until now + 1.
+ */
 void pk_allocator_expire(struct pk_allocator *a, int64_t now);
 
 enum pk_addr_state pk_allocator_state(const struct pk_allocator *a, pk_u128 addr);

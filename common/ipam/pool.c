@@ -37,15 +37,6 @@ static void deny(struct decoder *d, const char *field, const char *fmt, ...)
 	pk_violations_add(d->v, PK_SEV_DENY, field, "%s", msg);
 }
 
-/* The parser's reason without its "<field>: " lead-in; the violation carries the field. */
-static const char *detail(const struct pk_err *e, const char *field)
-{
-	size_t n = strlen(field);
-	if (strncmp(e->msg, field, n) == 0 && e->msg[n] == ':' && e->msg[n + 1] == ' ')
-		return e->msg + n + 2;
-	return e->msg;
-}
-
 /*
  * Records the family of one entry. The first entry fixes the pool's family;
  * the first entry of the other family is denied, naming both. Returns
@@ -88,21 +79,16 @@ static bool note_family(struct decoder *d, const char *field, const char *s, siz
 	return false;
 }
 
-/*
- * Decodes spec.<key>, a list of address entries, into `set`. `lone` is
- * non-NULL for spec.addresses, which is required, and receives the entry
- * when the list holds exactly one (for defaulting the prefix from a lone
- * CIDR).
- */
+/* Decodes spec.<key>, a list of address entries, into `set`; `required` for spec.addresses. */
 static PK_MUST_CHECK int decode_list(struct decoder *d, const json_t *spec, const char *key,
-                                     struct pk_range_set *set, struct pk_addr_spec *lone)
+                                     struct pk_range_set *set, bool required)
 {
 	char field[PK_FIELD_MAX], desc[200], q[300];
 	const json_t *arr = json_object_get(spec, key);
 
 	snprintf(field, sizeof(field), "spec.%s", key);
 	if (arr == NULL || json_is_null(arr)) {
-		if (lone != NULL)
+		if (required)
 			deny(d, field,
 			     "required: list the pool's addresses, each a single IP (10.0.0.5), a "
 			     "range (10.0.0.10-10.0.0.20) or a CIDR (10.0.0.0/24)");
@@ -114,7 +100,7 @@ static PK_MUST_CHECK int decode_list(struct decoder *d, const json_t *spec, cons
 		return PK_OK;
 	}
 	size_t n = json_array_size(arr);
-	if (n == 0 && lone != NULL) {
+	if (n == 0 && required) {
 		deny(d, field, "must not be empty; list at least one IP, range a-b or CIDR");
 		return PK_OK;
 	}
@@ -151,7 +137,7 @@ static PK_MUST_CHECK int decode_list(struct decoder *d, const json_t *spec, cons
 		struct pk_addr_spec sp;
 		struct pk_err err;
 		if (pk_addr_spec_parse(s, &sp, ef, &err) != PK_OK) {
-			deny(d, ef, "%s", detail(&err, ef));
+			deny(d, ef, "%s", pk_violation_detail(&err, ef));
 			continue;
 		}
 		if (!note_family(d, ef, s, len, sp.family, sp.first))
@@ -159,8 +145,6 @@ static PK_MUST_CHECK int decode_list(struct decoder *d, const json_t *spec, cons
 		int rc = pk_range_set_add(set, sp.first, sp.last);
 		if (rc != PK_OK)
 			return rc;
-		if (lone != NULL && n == 1)
-			*lone = sp;
 	}
 	return PK_OK;
 }
@@ -190,7 +174,7 @@ static void decode_gateway(struct decoder *d, const json_t *spec, struct pk_pool
 	struct pk_addr a;
 	struct pk_err err;
 	if (pk_address_parse_n(s, len, &a, "spec.gateway", &err) != PK_OK) {
-		deny(d, "spec.gateway", "%s", detail(&err, "spec.gateway"));
+		deny(d, "spec.gateway", "%s", pk_violation_detail(&err, "spec.gateway"));
 		return;
 	}
 	if (!note_family(d, "spec.gateway", s, len, a.family, a.v))
@@ -199,8 +183,21 @@ static void decode_gateway(struct decoder *d, const json_t *spec, struct pk_pool
 	out->gateway = a.v;
 }
 
-static void decode_prefix(struct decoder *d, const json_t *spec, const struct pk_addr_spec *lone,
-                          struct pk_pool *out)
+bool pk_pool_default_prefix(const json_t *spec, unsigned *prefix)
+{
+	const json_t *addrs = json_object_get(spec, "addresses");
+	const json_t *p = json_object_get(spec, "prefix");
+	struct pk_addr_spec sp;
+	if ((p != NULL && !json_is_null(p)) || !json_is_array(addrs) || json_array_size(addrs) != 1)
+		return false;
+	const char *s = pk_json_cstr(json_array_get(addrs, 0));
+	if (s == NULL || pk_addr_spec_parse(s, &sp, NULL, NULL) != PK_OK || sp.kind != PK_SPEC_CIDR)
+		return false;
+	*prefix = sp.prefix_len;
+	return true;
+}
+
+static void decode_prefix(struct decoder *d, const json_t *spec, struct pk_pool *out)
 {
 	char desc[200];
 	const json_t *p = json_object_get(spec, "prefix");
@@ -209,10 +206,8 @@ static void decode_prefix(struct decoder *d, const json_t *spec, const struct pk
 	    d->family != PK_FAMILY_NONE ? pk_address_family_name(d->family) : "IPv4 or IPv6";
 
 	if (p == NULL || json_is_null(p)) {
-		/* A lone CIDR says its own prefix; the webhook writes it into the spec. */
-		if (lone->kind == PK_SPEC_CIDR) {
+		if (pk_pool_default_prefix(spec, &out->prefix)) {
 			out->has_prefix = true;
-			out->prefix = lone->prefix_len;
 			return;
 		}
 		deny(d, "spec.prefix",
@@ -311,13 +306,11 @@ static PK_MUST_CHECK int compute_usable(struct pk_pool *p)
 int pk_pool_decode(const json_t *spec, struct pk_pool *out, struct pk_violations *v)
 {
 	struct decoder d;
-	struct pk_addr_spec lone;
 	char desc[200];
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	memset(&d, 0, sizeof(d));
-	memset(&lone, 0, sizeof(lone));
 	d.v = v;
 	out->addresses = pk_range_set_new();
 	out->excluded = pk_range_set_new();
@@ -335,14 +328,14 @@ int pk_pool_decode(const json_t *spec, struct pk_pool *out, struct pk_violations
 	}
 
 	/* Order matters: the first address entry fixes the pool's family. */
-	rc = decode_list(&d, spec, "addresses", out->addresses, &lone);
+	rc = decode_list(&d, spec, "addresses", out->addresses, true);
 	if (rc != PK_OK)
 		return rc;
-	rc = decode_list(&d, spec, "excludedAddresses", out->excluded, NULL);
+	rc = decode_list(&d, spec, "excludedAddresses", out->excluded, false);
 	if (rc != PK_OK)
 		return rc;
 	decode_gateway(&d, spec, out);
-	decode_prefix(&d, spec, &lone, out);
+	decode_prefix(&d, spec, out);
 	decode_flags(&d, spec, out);
 	out->family = d.family;
 

@@ -53,4 +53,12 @@ PK_MUST_CHECK int pk_pool_decode(const json_t *spec, struct pk_pool *out, struct
 
 void pk_pool_release(struct pk_pool *p);
 
+/*
+ * The prefix a pool's spec implies when it sets none (spec.prefix absent or
+ * null): that of its only entry in spec.addresses when that entry is a
+ * CIDR. pk_pool_decode uses it; the mutating webhook writes it into the
+ * spec. False when the spec sets a prefix or implies none.
+ */
+bool pk_pool_default_prefix(const json_t *spec, unsigned *prefix);
+
 #endif

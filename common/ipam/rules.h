@@ -6,6 +6,11 @@
  * to `out`; none allocates anything the caller must free.
  *
  * `old` is NULL on CREATE and the stored object on UPDATE.
+ *
+ * By subject: pool_rules.c (pools), claim_rules.c (claims, their modes and
+ * repair), address_rules.c (IPAddresses), rules_util.c (what they share).
+ * The rules that read other objects (overlap, shrink and delete
+ * protection, an IPAddress in its pool) are in pool_lookup.h.
  */
 #ifndef PK_RULES_H
 #define PK_RULES_H
@@ -91,6 +96,23 @@ void pk_rules_check_claim(const json_t *claim, const json_t *old, struct pk_viol
  */
 void pk_rules_check_claim_mode(const json_t *claim, const json_t *old, enum pk_enforcement mode,
                                struct pk_violations *out);
+
+/*
+ * The mode `claim` is checked and repaired under: `claims` (the webhook's
+ * --claim-enforcement) when its spec.poolRef.apiGroup is ipam.poolkeeper.io
+ * (pk_rules_is_poolkeeper_group_ref: "ours", whatever the kind),
+ * `foreign_claims` (--foreign-claims) otherwise. *ours (may be NULL) says which.
+ */
+enum pk_enforcement pk_rules_claim_enforcement(const json_t *claim, enum pk_enforcement claims,
+                                               enum pk_enforcement foreign_claims, bool *ours);
+
+/*
+ * The Cluster a claim belongs to: spec.clusterName when it is a non-empty
+ * string, else the deprecated cluster.x-k8s.io/cluster-name label when it
+ * is (*from_label is then true), else NULL. Strings holding a NUL count as
+ * absent (pk_json_cstr). Borrowed from the claim.
+ */
+const char *pk_rules_claim_cluster_name(const json_t *claim, bool *from_label);
 
 /*
  * How a claim on a poolkeeper pool is completed on CREATE.
@@ -185,6 +207,9 @@ void pk_rules_check_ipaddress_in_pool(const json_t *addr, const struct pk_pool *
  */
 void pk_rules_check_ipaddress_unique(const json_t *addr, const char *const *others, size_t n,
                                      struct pk_violations *out);
+
+/* True for the versions of ipam.cluster.x-k8s.io the rules know: v1beta1 and v1beta2. */
+bool pk_rules_is_capi_ipam_version(const char *version);
 
 /* True when the poolRef object names an IPPool or GlobalIPPool of ipam.poolkeeper.io. */
 bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref);

@@ -57,6 +57,14 @@ size_t pk_violations_count(const struct pk_violations *v, enum pk_severity sev)
 	return c;
 }
 
+const char *pk_violation_detail(const struct pk_err *e, const char *field)
+{
+	size_t n = strlen(field);
+	if (strncmp(e->msg, field, n) == 0 && e->msg[n] == ':' && e->msg[n + 1] == ' ')
+		return e->msg + n + 2;
+	return e->msg;
+}
+
 char *pk_violation_text(const struct pk_violation *x, char *buf, size_t len)
 {
 	if (len == 0)

@@ -42,6 +42,12 @@ void pk_violations_add(struct pk_violations *v, enum pk_severity sev, const char
 
 size_t pk_violations_count(const struct pk_violations *v, enum pk_severity sev);
 
+/*
+ * The reason in a parser's error (address.h, addr_spec.h) without its
+ * "<field>: " lead-in, for a violation that carries the field itself.
+ */
+const char *pk_violation_detail(const struct pk_err *e, const char *field);
+
 /* "field: message" into buf; returns buf. */
 char *pk_violation_text(const struct pk_violation *x, char *buf, size_t len);
 

@@ -17,6 +17,7 @@
 #include "rules.h"
 
 #include "expect_violations.h"
+#include "provider_refs.h"
 
 static json_t *load(const char *text)
 {
@@ -63,7 +64,7 @@ static void edit(json_t *root, const char *path, const char *value)
 /* ------------------------------------------------------------------ pools */
 
 static const char pool_base[] =
-    "{'apiVersion':'ipam.poolkeeper.io/v1alpha1','kind':'IPPool',"
+    "{'apiVersion':'" PK_POOL_API_VERSION "','kind':'" PK_POOL_KIND "',"
     "'metadata':{'name':'p1','namespace':'default'},"
     "'spec':{'addresses':['10.0.0.10-10.0.0.100'],'prefix':24,'gateway':'10.0.0.1'}}";
 
@@ -78,7 +79,7 @@ struct edit_case {
 
 static const struct edit_case pool_cases[] = {
     {"good pool", NULL, NULL, 0, NULL, NULL},
-    {"GlobalIPPool", "kind", "'GlobalIPPool'", 0, NULL, NULL},
+    {PK_GLOBAL_POOL_KIND, "kind", "'" PK_GLOBAL_POOL_KIND "'", 0, NULL, NULL},
     {"entry outside the subnet", "spec.addresses", "['10.0.0.10-10.0.0.100','10.0.1.5']",
      PK_SEV_DENY, "spec.addresses[1]", "\"10.0.1.5\" is not inside the pool's subnet 10.0.0.0/24"},
     {"CIDR wider than the prefix", "spec.addresses", "['10.0.0.0/23']", PK_SEV_DENY,
@@ -118,8 +119,8 @@ static const struct edit_case pool_cases[] = {
     {"spec missing", "spec", NULL, PK_SEV_DENY, "spec", "required"},
     {"wrong kind", "kind", "'InClusterIPPool'", PK_SEV_DENY, "kind",
      "must be IPPool or GlobalIPPool, got \"InClusterIPPool\""},
-    {"wrong apiVersion", "apiVersion", "'ipam.cluster.x-k8s.io/v1alpha2'", PK_SEV_DENY,
-     "apiVersion", "got \"ipam.cluster.x-k8s.io/v1alpha2\""},
+    {"wrong apiVersion", "apiVersion", "'" PK_CAPI_IPAM_GROUP "/v1alpha2'", PK_SEV_DENY,
+     "apiVersion", "got \"" PK_CAPI_IPAM_GROUP "/v1alpha2\""},
 };
 
 static void run_cases(const char *base, const struct edit_case *cases, size_t n,
@@ -302,26 +303,27 @@ static void test_pool_shrink(void **state)
 /* ----------------------------------------------------------------- claims */
 
 static const char claim_v1beta2[] =
-    "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddressClaim',"
+    "{'apiVersion':'" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2 "','kind':'" PK_CLAIM_KIND "',"
     "'metadata':{'name':'m1-eth0','namespace':'default','ownerReferences':["
     "{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'VSphereMachine',"
     "'name':'m1','uid':'u1','controller':true,'blockOwnerDeletion':true}]},"
-    "'spec':{'clusterName':'c1','poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool',"
+    "'spec':{'clusterName':'c1','poolRef':{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_POOL_KIND
+    "',"
     "'name':'p1'}}}";
 
 static const char claim_v1beta1[] =
-    "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta1','kind':'IPAddressClaim',"
+    "{'apiVersion':'" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1 "','kind':'" PK_CLAIM_KIND "',"
     "'metadata':{'name':'m1-eth0','namespace':'default',"
-    "'labels':{'cluster.x-k8s.io/cluster-name':'c1'},'ownerReferences':["
+    "'labels':{'" PK_CLUSTER_NAME_LABEL "':'c1'},'ownerReferences':["
     "{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'Metal3Machine',"
     "'name':'m1','uid':'u1','controller':true,'blockOwnerDeletion':true}]},"
-    "'spec':{'clusterName':'c1','poolRef':{'apiGroup':'ipam.poolkeeper.io',"
-    "'kind':'GlobalIPPool','name':'p1'}}}";
+    "'spec':{'clusterName':'c1','poolRef':{'apiGroup':'" PK_POOL_GROUP "',"
+    "'kind':'" PK_GLOBAL_POOL_KIND "','name':'p1'}}}";
 
 static const struct edit_case claim_cases[] = {
     {"good claim", NULL, NULL, 0, NULL, NULL},
     {"foreign pool is no violation here", "spec.poolRef",
-     "{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'x'}", 0, NULL, NULL},
+     "{'apiGroup':'" PK_CAPI_IPAM_GROUP "','kind':'InClusterIPPool','name':'x'}", 0, NULL, NULL},
     {"poolRef apiGroup missing in v1beta2", "spec.poolRef.apiGroup", NULL, PK_SEV_DENY,
      "spec.poolRef.apiGroup", "required"},
     {"poolRef apiGroup empty in v1beta2", "spec.poolRef.apiGroup", "''", PK_SEV_DENY,
@@ -383,37 +385,37 @@ static const struct edit_case claim_cases[] = {
      "metadata.ownerReferences[0].name", "required"},
     {"owner reference apiVersion a number", "metadata.ownerReferences.0.apiVersion", "1",
      PK_SEV_DENY, "metadata.ownerReferences[0].apiVersion", "must be a string, got 1"},
-    {"unknown kind of ipam.poolkeeper.io", "spec.poolRef.kind", "'IPpool'", PK_SEV_DENY,
-     "spec.poolRef.kind", "\"IPpool\" is not a kind of ipam.poolkeeper.io; did you mean IPPool?"},
-    {"kind of ipam.poolkeeper.io near GlobalIPPool", "spec.poolRef.kind", "'GlobalPool'",
+    {"unknown kind of " PK_POOL_GROUP, "spec.poolRef.kind", "'IPpool'", PK_SEV_DENY,
+     "spec.poolRef.kind", "\"IPpool\" is not a kind of " PK_POOL_GROUP "; did you mean IPPool?"},
+    {"kind of " PK_POOL_GROUP " near GlobalIPPool", "spec.poolRef.kind", "'GlobalPool'",
      PK_SEV_DENY, "spec.poolRef.kind", "did you mean GlobalIPPool?"},
-    {"kind of ipam.poolkeeper.io in lower case", "spec.poolRef.kind", "'globalippool'", PK_SEV_DENY,
+    {"kind of " PK_POOL_GROUP " in lower case", "spec.poolRef.kind", "'globalippool'", PK_SEV_DENY,
      "spec.poolRef.kind", "did you mean GlobalIPPool?"},
-    {"kind of ipam.poolkeeper.io far from both", "spec.poolRef.kind", "'Subnet'", PK_SEV_DENY,
+    {"kind of " PK_POOL_GROUP " far from both", "spec.poolRef.kind", "'Subnet'", PK_SEV_DENY,
      "spec.poolRef.kind", "did you mean IPPool or GlobalIPPool?"},
-    {"no kind with ipam.poolkeeper.io", "spec.poolRef.kind", NULL, PK_SEV_DENY, "spec.poolRef.kind",
-     "required: the kind of a pool of ipam.poolkeeper.io (IPPool or "
+    {"no kind with " PK_POOL_GROUP, "spec.poolRef.kind", NULL, PK_SEV_DENY, "spec.poolRef.kind",
+     "required: the kind of a pool of " PK_POOL_GROUP " (IPPool or "
      "GlobalIPPool); did you mean IPPool?"},
     {"an unknown kind of another group is no violation here", "spec.poolRef",
      "{'apiGroup':'ipam.example.com','kind':'IPpool','name':'x'}", 0, NULL, NULL},
     {"metadata an array", "metadata", "[]", PK_SEV_DENY, "metadata", "got an array"},
     {"spec missing", "spec", NULL, PK_SEV_DENY, "spec", "must be an object"},
-    {"wrong kind", "kind", "'IPAddress'", PK_SEV_DENY, "kind",
-     "must be IPAddressClaim, got \"IPAddress\""},
-    {"unknown apiVersion", "apiVersion", "'ipam.cluster.x-k8s.io/v1alpha1'", PK_SEV_DENY,
-     "apiVersion", "got \"ipam.cluster.x-k8s.io/v1alpha1\""},
+    {"wrong kind", "kind", "'" PK_ADDRESS_KIND "'", PK_SEV_DENY, "kind",
+     "must be IPAddressClaim, got \"" PK_ADDRESS_KIND "\""},
+    {"unknown apiVersion", "apiVersion", "'" PK_CAPI_IPAM_GROUP "/v1alpha1'", PK_SEV_DENY,
+     "apiVersion", "got \"" PK_CAPI_IPAM_GROUP "/v1alpha1\""},
 };
 
 static const struct edit_case claim_v1beta1_cases[] = {
     {"good v1beta1 claim", NULL, NULL, 0, NULL, NULL},
     {"v1beta1 without apiGroup is a warning", "spec.poolRef.apiGroup", NULL, PK_SEV_WARN,
-     "spec.poolRef.apiGroup", "never a pool; set it (ipam.poolkeeper.io"},
+     "spec.poolRef.apiGroup", "never a pool; set it (" PK_POOL_GROUP},
     {"deprecated label only is a warning", "spec.clusterName", NULL, PK_SEV_WARN,
      "spec.clusterName",
-     "the label cluster.x-k8s.io/cluster-name=\"c1\" is deprecated; set spec.clusterName"},
+     "the label " PK_CLUSTER_NAME_LABEL "=\"c1\" is deprecated; set spec.clusterName"},
     {"empty clusterName with the label is a warning", "spec.clusterName", "''", PK_SEV_WARN,
      "spec.clusterName", "is deprecated"},
-    {"label empty and no clusterName", "metadata.labels", "{'cluster.x-k8s.io/cluster-name':''}", 0,
+    {"label empty and no clusterName", "metadata.labels", "{'" PK_CLUSTER_NAME_LABEL "':''}", 0,
      NULL, NULL},
     {"v1beta1 owner references are checked too", "metadata.ownerReferences.0.controller", "'yes'",
      PK_SEV_DENY, "metadata.ownerReferences[0].controller", "got \"yes\""},
@@ -433,7 +435,7 @@ static void test_claim_create(void **state)
 	/* In v1beta2 a lone deprecated label also passes, with the warning. */
 	json_t *c = load(claim_v1beta2);
 	edit(c, "spec.clusterName", NULL);
-	edit(c, "metadata.labels", "{'cluster.x-k8s.io/cluster-name':'c9'}");
+	edit(c, "metadata.labels", "{'" PK_CLUSTER_NAME_LABEL "':'c9'}");
 	struct pk_violations v;
 	pk_violations_init(&v);
 	pk_rules_check_claim(c, NULL, &v);
@@ -444,7 +446,7 @@ static void test_claim_create(void **state)
 	/* Neither clusterName nor a non-empty label (the v1beta1 fixture's label emptied). */
 	c = load(claim_v1beta1);
 	edit(c, "spec.clusterName", NULL);
-	edit(c, "metadata.labels", "{'cluster.x-k8s.io/cluster-name':''}");
+	edit(c, "metadata.labels", "{'" PK_CLUSTER_NAME_LABEL "':''}");
 	pk_violations_init(&v);
 	pk_rules_check_claim(c, NULL, &v);
 	expect(&v, PK_SEV_DENY, "spec.clusterName", "required");
@@ -462,38 +464,20 @@ static json_t *provider_claim(const char *refs, const char *spec_cluster)
 {
 	char buf[2048];
 	snprintf(buf, sizeof(buf),
-	         "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta1','kind':'IPAddressClaim',"
+	         "{'apiVersion':'" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1 "','kind':'" PK_CLAIM_KIND
+	         "',"
 	         "'metadata':{'name':'vm-1-0-0','namespace':'default',"
-	         "'labels':{'cluster.x-k8s.io/cluster-name':'c1'},'ownerReferences':%s},"
-	         "'spec':{%s'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool',"
+	         "'labels':{'" PK_CLUSTER_NAME_LABEL "':'c1'},'ownerReferences':%s},"
+	         "'spec':{%s'poolRef':{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_POOL_KIND "',"
 	         "'name':'p1'}}}",
 	         refs, spec_cluster);
 	return load(buf);
 }
 
-/* sigs.k8s.io/cluster-api-provider-vsphere v1.14.0,
- * controllers/vspherevm_ipaddress_reconciler.go (createOrPatchIPAddressClaim): the
- * reference from EnsureOwnerRef, with neither controller nor blockOwnerDeletion. */
-#define CAPV_REF                                                                      \
-	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'VSphereVM'," \
-	"'name':'vm-1','uid':'6f1c'}"
-#define CAPV_REFS "[" CAPV_REF "]"
-/* metal3-io/cluster-api-provider-metal3, baremetal/metal3data_manager.go: the Metal3Data
- * with controller: true and no blockOwnerDeletion. */
-#define CAPM3_REF                                                                      \
-	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'Metal3Data'," \
-	"'name':'data-1','uid':'8a2e','controller':true}"
-#define CAPM3_REFS "[" CAPM3_REF "]"
-/* sigs.k8s.io/cluster-api-provider-openstack v0.13.0,
- * controllers/openstackserver_controller.go: the OpenStackServer, neither flag. */
-#define CAPO_REFS                                                                             \
-	"[{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'OpenStackServer'," \
-	"'name':'srv-1','uid':'3b7d'}]"
-/* github.com/ionos-cloud/cluster-api-provider-proxmox v0.7.0, pkg/kubernetes/ipam/ipam.go:
- * SetControllerReference, both flags. */
-#define PROXMOX_REFS                                                                         \
-	"[{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'ProxmoxMachine'," \
-	"'name':'pm-1','uid':'5c9f','controller':true,'blockOwnerDeletion':true}]"
+#define CAPV_REFS    "[" CAPV_REF "]"
+#define CAPM3_REFS   "[" CAPM3_REF "]"
+#define CAPO_REFS    "[" CAPO_REF "]"
+#define PROXMOX_REFS "[" PROXMOX_REF "]"
 
 struct repair_case {
 	const char *name;
@@ -611,7 +595,7 @@ static void test_claim_repair_plan(void **state)
 	pk_rules_plan_claim_repair(c, PK_ENFORCE_REPAIR, &plan);
 	assert_false(pk_rules_claim_repair_any(&plan));
 	edit(c, "spec.poolRef",
-	     "{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool',"
+	     "{'apiGroup':'" PK_CAPI_IPAM_GROUP "','kind':'InClusterIPPool',"
 	     "'name':'p'}");
 	pk_rules_plan_claim_repair(c, PK_ENFORCE_REPAIR, &plan);
 	assert_false(pk_rules_claim_repair_any(&plan));
@@ -621,6 +605,67 @@ static void test_claim_repair_plan(void **state)
 	plan = (struct pk_claim_repair){.candidate = 0, .set_controller = true};
 	assert_int_equal(pk_rules_apply_claim_repair(c, &plan), PK_ERR_INVALID);
 	json_decref(c);
+}
+
+/* spec.clusterName, else the deprecated label: the one fallback every part uses. */
+static void test_claim_cluster_name(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *claim;
+		const char *want;
+		bool from_label;
+	} cases[] = {
+	    {"{'spec':{'clusterName':'c1'},'metadata':{'labels':{'" PK_CLUSTER_NAME_LABEL
+	     "':'c2'}}}",
+	     "c1", false},
+	    {"{'spec':{'clusterName':''},'metadata':{'labels':{'" PK_CLUSTER_NAME_LABEL "':'c2'}}}",
+	     "c2", true},
+	    {"{'spec':{},'metadata':{'labels':{'" PK_CLUSTER_NAME_LABEL "':'c2'}}}", "c2", true},
+	    {"{'spec':{'clusterName':''},'metadata':{'labels':{'" PK_CLUSTER_NAME_LABEL "':''}}}",
+	     NULL, false},
+	    {"{'spec':{'clusterName':7},'metadata':{'labels':{'other':'c2'}}}", NULL, false},
+	    {"{'spec':{'clusterName':'c\\u0000x'}}", NULL, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *c = load_fixture(cases[i].claim, JSON_ALLOW_NUL);
+		bool from_label = !cases[i].from_label;
+		const char *got = pk_rules_claim_cluster_name(c, &from_label);
+		if (cases[i].want == NULL)
+			assert_null(got);
+		else
+			assert_string_equal(got, cases[i].want);
+		assert_int_equal(from_label, cases[i].from_label);
+		json_decref(c);
+	}
+}
+
+/* The mode a claim falls under: by poolRef.apiGroup, whatever the kind. */
+static void test_claim_enforcement(void **state)
+{
+	(void)state;
+	json_t *ours = load("{'spec':{'poolRef':{'apiGroup':'" PK_POOL_GROUP "','kind':'Pool'}}}");
+	json_t *theirs =
+	    load("{'spec':{'poolRef':{'apiGroup':'example.com','kind':'" PK_POOL_KIND "'}}}");
+	json_t *none = load("{'spec':{}}");
+	bool mine = false;
+	assert_int_equal(pk_rules_claim_enforcement(ours, PK_ENFORCE_DENY, PK_ENFORCE_WARN, &mine),
+	                 PK_ENFORCE_DENY);
+	assert_true(mine);
+	assert_int_equal(
+	    pk_rules_claim_enforcement(theirs, PK_ENFORCE_DENY, PK_ENFORCE_WARN, &mine),
+	    PK_ENFORCE_WARN);
+	assert_false(mine);
+	assert_int_equal(
+	    pk_rules_claim_enforcement(none, PK_ENFORCE_REPAIR, PK_ENFORCE_IGNORE, NULL),
+	    PK_ENFORCE_IGNORE);
+	assert_true(pk_rules_is_capi_ipam_version(PK_CAPI_V1BETA1));
+	assert_true(pk_rules_is_capi_ipam_version(PK_CAPI_V1BETA2));
+	assert_false(pk_rules_is_capi_ipam_version("v1alpha1"));
+	assert_false(pk_rules_is_capi_ipam_version(NULL));
+	json_decref(none);
+	json_decref(theirs);
+	json_decref(ours);
 }
 
 static void test_claim_modes(void **state)
@@ -653,7 +698,7 @@ static void test_claim_modes(void **state)
 	/* Only the last DENY carries the mode; a foreign claim names --foreign-claims. */
 	c = provider_claim("[]", "");
 	edit(c, "spec.poolRef",
-	     "{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool',"
+	     "{'apiGroup':'" PK_CAPI_IPAM_GROUP "','kind':'InClusterIPPool',"
 	     "'name':'p'}");
 	edit(c, "metadata.labels", NULL);
 	pk_violations_init(&v);
@@ -706,14 +751,13 @@ static void test_claim_update(void **state)
 	(void)state;
 	static const struct edit_case cases[] = {
 	    /* Metadata-only changes always pass, even ones CREATE would deny. */
-	    {"finalizer added", "metadata.finalizers", "['ipam.poolkeeper.io/release-address']", 0,
-	     NULL, NULL},
+	    {"finalizer added", "metadata.finalizers", "['" PK_CLAIM_FINALIZER "']", 0, NULL, NULL},
 	    {"owner references removed by the garbage collector", "metadata.ownerReferences", NULL,
 	     0, NULL, NULL},
 	    {"owner reference rewritten by clusterctl move", "metadata.ownerReferences.0.uid",
 	     "'u2'", 0, NULL, NULL},
 	    {"delete-for-move annotation", "metadata.annotations",
-	     "{'clusterctl.cluster.x-k8s.io/delete-for-move':''}", 0, NULL, NULL},
+	     "{'" PK_DELETE_FOR_MOVE_ANNOTATION "':''}", 0, NULL, NULL},
 	    {"poolRef name changed", "spec.poolRef.name", "'p2'", PK_SEV_DENY, "spec.poolRef.name",
 	     "spec is immutable: changed from \"p1\" to \"p2\""},
 	    {"clusterName removed", "spec.clusterName", NULL, PK_SEV_DENY, "spec.clusterName",
@@ -765,21 +809,22 @@ static void test_claim_update(void **state)
 /* -------------------------------------------------------------- addresses */
 
 static const char ipaddress_base[] =
-    "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddress',"
+    "{'apiVersion':'" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2 "','kind':'" PK_ADDRESS_KIND "',"
     "'metadata':{'name':'m1-eth0','namespace':'default','ownerReferences':["
-    "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddressClaim','name':'m1-eth0',"
+    "{'apiVersion':'" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2 "','kind':'" PK_CLAIM_KIND
+    "','name':'m1-eth0',"
     "'uid':'u1','controller':true,'blockOwnerDeletion':true},"
-    "{'apiVersion':'ipam.poolkeeper.io/v1alpha1','kind':'IPPool','name':'p1','uid':'u2',"
+    "{'apiVersion':'" PK_POOL_API_VERSION "','kind':'" PK_POOL_KIND "','name':'p1','uid':'u2',"
     "'blockOwnerDeletion':true}]},"
     "'spec':{'address':'10.0.0.5','prefix':24,'gateway':'10.0.0.1',"
     "'claimRef':{'name':'m1-eth0'},"
-    "'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'p1'}}}";
+    "'poolRef':{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_POOL_KIND "','name':'p1'}}}";
 
 static const struct edit_case ipaddress_cases[] = {
     {"good address", NULL, NULL, 0, NULL, NULL},
     {"IPv6", "spec",
      "{'address':'2001:db8::5','prefix':64,'gateway':'2001:db8::1','claimRef':{'name':"
-     "'m1-eth0'},'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'p1'}}",
+     "'m1-eth0'},'poolRef':{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_POOL_KIND "','name':'p1'}}",
      0, NULL, NULL},
     {"no gateway", "spec.gateway", NULL, 0, NULL, NULL},
     {"empty gateway", "spec.gateway", "''", 0, NULL, NULL},
@@ -818,14 +863,15 @@ static const struct edit_case ipaddress_cases[] = {
      PK_SEV_DENY, "metadata.ownerReferences[0].controller", "got \"true\" (a string)"},
     {"no owner reference to the pool", "metadata.ownerReferences.1", NULL, PK_SEV_DENY,
      "metadata.ownerReferences", "no owner reference to the pool IPPool \"p1\""},
-    {"pool reference of another kind", "metadata.ownerReferences.1.kind", "'GlobalIPPool'",
-     PK_SEV_DENY, "metadata.ownerReferences", "no owner reference to the pool IPPool \"p1\""},
+    {"pool reference of another kind", "metadata.ownerReferences.1.kind",
+     "'" PK_GLOBAL_POOL_KIND "'", PK_SEV_DENY, "metadata.ownerReferences",
+     "no owner reference to the pool IPPool \"p1\""},
     {"pool reference without blockOwnerDeletion", "metadata.ownerReferences.1.blockOwnerDeletion",
      "false", PK_SEV_DENY, "metadata.ownerReferences[1].blockOwnerDeletion",
      "the reference to the pool IPPool \"p1\" must set blockOwnerDeletion: true"},
     {"ownerReferences missing", "metadata.ownerReferences", NULL, PK_SEV_DENY,
      "metadata.ownerReferences", "required"},
-    {"wrong kind", "kind", "'IPAddressClaim'", PK_SEV_DENY, "kind", "must be IPAddress"},
+    {"wrong kind", "kind", "'" PK_CLAIM_KIND "'", PK_SEV_DENY, "kind", "must be IPAddress"},
     {"spec a number", "spec", "3", PK_SEV_DENY, "spec", "got 3 (a number)"},
 };
 
@@ -837,7 +883,7 @@ static void test_ipaddress(void **state)
 
 	/* v1beta1: poolRef without apiGroup is a warning, prefix 128 fits IPv6. */
 	json_t *a = load(ipaddress_base);
-	edit(a, "apiVersion", "'ipam.cluster.x-k8s.io/v1beta1'");
+	edit(a, "apiVersion", "'" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1 "'");
 	edit(a, "spec.poolRef.apiGroup", NULL);
 	edit(a, "spec.address", "'2001:db8::5'");
 	edit(a, "spec.prefix", "128");
@@ -878,7 +924,7 @@ static void test_ipaddress_claim(void **state)
 	struct pk_violations v;
 	json_t *a = load(ipaddress_base);
 	json_t *claim = load("{'metadata':{'name':'m1-eth0','namespace':'default'},'spec':{"
-	                     "'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool',"
+	                     "'poolRef':{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_POOL_KIND "',"
 	                     "'name':'p1'}}}");
 	pk_violations_init(&v);
 	pk_rules_check_ipaddress_claim(a, claim, &v);
@@ -894,8 +940,8 @@ static void test_ipaddress_claim(void **state)
 	/* a claim on another pool: each of apiGroup, kind and name counts, and the claim's own
 	 * pool is never told */
 	const char *other[][2] = {{"spec.poolRef.name", "'p2-secret'"},
-	                          {"spec.poolRef.kind", "'GlobalIPPool'"},
-	                          {"spec.poolRef.apiGroup", "'ipam.cluster.x-k8s.io'"},
+	                          {"spec.poolRef.kind", "'" PK_GLOBAL_POOL_KIND "'"},
+	                          {"spec.poolRef.apiGroup", "'" PK_CAPI_IPAM_GROUP "'"},
 	                          {"spec.poolRef.apiGroup", NULL},
 	                          {"spec.poolRef", "'p1'"}};
 	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
@@ -1029,17 +1075,19 @@ static void test_is_poolkeeper_pool_ref(void **state)
 		const char *ref;
 		bool want, group;
 	} cases[] = {
-	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'p'}", true, true},
-	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'GlobalIPPool','name':'p'}", true, true},
-	    {"{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'p'}", false,
+	    {"{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_POOL_KIND "','name':'p'}", true, true},
+	    {"{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_GLOBAL_POOL_KIND "','name':'p'}", true,
+	     true},
+	    {"{'apiGroup':'" PK_CAPI_IPAM_GROUP "','kind':'InClusterIPPool','name':'p'}", false,
 	     false},
-	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'InClusterIPPool','name':'p'}", false, true},
-	    {"{'apiGroup':'ipam.poolkeeper.io.evil','kind':'IPPool','name':'p'}", false, false},
-	    {"{'kind':'IPPool','name':'p'}", false, false},
-	    {"{'apiGroup':7,'kind':'IPPool'}", false, false},
-	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'ippool'}", false, true},
-	    {"{'apiGroup':'ipam.poolkeeper.io','name':'p'}", false, true},
-	    {"'ipam.poolkeeper.io/IPPool'", false, false},
+	    {"{'apiGroup':'" PK_POOL_GROUP "','kind':'InClusterIPPool','name':'p'}", false, true},
+	    {"{'apiGroup':'" PK_POOL_GROUP ".evil','kind':'" PK_POOL_KIND "','name':'p'}", false,
+	     false},
+	    {"{'kind':'" PK_POOL_KIND "','name':'p'}", false, false},
+	    {"{'apiGroup':7,'kind':'" PK_POOL_KIND "'}", false, false},
+	    {"{'apiGroup':'" PK_POOL_GROUP "','kind':'ippool'}", false, true},
+	    {"{'apiGroup':'" PK_POOL_GROUP "','name':'p'}", false, true},
+	    {"'" PK_POOL_GROUP "/IPPool'", false, false},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		json_t *r = load(cases[i].ref);
@@ -1092,6 +1140,8 @@ int main(void)
 	    cmocka_unit_test(test_is_poolkeeper_pool_ref),
 	    cmocka_unit_test(test_claim_repair_plan),
 	    cmocka_unit_test(test_claim_modes),
+	    cmocka_unit_test(test_claim_cluster_name),
+	    cmocka_unit_test(test_claim_enforcement),
 	    cmocka_unit_test(test_fixture_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,7 @@
 
 #include "admission.h"
 #include "json_patch.h"
+#include "provider_refs.h"
 
 /* ---- fixtures: the objects a cluster holds, served through the lookup seam ---- */
 
@@ -158,12 +159,12 @@ static json_t *pool(const char *kind, const char *ns, const char *name, const ch
 	char buf[2048];
 	if (ns != NULL)
 		snprintf(buf, sizeof(buf),
-		         "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\","
+		         "{\"apiVersion\":\"" PK_POOL_API_VERSION "\",\"kind\":\"%s\","
 		         "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":%s}",
 		         kind, name, ns, spec);
 	else
 		snprintf(buf, sizeof(buf),
-		         "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\","
+		         "{\"apiVersion\":\"" PK_POOL_API_VERSION "\",\"kind\":\"%s\","
 		         "\"metadata\":{\"name\":\"%s\"},\"spec\":%s}",
 		         kind, name, spec);
 	return load(buf);
@@ -173,17 +174,19 @@ static json_t *ipaddress(const char *ns, const char *name, const char *addr, con
                          const char *pool_name)
 {
 	char buf[2048];
-	snprintf(
-	    buf, sizeof(buf),
-	    "{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddress\","
-	    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"ownerReferences\":["
-	    "{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddressClaim\","
-	    "\"name\":\"%s\",\"uid\":\"u1\",\"controller\":true,\"blockOwnerDeletion\":true},"
-	    "{\"apiVersion\":\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"%s\",\"name\":\"%s\","
-	    "\"uid\":\"u2\",\"controller\":false,\"blockOwnerDeletion\":true}]},"
-	    "\"spec\":{\"address\":\"%s\",\"prefix\":24,\"claimRef\":{\"name\":\"%s\"},"
-	    "\"poolRef\":{\"apiGroup\":\"ipam.poolkeeper.io\",\"kind\":\"%s\",\"name\":\"%s\"}}}",
-	    name, ns, name, kind, pool_name, addr, name, kind, pool_name);
+	snprintf(buf, sizeof(buf),
+	         "{\"apiVersion\":\"" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2
+	         "\",\"kind\":\"" PK_ADDRESS_KIND "\","
+	         "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"ownerReferences\":["
+	         "{\"apiVersion\":\"" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2
+	         "\",\"kind\":\"" PK_CLAIM_KIND "\","
+	         "\"name\":\"%s\",\"uid\":\"u1\",\"controller\":true,\"blockOwnerDeletion\":true},"
+	         "{\"apiVersion\":\"" PK_POOL_API_VERSION "\",\"kind\":\"%s\",\"name\":\"%s\","
+	         "\"uid\":\"u2\",\"controller\":false,\"blockOwnerDeletion\":true}]},"
+	         "\"spec\":{\"address\":\"%s\",\"prefix\":24,\"claimRef\":{\"name\":\"%s\"},"
+	         "\"poolRef\":{\"apiGroup\":\"" PK_POOL_GROUP
+	         "\",\"kind\":\"%s\",\"name\":\"%s\"}}}",
+	         name, ns, name, kind, pool_name, addr, name, kind, pool_name);
 	return load(buf);
 }
 
@@ -238,8 +241,8 @@ static void review(const struct pk_admission_config *cfg, enum pk_admission_endp
 		json_object_set(req, "object", obj);
 	if (old)
 		json_object_set(req, "oldObject", old);
-	json_t *rv = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
-	                       "AdmissionReview", "request", req);
+	json_t *rv = json_pack("{s:s, s:s, s:o}", "apiVersion", PK_ADMISSION_API_VERSION, "kind",
+	                       PK_ADMISSION_REVIEW_KIND, "request", req);
 	char *body = json_dumps(rv, JSON_COMPACT);
 	memset(a, 0, sizeof(*a));
 	pk_admission_review(cfg, ep, body, strlen(body), &a->http, &a->all);
@@ -247,7 +250,8 @@ static void review(const struct pk_admission_config *cfg, enum pk_admission_endp
 	json_decref(rv);
 	assert_int_equal(a->http, 200);
 	a->resp = json_object_get(a->all, "response");
-	assert_string_equal(json_string_value(json_object_get(a->all, "kind")), "AdmissionReview");
+	assert_string_equal(json_string_value(json_object_get(a->all, "kind")),
+	                    PK_ADMISSION_REVIEW_KIND);
 	assert_string_equal(json_string_value(json_object_get(a->resp, "uid")), "7f2d-1");
 	a->allowed = json_is_true(json_object_get(a->resp, "allowed"));
 	a->message =
@@ -297,9 +301,9 @@ static const struct pk_admission_config CFG_API = {
 static const struct pk_admission_config CFG_NOAPI = {.claims = PK_ENFORCE_DENY,
                                                      .foreign_claims = PK_ENFORCE_WARN};
 
-#define POOL_V  "ipam.poolkeeper.io", "v1alpha1"
-#define CAPI_V2 "ipam.cluster.x-k8s.io", "v1beta2"
-#define CAPI_V1 "ipam.cluster.x-k8s.io", "v1beta1"
+#define POOL_V  PK_POOL_GROUP, PK_POOL_VERSION
+#define CAPI_V2 PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2
+#define CAPI_V1 PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA1
 
 /* ---- malformed requests ---- */
 
@@ -312,25 +316,32 @@ static void test_bad_requests(void **state)
 		const char *says;
 	} cases[] = {
 	    {"not json", 400, "not JSON"},
-	    {"[]", 400, "not an admission.k8s.io/v1 AdmissionReview"},
-	    {"{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\","
+	    {"[]", 400, "not an " PK_ADMISSION_API_VERSION " AdmissionReview"},
+	    {"{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"" PK_ADMISSION_REVIEW_KIND
+	     "\","
 	     "\"request\":{}}",
-	     400, "not an admission.k8s.io/v1 AdmissionReview"},
-	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}", 400,
-	     "no request"},
-	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	     400, "not an " PK_ADMISSION_API_VERSION " AdmissionReview"},
+	    {"{\"apiVersion\":\"" PK_ADMISSION_API_VERSION "\",\"kind\":\"" PK_ADMISSION_REVIEW_KIND
+	     "\"}",
+	     400, "no request"},
+	    {"{\"apiVersion\":\"" PK_ADMISSION_API_VERSION "\",\"kind\":\"" PK_ADMISSION_REVIEW_KIND
+	     "\","
 	     "\"request\":{\"operation\":\"CREATE\"}}",
 	     400, "request.uid"},
-	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	    {"{\"apiVersion\":\"" PK_ADMISSION_API_VERSION "\",\"kind\":\"" PK_ADMISSION_REVIEW_KIND
+	     "\","
 	     "\"request\":{\"uid\":\"1\",\"operation\":\"PATCH\"}}",
 	     400, "request.operation"},
-	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	    {"{\"apiVersion\":\"" PK_ADMISSION_API_VERSION "\",\"kind\":\"" PK_ADMISSION_REVIEW_KIND
+	     "\","
 	     "\"request\":{\"uid\":\"1\",\"operation\":\"CREATE\",\"resource\":{}}}",
 	     400, "request.object is missing on CREATE"},
-	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	    {"{\"apiVersion\":\"" PK_ADMISSION_API_VERSION "\",\"kind\":\"" PK_ADMISSION_REVIEW_KIND
+	     "\","
 	     "\"request\":{\"uid\":\"1\",\"operation\":\"UPDATE\",\"object\":{}}}",
 	     400, "request.oldObject is missing on UPDATE"},
-	    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	    {"{\"apiVersion\":\"" PK_ADMISSION_API_VERSION "\",\"kind\":\"" PK_ADMISSION_REVIEW_KIND
+	     "\","
 	     "\"request\":{\"uid\":\"1\",\"operation\":\"CREATE\",\"object\":{}}}",
 	     400, "request.resource"},
 	    {"{\"a\":1,\"a\":2}", 400, "not JSON"},
@@ -376,10 +387,10 @@ static void test_unknown_resource(void **state)
 	assert_false(a.allowed);
 	assert_non_null(strstr(a.message, "/v1/configmaps"));
 	done(&a);
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.poolkeeper.io", "v1beta9",
-	       "ippools", o, NULL, &a);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", PK_POOL_GROUP, "v1beta9",
+	       PK_POOL_RESOURCE, o, NULL, &a);
 	assert_false(a.allowed);
-	assert_non_null(strstr(a.message, "ipam.poolkeeper.io/v1beta9/ippools"));
+	assert_non_null(strstr(a.message, PK_POOL_GROUP "/v1beta9/ippools"));
 	done(&a);
 	json_decref(o);
 }
@@ -391,14 +402,14 @@ static void test_pool_create(void **state)
 	(void)state;
 	struct answer a;
 	json_t *p =
-	    pool("IPPool", "team-a", "nodes",
+	    pool(PK_POOL_KIND, "team-a", "nodes",
 	         "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,\"gateway\":\"10.0.0.1\"}");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL, &a);
 	assert_allowed(&a);
 	assert_string_equal(a.warnings, "");
 	done(&a);
 	/* without API access it still answers, and says what it skipped */
-	review(&CFG_NOAPI, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	review(&CFG_NOAPI, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL, &a);
 	assert_allowed(&a);
 	assert_non_null(strstr(a.warnings, "overlap and shrink checks were skipped"));
 	done(&a);
@@ -417,8 +428,9 @@ static void test_pool_create(void **state)
 	    {"{\"addresses\":[\"10.0.0.20-10.0.0.10\"],\"prefix\":24}", "starts after it ends"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		p = pool("IPPool", "team-a", "nodes", bad[i].spec);
-		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+		p = pool(PK_POOL_KIND, "team-a", "nodes", bad[i].spec);
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL,
+		       &a);
 		assert_denied_with(&a, bad[i].says);
 		assert_non_null(strstr(a.message, "IPPool team-a/nodes"));
 		done(&a);
@@ -430,28 +442,31 @@ static void test_pool_overlap(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_array_append_new(W.pools, pool("GlobalIPPool", NULL, "g-shared",
+	json_array_append_new(W.pools, pool(PK_GLOBAL_POOL_KIND, NULL, "g-shared",
 	                                    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}"));
-	json_array_append_new(W.pools, pool("IPPool", "team-b", "b-nodes",
+	json_array_append_new(W.pools, pool(PK_POOL_KIND, "team-b", "b-nodes",
 	                                    "{\"addresses\":[\"10.1.0.0/24\"],\"prefix\":24}"));
 	/* an IPPool overlapping a GlobalIPPool */
-	json_t *p =
-	    pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.128/25\"],\"prefix\":24}");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	json_t *p = pool(PK_POOL_KIND, "team-a", "nodes",
+	                 "{\"addresses\":[\"10.0.0.128/25\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL, &a);
 	assert_denied_with(&a, "overlaps with a GlobalIPPool: both could hand out 10.0.0.128");
 	/* a tenant may not be allowed to read cluster-scoped pools: not named */
 	assert_null(strstr(a.message, "g-shared"));
 	done(&a);
 	json_decref(p);
 	/* IPPools of other namespaces are not compared with each other */
-	p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.1.0.0/25\"],\"prefix\":24}");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	p = pool(PK_POOL_KIND, "team-a", "nodes",
+	         "{\"addresses\":[\"10.1.0.0/25\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL, &a);
 	assert_allowed(&a);
 	done(&a);
 	json_decref(p);
 	/* ... but a GlobalIPPool is compared with every pool */
-	p = pool("GlobalIPPool", NULL, "wide", "{\"addresses\":[\"10.1.0.0/16\"],\"prefix\":16}");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "globalippools", p, NULL, &a);
+	p = pool(PK_GLOBAL_POOL_KIND, NULL, "wide",
+	         "{\"addresses\":[\"10.1.0.0/16\"],\"prefix\":16}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, PK_GLOBAL_POOL_RESOURCE, p, NULL,
+	       &a);
 	assert_denied_with(&a,
 	                   "overlaps with an IPPool of a namespace: both could hand out 10.1.0.1");
 	/* ... naming neither the namespace nor the pool */
@@ -460,34 +475,37 @@ static void test_pool_overlap(void **state)
 	done(&a);
 	json_decref(p);
 	/* an IPPool of the same namespace is named: the requester works there */
-	json_array_append_new(W.pools, pool("IPPool", "team-a", "a-old",
+	json_array_append_new(W.pools, pool(PK_POOL_KIND, "team-a", "a-old",
 	                                    "{\"addresses\":[\"10.2.0.0/24\"],\"prefix\":24}"));
-	p = pool("IPPool", "team-a", "a-new", "{\"addresses\":[\"10.2.0.5\"],\"prefix\":24}");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	p = pool(PK_POOL_KIND, "team-a", "a-new", "{\"addresses\":[\"10.2.0.5\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL, &a);
 	assert_denied_with(&a, "overlaps with IPPool team-a/a-old");
 	done(&a);
 	json_decref(p);
 	/* another GlobalIPPool is not named to a GlobalIPPool's author either */
-	p = pool("GlobalIPPool", NULL, "wide2", "{\"addresses\":[\"10.0.0.9\"],\"prefix\":24}");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "globalippools", p, NULL, &a);
+	p = pool(PK_GLOBAL_POOL_KIND, NULL, "wide2",
+	         "{\"addresses\":[\"10.0.0.9\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, PK_GLOBAL_POOL_RESOURCE, p, NULL,
+	       &a);
 	assert_denied_with(&a, "overlaps with a GlobalIPPool");
 	if (strstr(a.message, "g-shared") != NULL)
 		fail_msg("names the other GlobalIPPool: %s", a.message);
 	done(&a);
 	json_decref(p);
 	/* an update of a pool is not compared with itself */
-	p = pool("GlobalIPPool", NULL, "g-shared",
+	p = pool(PK_GLOBAL_POOL_KIND, NULL, "g-shared",
 	         "{\"addresses\":[\"10.0.0.0/25\"],\"prefix\":24}");
 	json_t *old = json_incref(json_array_get(W.pools, 0));
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, "globalippools", p, old, &a);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, PK_GLOBAL_POOL_RESOURCE, p, old,
+	       &a);
 	assert_allowed(&a);
 	done(&a);
 	json_decref(p);
 	json_decref(old);
 	/* when the lookup fails, the check does not pass silently */
 	W.fail = true;
-	p = pool("IPPool", "team-a", "x", "{\"addresses\":[\"10.9.0.0/24\"],\"prefix\":24}");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	p = pool(PK_POOL_KIND, "team-a", "x", "{\"addresses\":[\"10.9.0.0/24\"],\"prefix\":24}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL, &a);
 	assert_false(a.allowed);
 	assert_non_null(strstr(a.message, "connection refused"));
 	done(&a);
@@ -498,49 +516,51 @@ static void test_pool_shrink_and_delete(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_t *old =
-	    pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}");
+	json_t *old = pool(PK_POOL_KIND, "team-a", "nodes",
+	                   "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}");
 	json_array_append(W.pools, old);
 	json_array_append_new(W.addresses,
-	                      ipaddress("team-a", "m-1", "10.0.0.50", "IPPool", "nodes"));
+	                      ipaddress("team-a", "m-1", "10.0.0.50", PK_POOL_KIND, "nodes"));
 	/* shrinking past an address in use is refused, naming it */
-	json_t *p = pool("IPPool", "team-a", "nodes",
+	json_t *p = pool(PK_POOL_KIND, "team-a", "nodes",
 	                 "{\"addresses\":[\"10.0.0.100-10.0.0.200\"],\"prefix\":24}");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, "ippools", p, old, &a);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, PK_POOL_RESOURCE, p, old, &a);
 	assert_denied_with(&a, "10.0.0.50");
 	done(&a);
 	json_decref(p);
 	/* growing is fine */
-	p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/23\"],\"prefix\":23}");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, "ippools", p, old, &a);
+	p = pool(PK_POOL_KIND, "team-a", "nodes",
+	         "{\"addresses\":[\"10.0.0.0/23\"],\"prefix\":23}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", POOL_V, PK_POOL_RESOURCE, p, old, &a);
 	assert_allowed(&a);
 	done(&a);
 	json_decref(p);
 	/* delete while an IPAddress exists: refused */
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "ippools", NULL, old, &a);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, PK_POOL_RESOURCE, NULL, old, &a);
 	assert_denied_with(&a, "IPAddress team-a/m-1");
-	assert_non_null(strstr(a.message, "ipam.poolkeeper.io/skip-delete-protection"));
+	assert_non_null(strstr(a.message, PK_SKIP_DELETE_PROTECTION_ANNOTATION));
 	done(&a);
 	/* clusterctl move and the explicit annotation are never refused */
-	const char *annotations[] = {"clusterctl.cluster.x-k8s.io/delete-for-move",
-	                             "ipam.poolkeeper.io/skip-delete-protection"};
+	const char *annotations[] = {PK_DELETE_FOR_MOVE_ANNOTATION,
+	                             PK_SKIP_DELETE_PROTECTION_ANNOTATION};
 	for (int i = 0; i < 2; i++) {
 		json_t *moving = json_deep_copy(old);
 		json_object_set_new(json_object_get(moving, "metadata"), "annotations",
 		                    json_pack("{s:s}", annotations[i], ""));
-		review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "ippools", NULL, moving,
-		       &a);
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, PK_POOL_RESOURCE, NULL,
+		       moving, &a);
 		assert_allowed(&a);
 		done(&a);
 		json_decref(moving);
 	}
 	/* a DELETE whose request carries no name: the name comes from oldObject */
 	{
-		json_t *rv = json_pack(
-		    "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:O}}", "apiVersion",
-		    "admission.k8s.io/v1", "kind", "AdmissionReview", "request", "uid", "u-2",
-		    "operation", "DELETE", "resource", "group", "ipam.poolkeeper.io", "version",
-		    "v1alpha1", "resource", "ippools", "namespace", "team-a", "oldObject", old);
+		json_t *rv =
+		    json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:O}}", "apiVersion",
+		              PK_ADMISSION_API_VERSION, "kind", PK_ADMISSION_REVIEW_KIND, "request",
+		              "uid", "u-2", "operation", "DELETE", "resource", "group",
+		              PK_POOL_GROUP, "version", PK_POOL_VERSION, "resource",
+		              PK_POOL_RESOURCE, "namespace", "team-a", "oldObject", old);
 		char *body = json_dumps(rv, JSON_COMPACT);
 		int http;
 		json_t *resp;
@@ -569,11 +589,12 @@ static void test_pool_shrink_and_delete(void **state)
 		json_decref(rv);
 	}
 	/* a GlobalIPPool's addresses live in any namespace: counted, never named */
-	json_t *g =
-	    pool("GlobalIPPool", NULL, "shared", "{\"addresses\":[\"10.5.0.0/24\"],\"prefix\":24}");
-	json_array_append_new(
-	    W.addresses, ipaddress("team-b", "b-secret", "10.5.0.9", "GlobalIPPool", "shared"));
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "globalippools", NULL, g, &a);
+	json_t *g = pool(PK_GLOBAL_POOL_KIND, NULL, "shared",
+	                 "{\"addresses\":[\"10.5.0.0/24\"],\"prefix\":24}");
+	json_array_append_new(W.addresses, ipaddress("team-b", "b-secret", "10.5.0.9",
+	                                             PK_GLOBAL_POOL_KIND, "shared"));
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, PK_GLOBAL_POOL_RESOURCE, NULL, g,
+	       &a);
 	assert_denied_with(&a, "1 IPAddress allocated from this pool still exists");
 	assert_null(strstr(a.message, "team-b"));
 	assert_null(strstr(a.message, "b-secret"));
@@ -581,7 +602,7 @@ static void test_pool_shrink_and_delete(void **state)
 	json_decref(g);
 	/* once the addresses are gone, deletion passes */
 	json_array_clear(W.addresses);
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, "ippools", NULL, old, &a);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", POOL_V, PK_POOL_RESOURCE, NULL, old, &a);
 	assert_allowed(&a);
 	done(&a);
 	json_decref(old);
@@ -593,9 +614,9 @@ static void test_pool_shrink_and_delete(void **state)
 static json_t *pool_claim(const char *ns, const char *name, const char *kind, const char *pool_name)
 {
 	return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:s, s:s, s:s}}}", "apiVersion",
-	                 "ipam.cluster.x-k8s.io/v1beta2", "kind", "IPAddressClaim", "metadata",
+	                 PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2, "kind", PK_CLAIM_KIND, "metadata",
 	                 "name", name, "namespace", ns, "spec", "poolRef", "apiGroup",
-	                 "ipam.poolkeeper.io", "kind", kind, "name", pool_name);
+	                 PK_POOL_GROUP, "kind", kind, "name", pool_name);
 }
 
 static json_t *claim(const char *version, const char *cluster, const char *label,
@@ -606,13 +627,14 @@ static json_t *claim(const char *version, const char *cluster, const char *label
 		snprintf(spec_cluster, sizeof(spec_cluster), "\"clusterName\":\"%s\",", cluster);
 	if (label)
 		snprintf(labels, sizeof(labels),
-		         "\"labels\":{\"cluster.x-k8s.io/cluster-name\":\"%s\"},", label);
+		         "\"labels\":{\"" PK_CLUSTER_NAME_LABEL "\":\"%s\"},", label);
 	snprintf(buf, sizeof(buf),
-	         "{\"apiVersion\":\"ipam.cluster.x-k8s.io/%s\",\"kind\":\"IPAddressClaim\","
+	         "{\"apiVersion\":\"" PK_CAPI_IPAM_GROUP "/%s\",\"kind\":\"" PK_CLAIM_KIND "\","
 	         "\"metadata\":{\"name\":\"m-1\",\"namespace\":\"team-a\",%s\"ownerReferences\":["
 	         "{\"apiVersion\":\"infrastructure.cluster.x-k8s.io/v1beta1\",\"kind\":"
 	         "\"VSphereMachine\",\"name\":\"m-1\",\"uid\":\"9\"%s}]},"
-	         "\"spec\":{%s\"poolRef\":{\"apiGroup\":\"%s\",\"kind\":\"IPPool\",\"name\":"
+	         "\"spec\":{%s\"poolRef\":{\"apiGroup\":\"%s\",\"kind\":\"" PK_POOL_KIND
+	         "\",\"name\":"
 	         "\"nodes\"}}}",
 	         version, labels, owner_flags, spec_cluster, pool_group);
 	return load(buf);
@@ -624,42 +646,42 @@ static void test_claims(void **state)
 {
 	(void)state;
 	struct answer a;
-	static const char *const versions[] = {"v1beta1", "v1beta2"};
+	static const char *const versions[] = {PK_CAPI_V1BETA1, PK_CAPI_V1BETA2};
 	for (int v = 0; v < 2; v++) {
 		const char *ver = versions[v];
-		json_t *c = claim(ver, "prod", NULL, OWNER_OK, "ipam.poolkeeper.io");
-		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
-		       "ipaddressclaims", c, NULL, &a);
+		json_t *c = claim(ver, "prod", NULL, OWNER_OK, PK_POOL_GROUP);
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", PK_CAPI_IPAM_GROUP, ver,
+		       PK_CLAIM_RESOURCE, c, NULL, &a);
 		assert_allowed(&a);
 		done(&a);
 		json_decref(c);
 
-		c = claim(ver, NULL, NULL, OWNER_OK, "ipam.poolkeeper.io");
-		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
-		       "ipaddressclaims", c, NULL, &a);
+		c = claim(ver, NULL, NULL, OWNER_OK, PK_POOL_GROUP);
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", PK_CAPI_IPAM_GROUP, ver,
+		       PK_CLAIM_RESOURCE, c, NULL, &a);
 		assert_denied_with(&a, "spec.clusterName");
 		done(&a);
 		json_decref(c);
 
 		/* the deprecated label alone passes, with a warning */
-		c = claim(ver, NULL, "prod", OWNER_OK, "ipam.poolkeeper.io");
-		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
-		       "ipaddressclaims", c, NULL, &a);
+		c = claim(ver, NULL, "prod", OWNER_OK, PK_POOL_GROUP);
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", PK_CAPI_IPAM_GROUP, ver,
+		       PK_CLAIM_RESOURCE, c, NULL, &a);
 		assert_allowed(&a);
 		assert_non_null(strstr(a.warnings, "deprecated"));
 		done(&a);
 		json_decref(c);
 
-		c = claim(ver, "prod", NULL, ",\"controller\":true", "ipam.poolkeeper.io");
-		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
-		       "ipaddressclaims", c, NULL, &a);
+		c = claim(ver, "prod", NULL, ",\"controller\":true", PK_POOL_GROUP);
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", PK_CAPI_IPAM_GROUP, ver,
+		       PK_CLAIM_RESOURCE, c, NULL, &a);
 		assert_denied_with(&a, "blockOwnerDeletion");
 		done(&a);
 		json_decref(c);
 
-		c = claim(ver, "prod", NULL, ",\"blockOwnerDeletion\":true", "ipam.poolkeeper.io");
-		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", "ipam.cluster.x-k8s.io", ver,
-		       "ipaddressclaims", c, NULL, &a);
+		c = claim(ver, "prod", NULL, ",\"blockOwnerDeletion\":true", PK_POOL_GROUP);
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", PK_CAPI_IPAM_GROUP, ver,
+		       PK_CLAIM_RESOURCE, c, NULL, &a);
 		assert_denied_with(&a, "controller");
 		done(&a);
 		json_decref(c);
@@ -670,34 +692,34 @@ static void test_claim_enforcement_modes(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_t *bad = claim("v1beta2", NULL, NULL, "", "ipam.poolkeeper.io");
+	json_t *bad = claim(PK_CAPI_V1BETA2, NULL, NULL, "", PK_POOL_GROUP);
 	/* --claim-enforcement=warn admits with kubectl "Warning:" lines */
 	struct pk_admission_config warn = {
 	    .claims = PK_ENFORCE_WARN, .foreign_claims = PK_ENFORCE_WARN, .lookup = &LK};
-	review(&warn, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", bad, NULL, &a);
+	review(&warn, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_CLAIM_RESOURCE, bad, NULL, &a);
 	assert_allowed(&a);
 	assert_non_null(strstr(a.warnings, "would be denied"));
 	assert_non_null(strstr(a.warnings, "spec.clusterName"));
 	done(&a);
 	json_decref(bad);
 
-	json_t *foreign = claim("v1beta2", NULL, NULL, "", "ipam.cluster.x-k8s.io");
+	json_t *foreign = claim(PK_CAPI_V1BETA2, NULL, NULL, "", PK_CAPI_IPAM_GROUP);
 	/* other providers' claims: warn by default */
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_CLAIM_RESOURCE, foreign, NULL,
 	       &a);
 	assert_allowed(&a);
 	assert_non_null(strstr(a.warnings, "would be denied"));
 	done(&a);
 	struct pk_admission_config ignore = {
 	    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_IGNORE, .lookup = &LK};
-	review(&ignore, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
+	review(&ignore, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_CLAIM_RESOURCE, foreign, NULL,
 	       &a);
 	assert_allowed(&a);
 	assert_string_equal(a.warnings, "");
 	done(&a);
 	struct pk_admission_config strict = {
 	    .claims = PK_ENFORCE_DENY, .foreign_claims = PK_ENFORCE_DENY, .lookup = &LK};
-	review(&strict, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddressclaims", foreign, NULL,
+	review(&strict, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_CLAIM_RESOURCE, foreign, NULL,
 	       &a);
 	assert_denied_with(&a, "spec.clusterName");
 	done(&a);
@@ -708,16 +730,15 @@ static void test_claim_updates_and_deletes(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_t *old = claim("v1beta2", "prod", NULL, OWNER_OK, "ipam.poolkeeper.io");
+	json_t *old = claim(PK_CAPI_V1BETA2, "prod", NULL, OWNER_OK, PK_POOL_GROUP);
 	/* metadata changes always pass: finalizers, owner references rewritten, annotations */
 	json_t *c = json_deep_copy(old);
 	json_t *md = json_object_get(c, "metadata");
-	json_object_set_new(md, "finalizers",
-	                    json_pack("[s]", "ipam.poolkeeper.io/release-address"));
+	json_object_set_new(md, "finalizers", json_pack("[s]", PK_CLAIM_FINALIZER));
 	json_object_set_new(md, "ownerReferences", json_array());
 	json_object_set_new(md, "annotations",
-	                    json_pack("{s:s}", "clusterctl.cluster.x-k8s.io/delete-for-move", ""));
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, "ipaddressclaims", c, old, &a);
+	                    json_pack("{s:s}", PK_DELETE_FOR_MOVE_ANNOTATION, ""));
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, PK_CLAIM_RESOURCE, c, old, &a);
 	assert_allowed(&a);
 	done(&a);
 	json_decref(c);
@@ -725,13 +746,13 @@ static void test_claim_updates_and_deletes(void **state)
 	c = json_deep_copy(old);
 	json_object_set_new(json_object_get(json_object_get(c, "spec"), "poolRef"), "name",
 	                    json_string("other"));
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, "ipaddressclaims", c, old, &a);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, PK_CLAIM_RESOURCE, c, old, &a);
 	assert_denied_with(&a, "immutable");
 	done(&a);
 	json_decref(c);
 	/* deletion is never blocked, whatever the claim looks like */
-	json_t *broken = claim("v1beta2", NULL, NULL, "", "ipam.poolkeeper.io");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", CAPI_V2, "ipaddressclaims", NULL, broken,
+	json_t *broken = claim(PK_CAPI_V1BETA2, NULL, NULL, "", PK_POOL_GROUP);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "DELETE", CAPI_V2, PK_CLAIM_RESOURCE, NULL, broken,
 	       &a);
 	assert_allowed(&a);
 	done(&a);
@@ -745,44 +766,45 @@ static void test_mutations(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_t *c = claim("v1beta2", NULL, "prod", OWNER_OK, "ipam.poolkeeper.io");
-	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V2, "ipaddressclaims", c, NULL, &a);
+	json_t *c = claim(PK_CAPI_V1BETA2, NULL, "prod", OWNER_OK, PK_POOL_GROUP);
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V2, PK_CLAIM_RESOURCE, c, NULL, &a);
 	assert_allowed(&a);
 	assert_string_equal(a.patch,
 	                    "[{\"op\":\"add\",\"path\":\"/spec/clusterName\",\"value\":\"prod\"}]");
-	assert_non_null(strstr(a.warnings, "deprecated label cluster.x-k8s.io/cluster-name"));
+	assert_non_null(strstr(a.warnings, "deprecated label " PK_CLUSTER_NAME_LABEL));
 	done(&a);
 	/* not on UPDATE: the spec is immutable afterwards */
-	review(&CFG_API, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V2, "ipaddressclaims", c, c, &a);
+	review(&CFG_API, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V2, PK_CLAIM_RESOURCE, c, c, &a);
 	assert_string_equal(a.patch, "");
 	done(&a);
 	json_decref(c);
 	/* an empty clusterName is replaced */
-	c = claim("v1beta1", "", "prod", OWNER_OK, "ipam.poolkeeper.io");
-	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V1, "ipaddressclaims", c, NULL, &a);
+	c = claim(PK_CAPI_V1BETA1, "", "prod", OWNER_OK, PK_POOL_GROUP);
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V1, PK_CLAIM_RESOURCE, c, NULL, &a);
 	assert_string_equal(
 	    a.patch, "[{\"op\":\"replace\",\"path\":\"/spec/clusterName\",\"value\":\"prod\"}]");
 	done(&a);
 	json_decref(c);
 	/* a set clusterName is never rewritten */
-	c = claim("v1beta2", "prod", "other", OWNER_OK, "ipam.poolkeeper.io");
-	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V2, "ipaddressclaims", c, NULL, &a);
+	c = claim(PK_CAPI_V1BETA2, "prod", "other", OWNER_OK, PK_POOL_GROUP);
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", CAPI_V2, PK_CLAIM_RESOURCE, c, NULL, &a);
 	assert_string_equal(a.patch, "");
 	done(&a);
 	json_decref(c);
 	/* pools: prefix from a lone CIDR */
-	json_t *p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\"]}");
-	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	json_t *p = pool(PK_POOL_KIND, "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\"]}");
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL, &a);
 	assert_string_equal(a.patch, "[{\"op\":\"add\",\"path\":\"/spec/prefix\",\"value\":24}]");
 	done(&a);
 	json_decref(p);
-	p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":16}");
-	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	p = pool(PK_POOL_KIND, "team-a", "nodes",
+	         "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":16}");
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL, &a);
 	assert_string_equal(a.patch, "");
 	done(&a);
 	json_decref(p);
-	p = pool("IPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\",\"10.0.1.5\"]}");
-	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", POOL_V, "ippools", p, NULL, &a);
+	p = pool(PK_POOL_KIND, "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\",\"10.0.1.5\"]}");
+	review(&CFG_API, PK_ADMISSION_MUTATE, "CREATE", POOL_V, PK_POOL_RESOURCE, p, NULL, &a);
 	assert_string_equal(a.patch, "");
 	done(&a);
 	json_decref(p);
@@ -825,38 +847,17 @@ static json_t *provider_claim(const char *refs, const char *pool_ref)
 {
 	char buf[2048];
 	snprintf(buf, sizeof(buf),
-	         "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta1','kind':'IPAddressClaim',"
+	         "{'apiVersion':'" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1 "','kind':'" PK_CLAIM_KIND
+	         "',"
 	         "'metadata':{'name':'vm-1-0-0','namespace':'team-a','labels':"
-	         "{'cluster.x-k8s.io/cluster-name':'c1'},'ownerReferences':%s},"
+	         "{'" PK_CLUSTER_NAME_LABEL "':'c1'},'ownerReferences':%s},"
 	         "'spec':{'poolRef':%s}}",
 	         refs,
 	         pool_ref ? pool_ref
-	                  : "{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool',"
+	                  : "{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_POOL_KIND "',"
 	                    "'name':'nodes'}");
 	return loadq(buf);
 }
-
-/* sigs.k8s.io/cluster-api-provider-vsphere v1.14.0,
- * controllers/vspherevm_ipaddress_reconciler.go: the VSphereVM reference that EnsureOwnerRef
- * adds, neither controller nor blockOwnerDeletion; finalizer ip-claim-protection. */
-#define CAPV_REF                                                                             \
-	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'VSphereVM','name':" \
-	"'vm-1','uid':'6f1c'}"
-/* metal3-io/cluster-api-provider-metal3, baremetal/metal3data_manager.go: the Metal3Data with
- * controller: true and no blockOwnerDeletion. */
-#define CAPM3_REF                                                                             \
-	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1beta1','kind':'Metal3Data','name':" \
-	"'data-1','uid':'8a2e','controller':true}"
-/* sigs.k8s.io/cluster-api-provider-openstack v0.13.0, controllers/openstackserver_controller.go:
- * the OpenStackServer (v1alpha1), neither flag. */
-#define CAPO_REF                                                                             \
-	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'OpenStackServer'," \
-	"'name':'srv-1','uid':'3b7d'}"
-/* github.com/ionos-cloud/cluster-api-provider-proxmox v0.7.0, pkg/kubernetes/ipam/ipam.go:
- * SetControllerReference, both flags. */
-#define PROXMOX_REF                                                                         \
-	"{'apiVersion':'infrastructure.cluster.x-k8s.io/v1alpha1','kind':'ProxmoxMachine'," \
-	"'name':'pm-1','uid':'5c9f','controller':true,'blockOwnerDeletion':true}"
 
 #define CLUSTER_NAME_PATCH "{\"op\":\"add\",\"path\":\"/spec/clusterName\",\"value\":\"c1\"}"
 
@@ -865,12 +866,12 @@ static json_t *provider_claim(const char *refs, const char *pool_ref)
 static void admit(const struct pk_admission_config *cfg, json_t *c, struct answer *m,
                   struct answer *v)
 {
-	review(cfg, PK_ADMISSION_MUTATE, "CREATE", CAPI_V1, "ipaddressclaims", c, NULL, m);
+	review(cfg, PK_ADMISSION_MUTATE, "CREATE", CAPI_V1, PK_CLAIM_RESOURCE, c, NULL, m);
 	assert_allowed(m);
 	json_t *mutated = json_deep_copy(c);
 	if (m->patch[0] != '\0')
 		pk_test_apply_json_patch(mutated, m->patch);
-	review(cfg, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, "ipaddressclaims", mutated, NULL, v);
+	review(cfg, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, PK_CLAIM_RESOURCE, mutated, NULL, v);
 	json_decref(mutated);
 }
 
@@ -947,7 +948,8 @@ static void test_repair_not_repaired(void **state)
 	} cases[] = {
 	    {"no owner reference", "[]", "metadata.ownerReferences: is empty"},
 	    {"two references, none the controller",
-	     "[{'apiVersion':'cluster.x-k8s.io/v1beta1','kind':'Machine','name':'m-1','uid':'77'},"
+	     "[{'apiVersion':'" PK_CAPI_CORE_GROUP "/" PK_CAPI_V1BETA1
+	     "','kind':'Machine','name':'m-1','uid':'77'},"
 	     "" CAPV_REF "]",
 	     "2 owner references and none is the controller: Machine \"m-1\", VSphereVM \"vm-1\""},
 	    {"controller as a string",
@@ -982,10 +984,10 @@ static void test_repair_not_repaired(void **state)
 	}
 
 	/* two references, the second the controller: that one is repaired, by its index */
-	json_t *c = provider_claim(
-	    "[{'apiVersion':'cluster.x-k8s.io/v1beta1','kind':'Machine','name':'m-1','uid':'77'},"
-	    "" CAPM3_REF "]",
-	    NULL);
+	json_t *c = provider_claim("[{'apiVersion':'" PK_CAPI_CORE_GROUP "/" PK_CAPI_V1BETA1
+	                           "','kind':'Machine','name':'m-1','uid':'77'},"
+	                           "" CAPM3_REF "]",
+	                           NULL);
 	struct answer m, v;
 	admit(&CFG_REPAIR, c, &m, &v);
 	assert_string_equal(
@@ -1077,11 +1079,11 @@ static void test_repair_updates_and_foreign_claims(void **state)
 	json_object_set_new(json_object_get(old, "spec"), "clusterName", json_string("c1"));
 	json_t *c = json_deep_copy(old);
 	json_object_set_new(json_object_get(c, "metadata"), "ownerReferences", json_array());
-	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, PK_CLAIM_RESOURCE, c, old, &a);
 	assert_string_equal(a.patch, "");
 	assert_string_equal(a.warnings, "");
 	done(&a);
-	review(&CFG_REPAIR, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old,
+	review(&CFG_REPAIR, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V1, PK_CLAIM_RESOURCE, c, old,
 	       &a);
 	assert_allowed(&a);
 	assert_string_equal(a.warnings, "");
@@ -1100,7 +1102,7 @@ static void test_repair_updates_and_foreign_claims(void **state)
 	json_object_set_new(oref, "blockOwnerDeletion", json_true());
 	c = provider_claim("[" CAPV_REF "]", NULL);
 	json_object_set_new(json_object_get(c, "spec"), "clusterName", json_string("c1"));
-	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, PK_CLAIM_RESOURCE, c, old, &a);
 	assert_allowed(&a);
 	assert_string_equal(
 	    a.patch, "[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/0/uid\",\"value\":"
@@ -1111,7 +1113,7 @@ static void test_repair_updates_and_foreign_claims(void **state)
 	done(&a);
 	/* ... the patched claim equals the stored one */
 	json_t *patched = json_deep_copy(c);
-	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, PK_CLAIM_RESOURCE, c, old, &a);
 	pk_test_apply_json_patch(patched, a.patch);
 	done(&a);
 	assert_true(
@@ -1121,20 +1123,20 @@ static void test_repair_updates_and_foreign_claims(void **state)
 	/* deny mode: nothing put back (today's behaviour) */
 	struct pk_admission_config deny_cfg = CFG_REPAIR;
 	deny_cfg.claims = PK_ENFORCE_DENY;
-	review(&deny_cfg, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	review(&deny_cfg, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, PK_CLAIM_RESOURCE, c, old, &a);
 	assert_string_equal(a.patch, "");
 	done(&a);
 	/* a flag the writer set to false stays false; another uid is another reference */
 	json_t *nref =
 	    json_array_get(json_object_get(json_object_get(c, "metadata"), "ownerReferences"), 0);
 	json_object_set_new(nref, "blockOwnerDeletion", json_false());
-	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, PK_CLAIM_RESOURCE, c, old, &a);
 	assert_null(strstr(a.patch, "blockOwnerDeletion"));
 	assert_non_null(strstr(a.patch, "/metadata/ownerReferences/0/controller"));
 	done(&a);
 	json_object_del(nref, "blockOwnerDeletion");
 	json_object_set_new(nref, "uid", json_string("77aa"));
-	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, PK_CLAIM_RESOURCE, c, old, &a);
 	assert_string_equal(a.patch, "");
 	done(&a);
 	/* controller is not put back while another reference is the controller */
@@ -1142,7 +1144,7 @@ static void test_repair_updates_and_foreign_claims(void **state)
 	json_array_append_new(json_object_get(json_object_get(c, "metadata"), "ownerReferences"),
 	                      loadq("{'apiVersion':'v1','kind':'ConfigMap','name':'m','uid':'9d0e',"
 	                            "'controller':true}"));
-	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, "ipaddressclaims", c, old, &a);
+	review(&CFG_REPAIR, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V1, PK_CLAIM_RESOURCE, c, old, &a);
 	assert_null(strstr(a.patch, "/controller"));
 	assert_non_null(strstr(a.patch, "/metadata/ownerReferences/0/blockOwnerDeletion"));
 	done(&a);
@@ -1150,9 +1152,8 @@ static void test_repair_updates_and_foreign_claims(void **state)
 	json_decref(old);
 
 	/* another provider's claim: untouched, admitted with warnings (--foreign-claims=warn) */
-	c = provider_claim(
-	    "[" CAPV_REF "]",
-	    "{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'p'}");
+	c = provider_claim("[" CAPV_REF "]", "{'apiGroup':'" PK_CAPI_IPAM_GROUP
+	                                     "','kind':'InClusterIPPool','name':'p'}");
 	W.counted[0] = '\0';
 	struct answer m, v;
 	admit(&CFG_REPAIR, c, &m, &v);
@@ -1172,11 +1173,11 @@ static void test_unknown_pool_kind(void **state)
 	static const struct {
 		const char *pool_ref, *denial;
 	} cases[] = {
-	    {"{'apiGroup':'ipam.poolkeeper.io','kind':'IPpool','name':'nodes'}",
-	     "spec.poolRef.kind: \"IPpool\" is not a kind of ipam.poolkeeper.io; did you mean "
+	    {"{'apiGroup':'" PK_POOL_GROUP "','kind':'IPpool','name':'nodes'}",
+	     "spec.poolRef.kind: \"IPpool\" is not a kind of " PK_POOL_GROUP "; did you mean "
 	     "IPPool?"},
-	    {"{'apiGroup':'ipam.poolkeeper.io','name':'nodes'}",
-	     "spec.poolRef.kind: required: the kind of a pool of ipam.poolkeeper.io (IPPool or "
+	    {"{'apiGroup':'" PK_POOL_GROUP "','name':'nodes'}",
+	     "spec.poolRef.kind: required: the kind of a pool of " PK_POOL_GROUP " (IPPool or "
 	     "GlobalIPPool); did you mean IPPool?"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -1189,14 +1190,14 @@ static void test_unknown_pool_kind(void **state)
 		assert_denied_with(&v, cases[i].denial);
 		done(&m);
 		done(&v);
-		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, "ipaddressclaims", c,
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, PK_CLAIM_RESOURCE, c,
 		       NULL, &v);
 		assert_denied_with(&v, cases[i].denial);
 		done(&v);
 		/* warn mode admits, with the words */
 		struct pk_admission_config warn = {.claims = PK_ENFORCE_WARN,
 		                                   .foreign_claims = PK_ENFORCE_IGNORE};
-		review(&warn, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, "ipaddressclaims", c, NULL,
+		review(&warn, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V1, PK_CLAIM_RESOURCE, c, NULL,
 		       &v);
 		assert_allowed(&v);
 		assert_non_null(strstr(v.warnings, "did you mean IPPool?"));
@@ -1218,7 +1219,7 @@ static void test_deny_and_warn_modes(void **state)
 	W.counted[0] = '\0';
 	admit(&deny, c, &m, &v);
 	assert_string_equal(m.patch, "[" CLUSTER_NAME_PATCH "]");
-	assert_non_null(strstr(m.warnings, "deprecated label cluster.x-k8s.io/cluster-name"));
+	assert_non_null(strstr(m.warnings, "deprecated label " PK_CLUSTER_NAME_LABEL));
 	assert_string_equal(W.counted, "VSphereVM:clusterName ");
 	assert_denied_with(&v, "no owner reference has controller: true and blockOwnerDeletion");
 	assert_denied_with(&v, "[claim enforcement mode \"deny\"; change it with "
@@ -1263,38 +1264,41 @@ static void test_ipaddresses(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_array_append_new(W.pools, pool("IPPool", "team-a", "nodes",
+	json_array_append_new(W.pools, pool(PK_POOL_KIND, "team-a", "nodes",
 	                                    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,"
 	                                    "\"gateway\":\"10.0.0.1\"}"));
-	json_array_append_new(W.claims, pool_claim("team-a", "m-1", "IPPool", "nodes"));
-	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.5", "IPPool", "nodes");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
+	json_array_append_new(W.claims, pool_claim("team-a", "m-1", PK_POOL_KIND, "nodes"));
+	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.5", PK_POOL_KIND, "nodes");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_ADDRESS_RESOURCE, ip, NULL,
+	       &a);
 	assert_allowed(&a);
 	done(&a);
 	json_decref(ip);
 	/* the gateway and the network address are not usable */
 	const char *unusable[] = {"10.0.0.1", "10.0.0.0", "10.0.1.5"};
 	for (int i = 0; i < 3; i++) {
-		ip = ipaddress("team-a", "m-1", unusable[i], "IPPool", "nodes");
-		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL,
-		       &a);
+		ip = ipaddress("team-a", "m-1", unusable[i], PK_POOL_KIND, "nodes");
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_ADDRESS_RESOURCE, ip,
+		       NULL, &a);
 		assert_denied_with(&a, unusable[i]);
 		assert_non_null(strstr(a.message, "IPPool team-a/nodes"));
 		done(&a);
 		json_decref(ip);
 	}
 	/* a missing pool is a warning only (clusterctl move recreates in any order) */
-	json_array_append_new(W.claims, pool_claim("team-a", "m-2", "IPPool", "gone"));
-	ip = ipaddress("team-a", "m-2", "10.0.0.5", "IPPool", "gone");
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
+	json_array_append_new(W.claims, pool_claim("team-a", "m-2", PK_POOL_KIND, "gone"));
+	ip = ipaddress("team-a", "m-2", "10.0.0.5", PK_POOL_KIND, "gone");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_ADDRESS_RESOURCE, ip, NULL,
+	       &a);
 	assert_allowed(&a);
 	assert_non_null(strstr(a.warnings, "does not exist"));
 	done(&a);
 	json_decref(ip);
 	/* the contract's own rules: the owner reference to the claim */
-	ip = ipaddress("team-a", "m-1", "10.0.0.5", "IPPool", "nodes");
+	ip = ipaddress("team-a", "m-1", "10.0.0.5", PK_POOL_KIND, "nodes");
 	json_object_set_new(json_object_get(ip, "metadata"), "ownerReferences", json_array());
-	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, "ipaddresses", ip, NULL, &a);
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_ADDRESS_RESOURCE, ip, NULL,
+	       &a);
 	assert_denied_with(&a, "ownerReferences");
 	done(&a);
 	json_decref(ip);
@@ -1304,8 +1308,8 @@ static void test_ipaddresses(void **state)
 static void review_ip(const struct pk_admission_config *cfg, json_t *ip, json_t *old,
                       struct answer *a)
 {
-	review(cfg, PK_ADMISSION_VALIDATE, old ? "UPDATE" : "CREATE", CAPI_V2, "ipaddresses", ip,
-	       old, a);
+	review(cfg, PK_ADMISSION_VALIDATE, old ? "UPDATE" : "CREATE", CAPI_V2, PK_ADDRESS_RESOURCE,
+	       ip, old, a);
 }
 
 /* A CREATE of that IPAddress is denied saying `want`, and the message lacks `absent` (or NULL). */
@@ -1331,37 +1335,37 @@ static void test_ipaddress_claim_and_duplicates(void **state)
 {
 	(void)state;
 	struct answer a;
-	json_array_append_new(W.pools, pool("GlobalIPPool", NULL, "shared",
+	json_array_append_new(W.pools, pool(PK_GLOBAL_POOL_KIND, NULL, "shared",
 	                                    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}"));
-	json_array_append_new(W.pools, pool("GlobalIPPool", NULL, "six",
+	json_array_append_new(W.pools, pool(PK_GLOBAL_POOL_KIND, NULL, "six",
 	                                    "{\"addresses\":[\"fd00::/64\"],\"prefix\":64}"));
-	json_array_append_new(W.pools, pool("IPPool", "team-a", "nodes",
+	json_array_append_new(W.pools, pool(PK_POOL_KIND, "team-a", "nodes",
 	                                    "{\"addresses\":[\"10.1.0.0/24\"],\"prefix\":24}"));
-	json_array_append_new(W.claims, pool_claim("team-a", "m-1", "GlobalIPPool", "shared"));
-	json_array_append_new(W.claims, pool_claim("team-a", "m-6", "GlobalIPPool", "six"));
-	json_array_append_new(W.claims, pool_claim("team-a", "c-ip", "IPPool", "nodes"));
-	json_array_append_new(W.claims, pool_claim("team-b", "b-1", "GlobalIPPool", "shared"));
+	json_array_append_new(W.claims, pool_claim("team-a", "m-1", PK_GLOBAL_POOL_KIND, "shared"));
+	json_array_append_new(W.claims, pool_claim("team-a", "m-6", PK_GLOBAL_POOL_KIND, "six"));
+	json_array_append_new(W.claims, pool_claim("team-a", "c-ip", PK_POOL_KIND, "nodes"));
+	json_array_append_new(W.claims, pool_claim("team-b", "b-1", PK_GLOBAL_POOL_KIND, "shared"));
+	json_array_append_new(
+	    W.addresses, ipaddress("team-b", "b-1", "10.0.0.5", PK_GLOBAL_POOL_KIND, "shared"));
 	json_array_append_new(W.addresses,
-	                      ipaddress("team-b", "b-1", "10.0.0.5", "GlobalIPPool", "shared"));
-	json_array_append_new(W.addresses,
-	                      ipaddress("team-b", "b-6", "fd00::1", "GlobalIPPool", "six"));
+	                      ipaddress("team-b", "b-6", "fd00::1", PK_GLOBAL_POOL_KIND, "six"));
 
 	/* (a) another namespace's address on a GlobalIPPool: taken, and nothing more is said */
 	const char *taken = "spec.address: \"10.0.0.5\" is already held by another IPAddress of "
 	                    "the pool";
-	ip_denied("m-1", "10.0.0.5", "GlobalIPPool", "shared", taken, "team-b");
-	ip_denied("m-1", "10.0.0.5", "GlobalIPPool", "shared", taken, "b-1");
+	ip_denied("m-1", "10.0.0.5", PK_GLOBAL_POOL_KIND, "shared", taken, "team-b");
+	ip_denied("m-1", "10.0.0.5", PK_GLOBAL_POOL_KIND, "shared", taken, "b-1");
 	/* compared as addresses, not as text */
-	ip_denied("m-6", "fd00:0:0::1", "GlobalIPPool", "six",
+	ip_denied("m-6", "fd00:0:0::1", PK_GLOBAL_POOL_KIND, "six",
 	          "is already held by another IPAddress", "b-6");
 	/* a free address of the pool, for the tenant's own claim on it: admitted */
-	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.6", "GlobalIPPool", "shared");
+	json_t *ip = ipaddress("team-a", "m-1", "10.0.0.6", PK_GLOBAL_POOL_KIND, "shared");
 	review_ip(&CFG_API, ip, NULL, &a);
 	assert_allowed(&a);
 	done(&a);
 	json_decref(ip);
 	/* the same address in another pool is no duplicate */
-	ip = ipaddress("team-a", "c-ip", "10.1.0.5", "IPPool", "nodes");
+	ip = ipaddress("team-a", "c-ip", "10.1.0.5", PK_POOL_KIND, "nodes");
 	review_ip(&CFG_API, ip, NULL, &a);
 	assert_allowed(&a);
 	done(&a);
@@ -1381,9 +1385,9 @@ static void test_ipaddress_claim_and_duplicates(void **state)
 	assert_allowed(&a);
 	done(&a);
 	/* a duplicate that got in anyway (the webhook was away): an UPDATE is refused ... */
-	json_t *dup = ipaddress("team-a", "m-1", "10.0.0.5", "GlobalIPPool", "shared");
+	json_t *dup = ipaddress("team-a", "m-1", "10.0.0.5", PK_GLOBAL_POOL_KIND, "shared");
 	json_object_set_new(json_object_get(dup, "metadata"), "finalizers",
-	                    json_pack("[s]", "ipam.poolkeeper.io/protect-address"));
+	                    json_pack("[s]", PK_ADDRESS_FINALIZER));
 	json_array_append(W.addresses, dup);
 	json_t *dup_labeled = json_deep_copy(dup);
 	json_object_set_new(json_object_get(dup_labeled, "metadata"), "labels",
@@ -1400,7 +1404,7 @@ static void test_ipaddress_claim_and_duplicates(void **state)
 	json_object_set_new(json_object_get(cleanups[1], "metadata"), "deletionTimestamp",
 	                    json_string("2026-11-30T00:00:00Z"));
 	json_object_set_new(json_object_get(cleanups[2], "metadata"), "annotations",
-	                    json_pack("{s:s}", "clusterctl.cluster.x-k8s.io/delete-for-move", ""));
+	                    json_pack("{s:s}", PK_DELETE_FOR_MOVE_ANNOTATION, ""));
 	for (int i = 0; i < 3; i++) {
 		review_ip(&CFG_API, cleanups[i], dup, &a);
 		assert_allowed(&a);
@@ -1412,23 +1416,24 @@ static void test_ipaddress_claim_and_duplicates(void **state)
 	json_decref(holder);
 
 	/* (b) spec.claimRef names no claim of the namespace */
-	ip_denied("ghost", "10.0.0.7", "GlobalIPPool", "shared",
+	ip_denied("ghost", "10.0.0.7", PK_GLOBAL_POOL_KIND, "shared",
 	          "spec.claimRef.name: \"ghost\" must name an IPAddressClaim of the IPAddress's "
 	          "namespace whose spec.poolRef is the IPAddress's pool (GlobalIPPool \"shared\"); "
 	          "there is no such claim",
 	          NULL);
 	/* ... a claim of that name in another namespace does not count */
-	ip_denied("b-1", "10.0.0.7", "GlobalIPPool", "shared", "there is no such claim", NULL);
+	ip_denied("b-1", "10.0.0.7", PK_GLOBAL_POOL_KIND, "shared", "there is no such claim", NULL);
 	/* ... nor a claim of the namespace on another pool, and the words are the same: the
 	 * claim's own pool is not told */
-	ip_denied("c-ip", "10.0.0.7", "GlobalIPPool", "shared", "there is no such claim", "nodes");
+	ip_denied("c-ip", "10.0.0.7", PK_GLOBAL_POOL_KIND, "shared", "there is no such claim",
+	          "nodes");
 	/* ... and a poolRef of the same name but another kind is another pool */
-	json_array_append_new(W.claims, pool_claim("team-a", "k-1", "IPPool", "shared"));
-	ip_denied("k-1", "10.0.0.7", "GlobalIPPool", "shared", "there is no such claim", NULL);
+	json_array_append_new(W.claims, pool_claim("team-a", "k-1", PK_POOL_KIND, "shared"));
+	ip_denied("k-1", "10.0.0.7", PK_GLOBAL_POOL_KIND, "shared", "there is no such claim", NULL);
 
 	/* a lookup that fails denies (500): the check did not run */
 	W.fail_claims = true;
-	ip = ipaddress("team-a", "m-1", "10.0.0.8", "GlobalIPPool", "shared");
+	ip = ipaddress("team-a", "m-1", "10.0.0.8", PK_GLOBAL_POOL_KIND, "shared");
 	review_ip(&CFG_API, ip, NULL, &a);
 	assert_false(a.allowed);
 	assert_int_equal(
@@ -1443,9 +1448,9 @@ static void test_ipaddress_claim_and_duplicates(void **state)
 	done(&a);
 	json_decref(ip);
 	/* another provider's IPAddress is none of poolkeeper's business */
-	ip = ipaddress("team-a", "ghost", "10.0.0.5", "GlobalIPPool", "shared");
+	ip = ipaddress("team-a", "ghost", "10.0.0.5", PK_GLOBAL_POOL_KIND, "shared");
 	json_object_set_new(json_object_get(json_object_get(ip, "spec"), "poolRef"), "apiGroup",
-	                    json_string("ipam.cluster.x-k8s.io"));
+	                    json_string(PK_CAPI_IPAM_GROUP));
 	review_ip(&CFG_API, ip, NULL, &a);
 	assert_allowed(&a);
 	done(&a);

@@ -1,0 +1,274 @@
+/*
+ * pool_lookup.c - the contract rules that read other objects through a
+ * struct pk_pool_lookup (pool_lookup.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+#include "pool_lookup.h"
+#include "rules.h"
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+	return pk_json_cstr_at(json_object_get(obj, "metadata"), key);
+}
+
+static bool has_annotation(const json_t *obj, const char *key)
+{
+	const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+	return json_is_object(ann) && json_object_get(ann, key) != NULL;
+}
+
+/* Says which check could not run, before the lookup's own reason. */
+static int wrap_err(struct pk_err *err, int rc, const char *what)
+{
+	char inner[PK_ERR_MSG_MAX];
+	snprintf(inner, sizeof(inner), "%s", err->msg);
+	return pk_err_set(err, rc, "%s: %s", what, inner);
+}
+
+char *pk_pool_lookup_object_name(char *buf, size_t len, const char *kind, const char *ns,
+                                 const char *name)
+{
+	char qn[300], qs[300];
+	pk_text_quote(name ? name : "", name ? strlen(name) : 0, qn, sizeof(qn));
+	if (ns != NULL && ns[0] != '\0') {
+		pk_text_quote(ns, strlen(ns), qs, sizeof(qs));
+		snprintf(buf, len, "%s %s/%s", kind, qs, qn[0] ? qn : "(generated name)");
+	} else {
+		snprintf(buf, len, "%s %s", kind, qn[0] ? qn : "(generated name)");
+	}
+	return buf;
+}
+
+/*
+ * How a message names another object: by name only when it lives in the
+ * checked object's own namespace, since the requester may not be allowed
+ * to read anything else (another namespace's pools and addresses, or
+ * cluster-scoped pools). Anything else is described by its kind alone; an
+ * admin finds it with kubectl or `poolkeeper audit`.
+ */
+static bool nameable(const char *req_ns, const char *other_ns)
+{
+	return req_ns != NULL && req_ns[0] != '\0' && other_ns != NULL &&
+	       strcmp(req_ns, other_ns) == 0;
+}
+
+static void other_pool_name(const struct pk_pool_lookup *lk, const char *ns, const char *kind,
+                            const json_t *other, char *buf, size_t len)
+{
+	const char *ons = meta_str(other, "namespace");
+	if (lk->name_pool != NULL)
+		lk->name_pool(lk->ctx, other, buf, len);
+	else if (strcmp(kind, PK_POOL_KIND) == 0 && nameable(ns, ons))
+		pk_pool_lookup_object_name(buf, len, kind, ons, meta_str(other, "name"));
+	else if (strcmp(kind, PK_POOL_KIND) == 0)
+		snprintf(buf, len, "an IPPool of %s namespace",
+		         ns != NULL && ns[0] != '\0' ? "another" : "a");
+	else
+		snprintf(buf, len, "a GlobalIPPool");
+}
+
+/* The decoded spec of a pool object; false (and nothing to release) when it has no usable set. */
+static bool decode(const json_t *obj, struct pk_pool *p)
+{
+	struct pk_violations ignore;
+	pk_violations_init(&ignore);
+	memset(p, 0, sizeof(*p));
+	if (pk_pool_decode(json_object_get(obj, "spec"), p, &ignore) == PK_OK && p->usable != NULL)
+		return true;
+	pk_pool_release(p);
+	return false;
+}
+
+static bool is_self(const struct pk_pool_id *id, const char *kind, const json_t *other)
+{
+	const char *ons = meta_str(other, "namespace"), *oname = meta_str(other, "name");
+	bool global = strcmp(id->kind, PK_GLOBAL_POOL_KIND) == 0;
+	return id->name != NULL && oname != NULL && strcmp(kind, id->kind) == 0 &&
+	       strcmp(oname, id->name) == 0 &&
+	       (global || (ons != NULL && id->ns != NULL && strcmp(ons, id->ns) == 0));
+}
+
+int pk_pool_lookup_check_overlaps(const struct pk_pool_lookup *lk, const struct pk_pool_id *id,
+                                  const json_t *pool, struct pk_violations *out, struct pk_err *err)
+{
+	struct pk_pool me;
+	if (!decode(pool, &me))
+		return PK_OK; /* the spec itself is already reported */
+	bool global = strcmp(id->kind, PK_GLOBAL_POOL_KIND) == 0;
+	const char *const kinds[2] = {PK_POOL_KIND, PK_GLOBAL_POOL_KIND};
+	const char *const scope_ns[2] = {global ? NULL : id->ns, NULL};
+	int rc = PK_OK;
+	for (int s = 0; s < 2 && rc == PK_OK; s++) {
+		json_t *items = NULL, *other;
+		size_t i;
+		rc = lk->list_pools(lk->ctx, kinds[s], scope_ns[s], &items, err);
+		if (rc != PK_OK) {
+			rc = wrap_err(err, rc, "cannot check overlap with other pools");
+			break;
+		}
+		json_array_foreach(items, i, other)
+		{
+			struct pk_pool theirs;
+			if (meta_str(other, "name") == NULL || is_self(id, kinds[s], other) ||
+			    !decode(other, &theirs))
+				continue;
+			char name[PK_OBJECT_NAME_MAX];
+			other_pool_name(lk, id->ns, kinds[s], other, name, sizeof(name));
+			pk_rules_check_pool_overlap(&me, &theirs, name, out);
+			pk_pool_release(&theirs);
+		}
+		json_decref(items);
+	}
+	pk_pool_release(&me);
+	return rc;
+}
+
+/* spec.address of every IPAddress in `items` but the one named ns/name, borrowed. */
+static const char **address_texts(const json_t *items, const char *ns, const char *name, size_t *n)
+{
+	const char **texts = calloc(json_array_size(items) + 1, sizeof(*texts));
+	size_t i;
+	const json_t *a;
+	*n = 0;
+	if (texts == NULL)
+		return NULL;
+	json_array_foreach(items, i, a)
+	{
+		const char *t = pk_json_cstr_at(json_object_get(a, "spec"), "address");
+		const char *ans = meta_str(a, "namespace"), *aname = meta_str(a, "name");
+		bool self = name != NULL && ns != NULL && ans != NULL && aname != NULL &&
+		            strcmp(ans, ns) == 0 && strcmp(aname, name) == 0;
+		if (t != NULL && !self)
+			texts[(*n)++] = t;
+	}
+	return texts;
+}
+
+int pk_pool_lookup_check_shrink(const struct pk_pool_lookup *lk, const struct pk_pool_id *id,
+                                const json_t *pool, struct pk_violations *out, struct pk_err *err)
+{
+	json_t *items = NULL;
+	size_t n = 0;
+	int rc = lk->list_pool_addresses(lk->ctx, id->kind, id->ns, id->name, &items, err);
+	if (rc != PK_OK)
+		return wrap_err(err, rc, "cannot check addresses in use");
+	const char **texts = address_texts(items, NULL, NULL, &n);
+	struct pk_pool me;
+	if (texts == NULL) {
+		rc = pk_err_set(err, PK_ERR_NOMEM, "cannot check addresses in use: out of memory");
+	} else if (decode(pool, &me)) {
+		pk_rules_check_pool_shrink(&me, texts, n, out);
+		pk_pool_release(&me);
+	}
+	free(texts);
+	json_decref(items);
+	return rc;
+}
+
+bool pk_pool_lookup_protects_delete(const json_t *old)
+{
+	return !has_annotation(old, PK_DELETE_FOR_MOVE_ANNOTATION) &&
+	       !has_annotation(old, PK_SKIP_DELETE_PROTECTION_ANNOTATION);
+}
+
+int pk_pool_lookup_check_delete(const struct pk_pool_lookup *lk, const struct pk_pool_id *id,
+                                const json_t *old, struct pk_violations *out, struct pk_err *err)
+{
+	if (!pk_pool_lookup_protects_delete(old))
+		return PK_OK;
+	json_t *items = NULL;
+	int rc = lk->list_pool_addresses(lk->ctx, id->kind, id->ns, id->name, &items, err);
+	if (rc != PK_OK)
+		return wrap_err(err, rc, "cannot check for IPAddresses allocated from it");
+	size_t total = json_array_size(items);
+	if (total > 0) {
+		/* The first one is named when it is in the pool's namespace (always, for an
+		 * IPPool); a GlobalIPPool's may be anywhere. */
+		const json_t *first = json_array_get(items, 0);
+		const char *fns = meta_str(first, "namespace");
+		char who[PK_OBJECT_NAME_MAX + 16] = "";
+		if (nameable(id->ns, fns)) {
+			char one[PK_OBJECT_NAME_MAX];
+			pk_pool_lookup_object_name(one, sizeof(one), PK_ADDRESS_KIND, fns,
+			                           meta_str(first, "name"));
+			snprintf(who, sizeof(who), " (first: %s)", one);
+		}
+		pk_violations_add(out, PK_SEV_DENY, NULL,
+		                  "%zu IPAddress%s allocated from this pool still exist%s%s; "
+		                  "delete the claims that hold them first, or annotate the pool "
+		                  "with %s to delete it anyway",
+		                  total, total == 1 ? "" : "es", total == 1 ? "s" : "", who,
+		                  PK_SKIP_DELETE_PROTECTION_ANNOTATION);
+	}
+	json_decref(items);
+	return PK_OK;
+}
+
+/* The pool spec.poolRef of an IPAddress of namespace ns names. */
+static struct pk_pool_id ipaddress_pool(const json_t *addr, const char *ns)
+{
+	const json_t *ref = json_object_get(json_object_get(addr, "spec"), "poolRef");
+	struct pk_pool_id id = {.kind = pk_json_cstr_at(ref, "kind"),
+	                        .name = pk_json_cstr_at(ref, "name")};
+	id.ns = id.kind != NULL && strcmp(id.kind, PK_GLOBAL_POOL_KIND) == 0 ? NULL : ns;
+	return id;
+}
+
+int pk_pool_lookup_check_ipaddress_pool(const struct pk_pool_lookup *lk, const char *ns,
+                                        const json_t *addr, struct pk_violations *out,
+                                        struct pk_err *err)
+{
+	struct pk_pool_id id = ipaddress_pool(addr, ns);
+	char pool_text[PK_OBJECT_NAME_MAX], what[PK_OBJECT_NAME_MAX + 16];
+	json_t *pool = NULL;
+	struct pk_pool p;
+	if (id.kind == NULL || id.name == NULL)
+		return PK_OK; /* pk_rules_check_ipaddress reports the poolRef */
+	pk_pool_lookup_object_name(pool_text, sizeof(pool_text), id.kind, id.ns, id.name);
+	int rc = lk->get_pool(lk->ctx, id.kind, id.ns, id.name, &pool, err);
+	if (rc != PK_OK) {
+		snprintf(what, sizeof(what), "cannot read %s", pool_text);
+		return wrap_err(err, rc, what);
+	}
+	if (pool == NULL) {
+		/* clusterctl move may recreate addresses in any order: warn only. */
+		if (!lk->partial)
+			pk_violations_add(out, PK_SEV_WARN, NULL, "%s does not exist", pool_text);
+		return PK_OK;
+	}
+	memset(&p, 0, sizeof(p));
+	struct pk_violations ignore;
+	pk_violations_init(&ignore);
+	if (pk_pool_decode(json_object_get(pool, "spec"), &p, &ignore) == PK_OK)
+		pk_rules_check_ipaddress_in_pool(addr, &p, pool_text, false, out);
+	pk_pool_release(&p);
+	json_decref(pool);
+	return PK_OK;
+}
+
+int pk_pool_lookup_check_ipaddress_unique(const struct pk_pool_lookup *lk, const char *ns,
+                                          const char *name, const json_t *addr,
+                                          struct pk_violations *out, struct pk_err *err)
+{
+	struct pk_pool_id id = ipaddress_pool(addr, ns);
+	json_t *items = NULL;
+	size_t n = 0;
+	if (id.kind == NULL || id.name == NULL)
+		return PK_OK; /* pk_rules_check_ipaddress reports the poolRef */
+	int rc = lk->list_pool_addresses(lk->ctx, id.kind, id.ns, id.name, &items, err);
+	if (rc != PK_OK)
+		return wrap_err(err, rc, "cannot check whether the address is free");
+	const char **texts = address_texts(items, ns, name, &n);
+	if (texts == NULL)
+		rc = pk_err_set(err, PK_ERR_NOMEM,
+		                "cannot check whether the address is free: out of memory");
+	else
+		pk_rules_check_ipaddress_unique(addr, texts, n, out);
+	free(texts);
+	json_decref(items);
+	return rc;
+}
