@@ -84,14 +84,12 @@ static void ev_free(struct ev *e)
 	free(e);
 }
 
-static void micro_now(char *buf, size_t len)
+void pk_kube_micro_time(const struct timespec *t, char *buf, size_t len)
 {
-	struct timespec t;
 	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &t);
-	gmtime_r(&t.tv_sec, &tm);
+	gmtime_r(&t->tv_sec, &tm);
 	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t.tv_nsec / 1000);
+	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->tv_nsec / 1000);
 }
 
 /* PATCHes the series of e to `count`. Called without the lock. */
@@ -99,7 +97,9 @@ static enum pk_kube_reason write_series(struct pk_kube_recorder *r, const char *
                                         const char *name, long count)
 {
 	char now[64];
-	micro_now(now, sizeof(now));
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	pk_kube_micro_time(&t, now, sizeof(now));
 	json_t *p = json_pack("{s:{s:I,s:s}}", "series", "count", (json_int_t)count,
 	                      "lastObservedTime", now);
 	struct pk_kube_ref ref = {.group = "events.k8s.io",
@@ -164,72 +164,64 @@ static void evict_one(struct pk_kube_recorder *r)
 	ev_free(e);
 }
 
-enum pk_kube_reason pk_kube_recorder_emit(struct pk_kube_recorder *r,
-                                          const struct pk_kube_object_ref *reg, bool warning,
-                                          const char *reason, const char *action, const char *fmt,
-                                          ...)
+/* What makes two occurrences the same event; NULL when out of memory. */
+static char *event_key(const struct pk_kube_object_ref *reg, const char *ns, bool warning,
+                       const char *reason, const char *action, const char *note)
 {
-	char note[PK_KUBE_EVENT_NOTE_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(note, sizeof(note), fmt, ap);
-	va_end(ap);
-	const char *ns = reg->namespace && reg->namespace[0] ? reg->namespace : "default";
 	size_t klen = strlen(note) + strlen(reason) + strlen(action) + strlen(reg->kind) +
 	              strlen(reg->name) + strlen(ns) + (reg->uid ? strlen(reg->uid) : 0) + 16;
 	char *key = malloc(klen);
-	if (key == NULL)
-		return PK_KUBE_NOMEM;
-	snprintf(key, klen, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%c\x1f%s", reg->kind, ns,
-	         reg->name, reg->uid ? reg->uid : "", reason, action, warning ? 'W' : 'N', note);
-	long long now = pk_kube_now_ns();
-	unsigned h = bucket(key);
+	if (key != NULL)
+		snprintf(key, klen, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%c\x1f%s", reg->kind, ns,
+		         reg->name, reg->uid ? reg->uid : "", reason, action, warning ? 'W' : 'N',
+		         note);
+	return key;
+}
 
-	pthread_mutex_lock(&r->mu);
-	struct ev **pp = &r->b[h], *e = NULL;
-	for (; *pp; pp = &(*pp)->next)
-		if (strcmp((*pp)->key, key) == 0)
-			break;
-	e = *pp;
+/* Unlinks and frees e when it is still in bucket h. Lock held. */
+static void ev_forget(struct pk_kube_recorder *r, unsigned h, struct ev *e)
+{
+	struct ev **pp = &r->b[h];
+	while (*pp && *pp != e)
+		pp = &(*pp)->next;
+	if (*pp == e) {
+		*pp = e->next;
+		r->n--;
+		ev_free(e);
+	}
+}
+
+/* The entry for key, or NULL. One whose series ended is written and dropped: the next
+ * occurrence starts a new Event. Lock held. */
+static struct ev *ev_find(struct pk_kube_recorder *r, unsigned h, const char *key, long long now)
+{
+	struct ev *e = r->b[h];
+	while (e != NULL && strcmp(e->key, key) != 0)
+		e = e->next;
 	if (e != NULL && now - e->last_seen_ns > r->window_ns && !e->busy) {
-		/* the series ended: write what is pending, start a new Event */
-		enum pk_kube_reason rc = sync_locked(r, e);
-		(void)rc;
-		for (pp = &r->b[h]; *pp && *pp != e; pp = &(*pp)->next)
-			;
-		if (*pp == e) {
-			*pp = e->next;
-			r->n--;
-			ev_free(e);
-		}
+		(void)sync_locked(r, e);
+		ev_forget(r, h, e);
 		e = NULL;
 	}
-	if (e != NULL) {
-		free(key);
-		e->count++;
-		e->last_seen_ns = now;
-		enum pk_kube_reason rc = PK_KUBE_OK;
-		/* the second occurrence at once, later ones at most once per interval */
-		if (e->written == 1 || now - e->last_write_ns >= r->flush_ns)
-			rc = sync_locked(r, e);
-		pthread_mutex_unlock(&r->mu);
-		return rc;
-	}
+	return e;
+}
+
+/* A new entry for key (taken: freed on failure), marked as being created, after making room.
+ * Lock held; NULL when out of memory. */
+static struct ev *ev_add(struct pk_kube_recorder *r, unsigned h, char *key, const char *ns,
+                         long long now)
+{
 	while (r->n >= r->max_cached && r->n > 0) {
 		size_t before = r->n;
 		evict_one(r);
 		if (r->n == before)
 			break;
 	}
-	e = calloc(1, sizeof(*e));
-	char evname[300];
-	snprintf(evname, sizeof(evname), "%.200s.%llx%02x", reg->name, (unsigned long long)now,
-	         r->seq++ & 0xff);
+	struct ev *e = calloc(1, sizeof(*e));
 	if (e == NULL || (e->ns = strdup(ns)) == NULL) {
 		free(e);
 		free(key);
-		pthread_mutex_unlock(&r->mu);
-		return PK_KUBE_NOMEM;
+		return NULL;
 	}
 	e->key = key;
 	e->count = 1;
@@ -238,10 +230,19 @@ enum pk_kube_reason pk_kube_recorder_emit(struct pk_kube_recorder *r,
 	e->next = r->b[h];
 	r->b[h] = e;
 	r->n++;
-	pthread_mutex_unlock(&r->mu);
+	return e;
+}
 
+/* POSTs the Event named evname. Called without the lock. */
+static enum pk_kube_reason create_event(struct pk_kube_recorder *r,
+                                        const struct pk_kube_object_ref *reg, const char *ns,
+                                        const char *evname, bool warning, const char *reason,
+                                        const char *action, const char *note)
+{
 	char t[64];
-	micro_now(t, sizeof(t));
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	pk_kube_micro_time(&now, t, sizeof(t));
 	json_t *regarding = json_pack("{s:s,s:s,s:s}", "apiVersion", reg->api_version, "kind",
 	                              reg->kind, "name", reg->name);
 	if (regarding && reg->namespace)
@@ -264,7 +265,14 @@ enum pk_kube_reason pk_kube_recorder_emit(struct pk_kube_recorder *r,
 		pk_kube_logf(pk_kube_client_log(r->c), PK_KUBE_LOG_WARN,
 		             "event %s for %s %s/%s: %s: %s", reason, reg->kind, ns, reg->name,
 		             pk_kube_reason_name(rc), obj ? err.message : "out of memory");
+	return rc;
+}
 
+/* After the create: the entry knows its Event (and writes the occurrences counted
+ * meanwhile), or is forgotten so that the next occurrence creates it again. */
+static void ev_created(struct pk_kube_recorder *r, unsigned h, struct ev *e, const char *evname,
+                       enum pk_kube_reason rc)
+{
 	pthread_mutex_lock(&r->mu);
 	e->busy = false;
 	e->last_write_ns = pk_kube_now_ns();
@@ -272,20 +280,53 @@ enum pk_kube_reason pk_kube_recorder_emit(struct pk_kube_recorder *r,
 		r->created++;
 		e->name = strdup(evname);
 		e->written = 1;
-		/* occurrences counted while it was being created */
 		if (e->count > 1)
 			(void)sync_locked(r, e);
 	} else {
-		/* forget it: the next occurrence tries to create it again */
-		for (pp = &r->b[h]; *pp && *pp != e; pp = &(*pp)->next)
-			;
-		if (*pp == e) {
-			*pp = e->next;
-			r->n--;
-			ev_free(e);
-		}
+		ev_forget(r, h, e);
 	}
 	pthread_mutex_unlock(&r->mu);
+}
+
+enum pk_kube_reason pk_kube_recorder_emit(struct pk_kube_recorder *r,
+                                          const struct pk_kube_object_ref *reg, bool warning,
+                                          const char *reason, const char *action, const char *fmt,
+                                          ...)
+{
+	char note[PK_KUBE_EVENT_NOTE_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(note, sizeof(note), fmt, ap);
+	va_end(ap);
+	const char *ns = reg->namespace && reg->namespace[0] ? reg->namespace : "default";
+	char *key = event_key(reg, ns, warning, reason, action, note);
+	if (key == NULL)
+		return PK_KUBE_NOMEM;
+	long long now = pk_kube_now_ns();
+	unsigned h = bucket(key);
+
+	pthread_mutex_lock(&r->mu);
+	struct ev *e = ev_find(r, h, key, now);
+	if (e != NULL) {
+		free(key);
+		e->count++;
+		e->last_seen_ns = now;
+		enum pk_kube_reason rc = PK_KUBE_OK;
+		/* the second occurrence at once, later ones at most once per interval */
+		if (e->written == 1 || now - e->last_write_ns >= r->flush_ns)
+			rc = sync_locked(r, e);
+		pthread_mutex_unlock(&r->mu);
+		return rc;
+	}
+	char evname[300];
+	snprintf(evname, sizeof(evname), "%.200s.%llx%02x", reg->name, (unsigned long long)now,
+	         r->seq++ & 0xff);
+	e = ev_add(r, h, key, ns, now);
+	pthread_mutex_unlock(&r->mu);
+	if (e == NULL)
+		return PK_KUBE_NOMEM;
+	enum pk_kube_reason rc = create_event(r, reg, ns, evname, warning, reason, action, note);
+	ev_created(r, h, e, evname, rc);
 	return rc;
 }
 

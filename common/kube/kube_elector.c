@@ -1,5 +1,5 @@
-/* kube_lease.c - leader election on a coordination.k8s.io/v1 Lease. */
-#include "kube_lease.h"
+/* kube_elector.c - leader election on a coordination.k8s.io/v1 Lease. */
+#include "kube_elector.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <openssl/rand.h>
+
+#include "kube_events.h"
 
 struct pk_kube_elector {
 	struct pk_kube_client *c;
@@ -62,19 +64,11 @@ enum pk_kube_lease_action pk_kube_lease_decide(const char *holder, const char *m
 	return PK_KUBE_LEASE_ACQUIRE;
 }
 
-static void micro_time(const struct timespec *t, char *buf, size_t len)
-{
-	struct tm tm;
-	gmtime_r(&t->tv_sec, &tm);
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->tv_nsec / 1000);
-}
-
 json_t *pk_kube_lease_spec(const json_t *old_spec, const char *me, long duration_s, bool release,
                            const struct timespec *now)
 {
 	char ts[64];
-	micro_time(now, ts, sizeof(ts));
+	pk_kube_micro_time(now, ts, sizeof(ts));
 	const char *old_holder = pk_kube_json_str(old_spec, "holderIdentity");
 	json_int_t transitions = json_integer_value(json_object_get(old_spec, "leaseTransitions"));
 	bool same = old_holder != NULL && strcmp(old_holder, me) == 0;
