@@ -1,4 +1,5 @@
-/* test_kube_elector.c - leader election's decision (client-go's rules) and the Lease spec it writes.
+/* test_kube_elector.c - leader election's decision (client-go's rules) and the Lease spec it
+ * writes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
