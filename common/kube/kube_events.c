@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUCKETS 256
+#define BUCKETS        256
+#define EVENTS_GROUP   "events.k8s.io"
+#define EVENTS_VERSION "v1"
 
 struct ev {
 	struct ev *next;
@@ -92,6 +94,16 @@ void pk_kube_micro_time(const struct timespec *t, char *buf, size_t len)
 	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->tv_nsec / 1000);
 }
 
+/* An Event in ns (name NULL: the collection). */
+static struct pk_kube_ref event_ref(const char *ns, const char *name)
+{
+	return (struct pk_kube_ref){.group = EVENTS_GROUP,
+	                            .version = EVENTS_VERSION,
+	                            .resource = "events",
+	                            .namespace = ns,
+	                            .name = name};
+}
+
 /* PATCHes the series of e to `count`. Called without the lock. */
 static enum pk_kube_reason write_series(struct pk_kube_recorder *r, const char *ns,
                                         const char *name, long count)
@@ -102,11 +114,7 @@ static enum pk_kube_reason write_series(struct pk_kube_recorder *r, const char *
 	pk_kube_micro_time(&t, now, sizeof(now));
 	json_t *p = json_pack("{s:{s:I,s:s}}", "series", "count", (json_int_t)count,
 	                      "lastObservedTime", now);
-	struct pk_kube_ref ref = {.group = "events.k8s.io",
-	                          .version = "v1",
-	                          .resource = "events",
-	                          .namespace = ns,
-	                          .name = name};
+	struct pk_kube_ref ref = event_ref(ns, name);
 	struct pk_kube_error e;
 	enum pk_kube_reason rc =
 	    p ? pk_kube_client_patch(r->c, &ref, PK_KUBE_PATCH_MERGE, p, NULL, NULL, &e)
@@ -251,12 +259,11 @@ static enum pk_kube_reason create_event(struct pk_kube_recorder *r,
 		json_object_set_new(regarding, "uid", json_string(reg->uid));
 	json_t *obj =
 	    json_pack("{s:s,s:s,s:{s:s,s:s},s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "apiVersion",
-	              "events.k8s.io/v1", "kind", "Event", "metadata", "name", evname, "namespace",
-	              ns, "eventTime", t, "reportingController", r->controller, "reportingInstance",
-	              r->instance, "action", action, "reason", reason, "type",
+	              EVENTS_GROUP "/" EVENTS_VERSION, "kind", "Event", "metadata", "name", evname,
+	              "namespace", ns, "eventTime", t, "reportingController", r->controller,
+	              "reportingInstance", r->instance, "action", action, "reason", reason, "type",
 	              warning ? "Warning" : "Normal", "note", note, "regarding", regarding);
-	struct pk_kube_ref ref = {
-	    .group = "events.k8s.io", .version = "v1", .resource = "events", .namespace = ns};
+	struct pk_kube_ref ref = event_ref(ns, NULL);
 	struct pk_kube_error err;
 	enum pk_kube_reason rc =
 	    obj ? pk_kube_client_create(r->c, &ref, obj, NULL, NULL, &err) : PK_KUBE_NOMEM;

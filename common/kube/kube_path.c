@@ -129,3 +129,13 @@ enum pk_kube_reason pk_kube_client_add_query(char *buf, size_t len, const char *
 		return pk_kube_error_set(e, PK_KUBE_BAD_REQUEST, 0, "query too long");
 	return PK_KUBE_OK;
 }
+
+void pk_kube_quote_object(const char *ns, const char *name, char *buf, size_t len)
+{
+	char qn[300] = "", qns[300] = "";
+	if (name != NULL)
+		pk_text_quote(name, strlen(name), qn, sizeof(qn));
+	if (ns != NULL)
+		pk_text_quote(ns, strlen(ns), qns, sizeof(qns));
+	snprintf(buf, len, "%s%s%s", qns, ns ? "/" : "", name ? qn : "(name unreadable)");
+}

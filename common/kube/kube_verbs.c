@@ -50,14 +50,11 @@ struct skip_report {
 static void report_skip(void *ud, const char *ns, const char *name, const char *why)
 {
 	struct skip_report *sr = ud;
-	char qn[300] = "", qns[300] = "";
-	if (name != NULL)
-		pk_text_quote(name, strlen(name), qn, sizeof(qn));
-	if (ns != NULL)
-		pk_text_quote(ns, strlen(ns), qns, sizeof(qns));
+	char obj[620];
+	pk_kube_quote_object(ns, name, obj, sizeof(obj));
 	pk_kube_logf(&sr->c->log, PK_KUBE_LOG_WARN,
-	             "kube list %s: object %s%s%s left out, it cannot be decoded: %s", sr->path,
-	             qns, ns ? "/" : "", name ? qn : "(name unreadable)", why);
+	             "kube list %s: object %s left out, it cannot be decoded: %s", sr->path, obj,
+	             why);
 	if (sr->o != NULL && sr->o->on_skip != NULL)
 		sr->o->on_skip(sr->o->skip_ud, ns, name, why);
 }

@@ -337,14 +337,11 @@ static int skip_event(struct wstate *w, const char *type, const char *ns, const 
 		w->garbage = true;
 		return 1;
 	}
-	char qn[300] = "", qns[300] = "";
-	if (name != NULL)
-		pk_text_quote(name, strlen(name), qn, sizeof(qn));
-	if (ns != NULL)
-		pk_text_quote(ns, strlen(ns), qns, sizeof(qns));
+	char obj[620];
+	pk_kube_quote_object(ns, name, obj, sizeof(obj));
 	pk_kube_logf(w->log, PK_KUBE_LOG_WARN,
-	             "watch %s: %s event of %s%s%s passed over, its object cannot be decoded: %s",
-	             w->path, type, qns, ns ? "/" : "", name ? qn : "(name unreadable)", why);
+	             "watch %s: %s event of %s passed over, its object cannot be decoded: %s",
+	             w->path, type, obj, why);
 	if (w->o->on_skip != NULL)
 		w->o->on_skip(w->o->skip_ud, ns, name, why);
 	w->events++;
