@@ -14,7 +14,7 @@
 #include "httpd.h"
 #include "kube_client.h"
 #include "kube_config.h"
-#include "kube_lease.h"
+#include "kube_elector.h"
 #include "log.h"
 #include "parse.h"
 #include "reconcile.h"

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "kube_config.h"
+#include "kube_exec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -302,7 +302,7 @@ PK_MUST_CHECK enum pk_kube_reason pk_kube_client_stream(struct pk_kube_client *c
                                                         const atomic_int *stop,
                                                         struct pk_kube_error *e);
 
-/* ---- URL building (pure; exposed for tests) ---- */
+/* ---- paths, queries, retry pacing (exposed for tests and the watch) ---- */
 
 /*
  * Writes the path of r ("/apis/<group>/<version>/namespaces/<ns>/<resource>
@@ -315,6 +315,14 @@ PK_MUST_CHECK int pk_kube_ref_path(const struct pk_kube_ref *r, char *buf, size_
 /* Appends "?key=value" or "&key=value" (value percent-encoded) to the
  * NUL-terminated buf. PK_ERR_NOMEM when it does not fit. */
 PK_MUST_CHECK int pk_kube_query_add(char *buf, size_t len, const char *key, const char *value);
+
+/* "ns/name" of an object that could not be decoded, each part quoted (pk_text_quote), for a
+ * message: "name" when ns is NULL, "(name unreadable)" for a NULL name. */
+void pk_kube_quote_object(const char *ns, const char *name, char *buf, size_t len);
+
+/* Sleeps ns in steps of at most 100 ms, returning early once *stop (may be NULL) is set: the
+ * pause before a retry or a reconnect. */
+void pk_kube_nap(const atomic_int *stop, long long ns);
 
 /* Exponential backoff with jitter for retry `attempt` (0-based): a random
  * delay in [d/2, d] where d = min(base << attempt, max). */

@@ -2,7 +2,7 @@
  * kube_config.h - where the Kubernetes API is and how poolkeeper proves who
  * it is: kubeconfig files (also merged from $KUBECONFIG), in-cluster
  * service-account config, bearer tokens, token files that rotate, exec
- * credential plugins and client certificates.
+ * credential plugins (kube_exec.h) and client certificates.
  *
  * Sources, in the order pk_kube_config_load tries them (controller-runtime's
  * order, so a poolkeeper binary finds the same cluster kubectl would):
@@ -62,6 +62,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
+
+#include <jansson.h>
 
 #include "kube.h"
 #include "pk.h"
@@ -149,17 +151,18 @@ void pk_kube_config_token_invalidate(struct pk_kube_config *cfg);
 /* The log callback the config was loaded with (for the client). */
 const struct pk_kube_log *pk_kube_config_log(const struct pk_kube_config *cfg);
 
-/* ---- pure; exposed for tests and fuzzing ---- */
+/* ---- kubeconfig members, read by type (kube_config.c and kube_exec.c) ---- */
 
 /*
- * An exec plugin's stdout (len bytes, need not be NUL-terminated): an
- * ExecCredential of api_version with a non-empty status.token (no NUL, no
- * control characters; surrounding whitespace trimmed) and an optional
- * RFC 3339 status.expirationTimestamp. *token is a new string the caller
- * frees; *expiry is 0 when none was given. `where` starts error messages.
+ * A string member of a kubeconfig mapping; NULL when absent, null or empty.
+ * A present member of another type is an error (a YAML plain scalar like
+ * `token: 1234` loads as an integer). `where` starts the message.
  */
-PK_MUST_CHECK int pk_kube_exec_credential_parse(const char *buf, size_t len,
-                                                const char *api_version, const char *where,
-                                                char **token, time_t *expiry, struct pk_err *err);
+PK_MUST_CHECK int pk_kube_config_member_str(const json_t *obj, const char *key, const char *where,
+                                            const char **out, struct pk_err *err);
+
+/* A true/false member; false when absent or null. */
+PK_MUST_CHECK int pk_kube_config_member_bool(const json_t *obj, const char *key, const char *where,
+                                             bool *out, struct pk_err *err);
 
 #endif

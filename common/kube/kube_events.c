@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUCKETS 256
+#define BUCKETS        256
+#define EVENTS_GROUP   "events.k8s.io"
+#define EVENTS_VERSION "v1"
 
 struct ev {
 	struct ev *next;
@@ -84,14 +86,22 @@ static void ev_free(struct ev *e)
 	free(e);
 }
 
-static void micro_now(char *buf, size_t len)
+void pk_kube_micro_time(const struct timespec *t, char *buf, size_t len)
 {
-	struct timespec t;
 	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &t);
-	gmtime_r(&t.tv_sec, &tm);
+	gmtime_r(&t->tv_sec, &tm);
 	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t.tv_nsec / 1000);
+	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->tv_nsec / 1000);
+}
+
+/* An Event in ns (name NULL: the collection). */
+static struct pk_kube_ref event_ref(const char *ns, const char *name)
+{
+	return (struct pk_kube_ref){.group = EVENTS_GROUP,
+	                            .version = EVENTS_VERSION,
+	                            .resource = "events",
+	                            .namespace = ns,
+	                            .name = name};
 }
 
 /* PATCHes the series of e to `count`. Called without the lock. */
@@ -99,14 +109,12 @@ static enum pk_kube_reason write_series(struct pk_kube_recorder *r, const char *
                                         const char *name, long count)
 {
 	char now[64];
-	micro_now(now, sizeof(now));
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	pk_kube_micro_time(&t, now, sizeof(now));
 	json_t *p = json_pack("{s:{s:I,s:s}}", "series", "count", (json_int_t)count,
 	                      "lastObservedTime", now);
-	struct pk_kube_ref ref = {.group = "events.k8s.io",
-	                          .version = "v1",
-	                          .resource = "events",
-	                          .namespace = ns,
-	                          .name = name};
+	struct pk_kube_ref ref = event_ref(ns, name);
 	struct pk_kube_error e;
 	enum pk_kube_reason rc =
 	    p ? pk_kube_client_patch(r->c, &ref, PK_KUBE_PATCH_MERGE, p, NULL, NULL, &e)
@@ -164,6 +172,129 @@ static void evict_one(struct pk_kube_recorder *r)
 	ev_free(e);
 }
 
+/* What makes two occurrences the same event; NULL when out of memory. */
+static char *event_key(const struct pk_kube_object_ref *reg, const char *ns, bool warning,
+                       const char *reason, const char *action, const char *note)
+{
+	size_t klen = strlen(note) + strlen(reason) + strlen(action) + strlen(reg->kind) +
+	              strlen(reg->name) + strlen(ns) + (reg->uid ? strlen(reg->uid) : 0) + 16;
+	char *key = malloc(klen);
+	if (key != NULL)
+		snprintf(key, klen, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%c\x1f%s", reg->kind, ns,
+		         reg->name, reg->uid ? reg->uid : "", reason, action, warning ? 'W' : 'N',
+		         note);
+	return key;
+}
+
+/* Unlinks and frees e when it is still in bucket h. Lock held. */
+static void ev_forget(struct pk_kube_recorder *r, unsigned h, struct ev *e)
+{
+	struct ev **pp = &r->b[h];
+	while (*pp && *pp != e)
+		pp = &(*pp)->next;
+	if (*pp == e) {
+		*pp = e->next;
+		r->n--;
+		ev_free(e);
+	}
+}
+
+/* The entry for key, or NULL. One whose series ended is written and dropped: the next
+ * occurrence starts a new Event. Lock held. */
+static struct ev *ev_find(struct pk_kube_recorder *r, unsigned h, const char *key, long long now)
+{
+	struct ev *e = r->b[h];
+	while (e != NULL && strcmp(e->key, key) != 0)
+		e = e->next;
+	if (e != NULL && now - e->last_seen_ns > r->window_ns && !e->busy) {
+		(void)sync_locked(r, e);
+		ev_forget(r, h, e);
+		e = NULL;
+	}
+	return e;
+}
+
+/* A new entry for key (taken: freed on failure), marked as being created, after making room.
+ * Lock held; NULL when out of memory. */
+static struct ev *ev_add(struct pk_kube_recorder *r, unsigned h, char *key, const char *ns,
+                         long long now)
+{
+	while (r->n >= r->max_cached && r->n > 0) {
+		size_t before = r->n;
+		evict_one(r);
+		if (r->n == before)
+			break;
+	}
+	struct ev *e = calloc(1, sizeof(*e));
+	if (e == NULL || (e->ns = strdup(ns)) == NULL) {
+		free(e);
+		free(key);
+		return NULL;
+	}
+	e->key = key;
+	e->count = 1;
+	e->last_seen_ns = now;
+	e->busy = true; /* being created */
+	e->next = r->b[h];
+	r->b[h] = e;
+	r->n++;
+	return e;
+}
+
+/* POSTs the Event named evname. Called without the lock. */
+static enum pk_kube_reason create_event(struct pk_kube_recorder *r,
+                                        const struct pk_kube_object_ref *reg, const char *ns,
+                                        const char *evname, bool warning, const char *reason,
+                                        const char *action, const char *note)
+{
+	char t[64];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	pk_kube_micro_time(&now, t, sizeof(t));
+	json_t *regarding = json_pack("{s:s,s:s,s:s}", "apiVersion", reg->api_version, "kind",
+	                              reg->kind, "name", reg->name);
+	if (regarding && reg->namespace)
+		json_object_set_new(regarding, "namespace", json_string(reg->namespace));
+	if (regarding && reg->uid)
+		json_object_set_new(regarding, "uid", json_string(reg->uid));
+	json_t *obj =
+	    json_pack("{s:s,s:s,s:{s:s,s:s},s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "apiVersion",
+	              EVENTS_GROUP "/" EVENTS_VERSION, "kind", "Event", "metadata", "name", evname,
+	              "namespace", ns, "eventTime", t, "reportingController", r->controller,
+	              "reportingInstance", r->instance, "action", action, "reason", reason, "type",
+	              warning ? "Warning" : "Normal", "note", note, "regarding", regarding);
+	struct pk_kube_ref ref = event_ref(ns, NULL);
+	struct pk_kube_error err;
+	enum pk_kube_reason rc =
+	    obj ? pk_kube_client_create(r->c, &ref, obj, NULL, NULL, &err) : PK_KUBE_NOMEM;
+	json_decref(obj);
+	if (rc != PK_KUBE_OK)
+		pk_kube_logf(pk_kube_client_log(r->c), PK_KUBE_LOG_WARN,
+		             "event %s for %s %s/%s: %s: %s", reason, reg->kind, ns, reg->name,
+		             pk_kube_reason_name(rc), obj ? err.message : "out of memory");
+	return rc;
+}
+
+/* After the create: the entry knows its Event (and writes the occurrences counted
+ * meanwhile), or is forgotten so that the next occurrence creates it again. */
+static void ev_created(struct pk_kube_recorder *r, unsigned h, struct ev *e, const char *evname,
+                       enum pk_kube_reason rc)
+{
+	pthread_mutex_lock(&r->mu);
+	e->busy = false;
+	e->last_write_ns = pk_kube_now_ns();
+	if (rc == PK_KUBE_OK) {
+		r->created++;
+		e->name = strdup(evname);
+		e->written = 1;
+		if (e->count > 1)
+			(void)sync_locked(r, e);
+	} else {
+		ev_forget(r, h, e);
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
 enum pk_kube_reason pk_kube_recorder_emit(struct pk_kube_recorder *r,
                                           const struct pk_kube_object_ref *reg, bool warning,
                                           const char *reason, const char *action, const char *fmt,
@@ -175,35 +306,14 @@ enum pk_kube_reason pk_kube_recorder_emit(struct pk_kube_recorder *r,
 	vsnprintf(note, sizeof(note), fmt, ap);
 	va_end(ap);
 	const char *ns = reg->namespace && reg->namespace[0] ? reg->namespace : "default";
-	size_t klen = strlen(note) + strlen(reason) + strlen(action) + strlen(reg->kind) +
-	              strlen(reg->name) + strlen(ns) + (reg->uid ? strlen(reg->uid) : 0) + 16;
-	char *key = malloc(klen);
+	char *key = event_key(reg, ns, warning, reason, action, note);
 	if (key == NULL)
 		return PK_KUBE_NOMEM;
-	snprintf(key, klen, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%c\x1f%s", reg->kind, ns,
-	         reg->name, reg->uid ? reg->uid : "", reason, action, warning ? 'W' : 'N', note);
 	long long now = pk_kube_now_ns();
 	unsigned h = bucket(key);
 
 	pthread_mutex_lock(&r->mu);
-	struct ev **pp = &r->b[h], *e = NULL;
-	for (; *pp; pp = &(*pp)->next)
-		if (strcmp((*pp)->key, key) == 0)
-			break;
-	e = *pp;
-	if (e != NULL && now - e->last_seen_ns > r->window_ns && !e->busy) {
-		/* the series ended: write what is pending, start a new Event */
-		enum pk_kube_reason rc = sync_locked(r, e);
-		(void)rc;
-		for (pp = &r->b[h]; *pp && *pp != e; pp = &(*pp)->next)
-			;
-		if (*pp == e) {
-			*pp = e->next;
-			r->n--;
-			ev_free(e);
-		}
-		e = NULL;
-	}
+	struct ev *e = ev_find(r, h, key, now);
 	if (e != NULL) {
 		free(key);
 		e->count++;
@@ -215,77 +325,15 @@ enum pk_kube_reason pk_kube_recorder_emit(struct pk_kube_recorder *r,
 		pthread_mutex_unlock(&r->mu);
 		return rc;
 	}
-	while (r->n >= r->max_cached && r->n > 0) {
-		size_t before = r->n;
-		evict_one(r);
-		if (r->n == before)
-			break;
-	}
-	e = calloc(1, sizeof(*e));
 	char evname[300];
 	snprintf(evname, sizeof(evname), "%.200s.%llx%02x", reg->name, (unsigned long long)now,
 	         r->seq++ & 0xff);
-	if (e == NULL || (e->ns = strdup(ns)) == NULL) {
-		free(e);
-		free(key);
-		pthread_mutex_unlock(&r->mu);
+	e = ev_add(r, h, key, ns, now);
+	pthread_mutex_unlock(&r->mu);
+	if (e == NULL)
 		return PK_KUBE_NOMEM;
-	}
-	e->key = key;
-	e->count = 1;
-	e->last_seen_ns = now;
-	e->busy = true; /* being created */
-	e->next = r->b[h];
-	r->b[h] = e;
-	r->n++;
-	pthread_mutex_unlock(&r->mu);
-
-	char t[64];
-	micro_now(t, sizeof(t));
-	json_t *regarding = json_pack("{s:s,s:s,s:s}", "apiVersion", reg->api_version, "kind",
-	                              reg->kind, "name", reg->name);
-	if (regarding && reg->namespace)
-		json_object_set_new(regarding, "namespace", json_string(reg->namespace));
-	if (regarding && reg->uid)
-		json_object_set_new(regarding, "uid", json_string(reg->uid));
-	json_t *obj =
-	    json_pack("{s:s,s:s,s:{s:s,s:s},s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "apiVersion",
-	              "events.k8s.io/v1", "kind", "Event", "metadata", "name", evname, "namespace",
-	              ns, "eventTime", t, "reportingController", r->controller, "reportingInstance",
-	              r->instance, "action", action, "reason", reason, "type",
-	              warning ? "Warning" : "Normal", "note", note, "regarding", regarding);
-	struct pk_kube_ref ref = {
-	    .group = "events.k8s.io", .version = "v1", .resource = "events", .namespace = ns};
-	struct pk_kube_error err;
-	enum pk_kube_reason rc =
-	    obj ? pk_kube_client_create(r->c, &ref, obj, NULL, NULL, &err) : PK_KUBE_NOMEM;
-	json_decref(obj);
-	if (rc != PK_KUBE_OK)
-		pk_kube_logf(pk_kube_client_log(r->c), PK_KUBE_LOG_WARN,
-		             "event %s for %s %s/%s: %s: %s", reason, reg->kind, ns, reg->name,
-		             pk_kube_reason_name(rc), obj ? err.message : "out of memory");
-
-	pthread_mutex_lock(&r->mu);
-	e->busy = false;
-	e->last_write_ns = pk_kube_now_ns();
-	if (rc == PK_KUBE_OK) {
-		r->created++;
-		e->name = strdup(evname);
-		e->written = 1;
-		/* occurrences counted while it was being created */
-		if (e->count > 1)
-			(void)sync_locked(r, e);
-	} else {
-		/* forget it: the next occurrence tries to create it again */
-		for (pp = &r->b[h]; *pp && *pp != e; pp = &(*pp)->next)
-			;
-		if (*pp == e) {
-			*pp = e->next;
-			r->n--;
-			ev_free(e);
-		}
-	}
-	pthread_mutex_unlock(&r->mu);
+	enum pk_kube_reason rc = create_event(r, reg, ns, evname, warning, reason, action, note);
+	ev_created(r, h, e, evname, rc);
 	return rc;
 }
 

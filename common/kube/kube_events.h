@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "kube_client.h"
 #include "pk.h"
@@ -76,6 +77,10 @@ enum pk_kube_reason pk_kube_recorder_emit(struct pk_kube_recorder *rec,
 
 /* Writes every pending series count now. Returns the first failure. */
 enum pk_kube_reason pk_kube_recorder_flush(struct pk_kube_recorder *rec);
+
+/* A wall-clock time as a MicroTime ("2026-01-02T03:04:05.000006Z"), the form Events and
+ * Leases carry (eventTime, series.lastObservedTime, renewTime). */
+void pk_kube_micro_time(const struct timespec *t, char *buf, size_t len);
 
 /* How many Event objects were created and how many series updates written. */
 void pk_kube_recorder_stats(struct pk_kube_recorder *rec, unsigned long *created,

@@ -122,6 +122,99 @@ static int append(struct pk_kube_splitter *s, const char *p, size_t n, struct pk
 	return PK_OK;
 }
 
+/* An opening '{' or '[' at data[i]. Past the depth the decoder accepts, the event streams by
+ * unkept (what came before goes into the buffer, *start moves). */
+static int split_open(struct pk_kube_splitter *s, char c, const char *data, size_t i, size_t *start,
+                      struct pk_err *err)
+{
+	if (s->depth >= SPLIT_MAX_DEPTH && s->ofn == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "watch event nested deeper than %d levels",
+		                  SPLIT_MAX_DEPTH);
+	if (s->depth >= SPLIT_MAX_DEPTH) {
+		/* too deep to decode: it streams by, counted only */
+		if (s->oscan == NULL) {
+			int rc = take(s, data + *start, i - *start, err);
+			if (rc == PK_OK && s->oscan == NULL)
+				rc = oversize_begin(s, err);
+			if (rc != PK_OK)
+				return rc;
+			*start = i;
+		}
+		s->depth++;
+		return PK_OK;
+	}
+	uint64_t bit = 1ULL << (s->depth % 64);
+	if (c == '[')
+		s->kinds[s->depth / 64] |= bit;
+	else
+		s->kinds[s->depth / 64] &= ~bit;
+	s->depth++;
+	return PK_OK;
+}
+
+/* A closing '}' or ']'; *done when it ends the object. */
+static int split_close(struct pk_kube_splitter *s, char c, bool *done, struct pk_err *err)
+{
+	if (s->depth > SPLIT_MAX_DEPTH) {
+		s->depth--;
+		return PK_OK;
+	}
+	unsigned d = s->depth - 1;
+	bool square = (s->kinds[d / 64] >> (d % 64)) & 1;
+	if (square != (c == ']'))
+		return pk_err_set(err, PK_ERR_INVALID, "watch stream: garbage: '%c' closes '%c'", c,
+		                  square ? '[' : '{');
+	if (--s->depth == 0)
+		*done = true;
+	return PK_OK;
+}
+
+/* Inside an object: scans data from *i to its end (*done, *i just past it) or to the end of
+ * this read. */
+static int split_scan(struct pk_kube_splitter *s, const char *data, size_t len, size_t *i,
+                      size_t *start, bool *done, struct pk_err *err)
+{
+	for (; *i < len && !*done; (*i)++) {
+		char c = data[*i];
+		int rc = PK_OK;
+		if (s->in_str) {
+			if (s->esc)
+				s->esc = false;
+			else if (c == '\\')
+				s->esc = true;
+			else if (c == '"')
+				s->in_str = false;
+		} else if (c == '"') {
+			s->in_str = true;
+		} else if (c == '{' || c == '[') {
+			rc = split_open(s, c, data, *i, start, err);
+		} else if (c == '}' || c == ']') {
+			rc = split_close(s, c, done, err);
+		}
+		if (rc != PK_OK)
+			return rc;
+	}
+	return PK_OK;
+}
+
+/* A whole object: to the oversize callback when it streamed by, else to fn. */
+static int split_deliver(struct pk_kube_splitter *s, pk_kube_text_fn *fn, void *ud)
+{
+	if (s->oscan != NULL) {
+		struct pk_kube_scan *sc = s->oscan;
+		size_t n = s->olen;
+		s->oscan = NULL;
+		s->olen = 0;
+		int rc = s->ofn(s->oud, n, pk_kube_scan_value(sc, 0), pk_kube_scan_value(sc, 1),
+		                pk_kube_scan_value(sc, 2), pk_kube_scan_value(sc, 3));
+		pk_kube_scan_free(sc);
+		return rc;
+	}
+	size_t n = s->len;
+	s->len = 0;
+	return fn(ud, s->buf, n);
+}
+
 int pk_kube_splitter_feed(struct pk_kube_splitter *s, const char *data, size_t len,
                           pk_kube_text_fn *fn, void *ud, struct pk_err *err)
 {
@@ -142,83 +235,15 @@ int pk_kube_splitter_feed(struct pk_kube_splitter *s, const char *data, size_t l
 				                  q);
 			}
 		}
-		/* inside an object: scan to its end or the end of this read */
 		size_t start = i;
 		bool done = false;
-		for (; i < len; i++) {
-			char c = data[i];
-			if (s->in_str) {
-				if (s->esc)
-					s->esc = false;
-				else if (c == '\\')
-					s->esc = true;
-				else if (c == '"')
-					s->in_str = false;
-				continue;
-			}
-			if (c == '"') {
-				s->in_str = true;
-			} else if (c == '{' || c == '[') {
-				if (s->depth >= SPLIT_MAX_DEPTH && s->ofn == NULL)
-					return pk_err_set(
-					    err, PK_ERR_NOMEM,
-					    "watch event nested deeper than %d levels",
-					    SPLIT_MAX_DEPTH);
-				if (s->depth >= SPLIT_MAX_DEPTH) {
-					/* too deep to decode: it streams by, counted only */
-					if (s->oscan == NULL) {
-						int rc = take(s, data + start, i - start, err);
-						if (rc == PK_OK && s->oscan == NULL)
-							rc = oversize_begin(s, err);
-						if (rc != PK_OK)
-							return rc;
-						start = i;
-					}
-					s->depth++;
-					continue;
-				}
-				uint64_t bit = 1ULL << (s->depth % 64);
-				if (c == '[')
-					s->kinds[s->depth / 64] |= bit;
-				else
-					s->kinds[s->depth / 64] &= ~bit;
-				s->depth++;
-			} else if ((c == '}' || c == ']') && s->depth > SPLIT_MAX_DEPTH) {
-				s->depth--;
-			} else if (c == '}' || c == ']') {
-				unsigned d = s->depth - 1;
-				bool square = (s->kinds[d / 64] >> (d % 64)) & 1;
-				if (square != (c == ']'))
-					return pk_err_set(err, PK_ERR_INVALID,
-					                  "watch stream: garbage: '%c' closes '%c'",
-					                  c, square ? '[' : '{');
-				if (--s->depth == 0) {
-					i++;
-					done = true;
-					break;
-				}
-			}
-		}
-		int rc = take(s, data + start, i - start, err);
-		if (rc != PK_OK)
+		int rc = split_scan(s, data, len, &i, &start, &done, err);
+		if (rc == PK_OK)
+			rc = take(s, data + start, i - start, err);
+		if (rc == PK_OK && done)
+			rc = split_deliver(s, fn, ud);
+		if (rc != 0)
 			return rc;
-		if (done && s->oscan != NULL) {
-			struct pk_kube_scan *sc = s->oscan;
-			size_t n = s->olen;
-			s->oscan = NULL;
-			s->olen = 0;
-			rc = s->ofn(s->oud, n, pk_kube_scan_value(sc, 0), pk_kube_scan_value(sc, 1),
-			            pk_kube_scan_value(sc, 2), pk_kube_scan_value(sc, 3));
-			pk_kube_scan_free(sc);
-			if (rc != 0)
-				return rc;
-		} else if (done) {
-			size_t n = s->len;
-			s->len = 0;
-			rc = fn(ud, s->buf, n);
-			if (rc != 0)
-				return rc;
-		}
 	}
 	return PK_OK;
 }
@@ -312,14 +337,11 @@ static int skip_event(struct wstate *w, const char *type, const char *ns, const 
 		w->garbage = true;
 		return 1;
 	}
-	char qn[300] = "", qns[300] = "";
-	if (name != NULL)
-		pk_text_quote(name, strlen(name), qn, sizeof(qn));
-	if (ns != NULL)
-		pk_text_quote(ns, strlen(ns), qns, sizeof(qns));
+	char obj[620];
+	pk_kube_quote_object(ns, name, obj, sizeof(obj));
 	pk_kube_logf(w->log, PK_KUBE_LOG_WARN,
-	             "watch %s: %s event of %s%s%s passed over, its object cannot be decoded: %s",
-	             w->path, type, qns, ns ? "/" : "", name ? qn : "(name unreadable)", why);
+	             "watch %s: %s event of %s passed over, its object cannot be decoded: %s",
+	             w->path, type, obj, why);
 	if (w->o->on_skip != NULL)
 		w->o->on_skip(w->o->skip_ud, ns, name, why);
 	w->events++;
@@ -413,14 +435,77 @@ static bool stopped(const struct pk_kube_watch_opts *o)
 	return o->stop != NULL && atomic_load(o->stop);
 }
 
-/* Sleeps ns, waking early when stop is set. */
-static void nap(const struct pk_kube_watch_opts *o, long long ns)
+/* The watch request: base plus the query, resuming at rv when set. */
+static int watch_path(const struct pk_kube_watch_opts *o, const char *base, const char *rv,
+                      char *path, size_t len)
 {
-	while (ns > 0 && !stopped(o)) {
-		long long step = ns > 100000000LL ? 100000000LL : ns;
-		pk_kube_sleep_ns(step);
-		ns -= step;
+	char num[32];
+	snprintf(path, len, "%s", base);
+	long timeout = o->timeout_s > 0 ? o->timeout_s : 300 + (long)(pk_kube_now_ns() % 300);
+	snprintf(num, sizeof(num), "%ld", timeout);
+	if (pk_kube_query_add(path, len, "watch", "true") != PK_OK ||
+	    (o->bookmarks &&
+	     pk_kube_query_add(path, len, "allowWatchBookmarks", "true") != PK_OK) ||
+	    (o->label_selector &&
+	     pk_kube_query_add(path, len, "labelSelector", o->label_selector) != PK_OK) ||
+	    (o->field_selector &&
+	     pk_kube_query_add(path, len, "fieldSelector", o->field_selector) != PK_OK) ||
+	    (rv[0] && pk_kube_query_add(path, len, "resourceVersion", rv) != PK_OK))
+		return PK_ERR_NOMEM;
+	return pk_kube_query_add(path, len, "timeoutSeconds", num);
+}
+
+/* One connection, until it ends: false when the watch was stopped, else *rc and *serr say
+ * how it ended (an ERROR event and garbage included). */
+static bool watch_once(struct pk_kube_client *c, struct wstate *w, const char *path,
+                       enum pk_kube_reason *rc, struct pk_kube_error *serr)
+{
+	pk_kube_splitter_reset(w->sp);
+	w->end = PK_KUBE_OK;
+	w->garbage = false;
+	w->connected_ns = 0;
+	w->reported = false;
+	*rc = pk_kube_client_stream(c, path, on_piece, w, w->o->stop, serr);
+	/* an end inside an event is a break, not the server's timeout */
+	bool clean = *rc == PK_KUBE_OK && w->end == PK_KUBE_OK && !w->garbage &&
+	             pk_kube_splitter_pending(w->sp) == 0;
+	if (!clean && w->o->on_state != NULL)
+		w->o->on_state(w->ud, false);
+	if (w->end == PK_KUBE_CANCELLED || stopped(w->o))
+		return false;
+	if (w->end != PK_KUBE_OK) {
+		/* an ERROR event */
+		*rc = w->end;
+		*serr = w->err;
+	} else if (w->garbage) {
+		pk_kube_logf(w->log, PK_KUBE_LOG_WARN, "watch %s: %s; reconnecting from %s",
+		             w->path, w->perr.msg, w->rv[0] ? w->rv : "now");
+		*rc = PK_KUBE_CONNECTION;
+		snprintf(serr->message, sizeof(serr->message), "%s", w->perr.msg);
 	}
+	return true;
+}
+
+/* Whether the watch reconnects after a connection that ended so. */
+static bool transient(enum pk_kube_reason rc)
+{
+	return rc == PK_KUBE_OK || rc == PK_KUBE_CONNECTION || rc == PK_KUBE_TIMEOUT ||
+	       rc == PK_KUBE_SERVER_ERROR || rc == PK_KUBE_TOO_MANY_REQUESTS ||
+	       rc == PK_KUBE_UNKNOWN;
+}
+
+/* The pause before reconnecting after the failures-th failure in a row. */
+static void watch_pause(struct wstate *w, enum pk_kube_reason rc, const struct pk_kube_error *serr,
+                        unsigned failures, long base, long max)
+{
+	long long wait = pk_kube_backoff_ns(failures < 20 ? failures : 20, base, max);
+	if (rc == PK_KUBE_TOO_MANY_REQUESTS && serr->retry_after_s > 0)
+		wait = serr->retry_after_s * 1000000000LL;
+	pk_kube_logf(w->log, failures ? PK_KUBE_LOG_WARN : PK_KUBE_LOG_INFO,
+	             "watch %s: %s: %s; reconnecting from %s in %lld ms", w->path,
+	             pk_kube_reason_name(rc), serr->message, w->rv[0] ? w->rv : "now",
+	             wait / 1000000LL);
+	pk_kube_nap(w->o->stop, wait);
 }
 
 enum pk_kube_reason pk_kube_watch_run(struct pk_kube_client *c, const struct pk_kube_ref *r,
@@ -452,64 +537,22 @@ enum pk_kube_reason pk_kube_watch_run(struct pk_kube_client *c, const struct pk_
 	pk_kube_splitter_on_oversize(w.sp, on_oversize, &w);
 
 	for (;;) {
+		char path[8192];
+		struct pk_kube_error serr;
+		unsigned long before = w.events;
 		if (stopped(o)) {
 			rc = pk_kube_error_set(e, PK_KUBE_CANCELLED, 0, "watch stopped");
 			break;
 		}
-		char path[8192], num[32];
-		snprintf(path, sizeof(path), "%s", base_path);
-		long timeout =
-		    o->timeout_s > 0 ? o->timeout_s : 300 + (long)(pk_kube_now_ns() % 300);
-		snprintf(num, sizeof(num), "%ld", timeout);
-		if (pk_kube_query_add(path, sizeof(path), "watch", "true") != PK_OK ||
-		    (o->bookmarks && pk_kube_query_add(path, sizeof(path), "allowWatchBookmarks",
-		                                       "true") != PK_OK) ||
-		    (o->label_selector && pk_kube_query_add(path, sizeof(path), "labelSelector",
-		                                            o->label_selector) != PK_OK) ||
-		    (o->field_selector && pk_kube_query_add(path, sizeof(path), "fieldSelector",
-		                                            o->field_selector) != PK_OK) ||
-		    (w.rv[0] &&
-		     pk_kube_query_add(path, sizeof(path), "resourceVersion", w.rv) != PK_OK) ||
-		    pk_kube_query_add(path, sizeof(path), "timeoutSeconds", num) != PK_OK) {
+		if (watch_path(o, base_path, w.rv, path, sizeof(path)) != PK_OK) {
 			rc = pk_kube_error_set(e, PK_KUBE_BAD_REQUEST, 0, "watch query too long");
 			break;
 		}
-		pk_kube_splitter_reset(w.sp);
-		w.end = PK_KUBE_OK;
-		w.garbage = false;
-		w.connected_ns = 0;
-		w.reported = false;
-		unsigned long before = w.events;
-		struct pk_kube_error serr;
-		rc = pk_kube_client_stream(c, path, on_piece, &w, o->stop, &serr);
-		/* an end inside an event is a break, not the server's timeout */
-		bool clean = rc == PK_KUBE_OK && w.end == PK_KUBE_OK && !w.garbage &&
-		             pk_kube_splitter_pending(w.sp) == 0;
-		if (!clean && o->on_state != NULL)
-			o->on_state(ud, false);
-		if (w.end == PK_KUBE_CANCELLED || stopped(o)) {
+		if (!watch_once(c, &w, path, &rc, &serr)) {
 			rc = pk_kube_error_set(e, PK_KUBE_CANCELLED, 0, "watch stopped");
 			break;
 		}
-		if (w.end != PK_KUBE_OK) {
-			/* an ERROR event */
-			rc = w.end;
-			serr = w.err;
-		} else if (w.garbage) {
-			pk_kube_logf(w.log, PK_KUBE_LOG_WARN, "watch %s: %s; reconnecting from %s",
-			             base_path, w.perr.msg, w.rv[0] ? w.rv : "now");
-			rc = PK_KUBE_CONNECTION;
-			snprintf(serr.message, sizeof(serr.message), "%s", w.perr.msg);
-		}
-		if (rc == PK_KUBE_GONE) {
-			if (e != NULL)
-				*e = serr;
-			break;
-		}
-		bool transient = rc == PK_KUBE_OK || rc == PK_KUBE_CONNECTION ||
-		                 rc == PK_KUBE_TIMEOUT || rc == PK_KUBE_SERVER_ERROR ||
-		                 rc == PK_KUBE_TOO_MANY_REQUESTS || rc == PK_KUBE_UNKNOWN;
-		if (!transient) {
+		if (!transient(rc)) { /* 410 Gone among them: the caller lists again */
 			if (e != NULL)
 				*e = serr;
 			break;
@@ -519,20 +562,13 @@ enum pk_kube_reason pk_kube_watch_run(struct pk_kube_client *c, const struct pk_
 			 * after a short pause when the connection carried nothing */
 			failures = 0;
 			if (w.events == before)
-				nap(o, base * 1000000LL);
+				pk_kube_nap(o->stop, base * 1000000LL);
 			continue;
 		}
 		if (w.events > before)
 			failures = 0;
-		long long wait = pk_kube_backoff_ns(failures < 20 ? failures : 20, base, max);
-		if (rc == PK_KUBE_TOO_MANY_REQUESTS && serr.retry_after_s > 0)
-			wait = serr.retry_after_s * 1000000000LL;
-		pk_kube_logf(w.log, failures ? PK_KUBE_LOG_WARN : PK_KUBE_LOG_INFO,
-		             "watch %s: %s: %s; reconnecting from %s in %lld ms", base_path,
-		             pk_kube_reason_name(rc), serr.message, w.rv[0] ? w.rv : "now",
-		             wait / 1000000LL);
+		watch_pause(&w, rc, &serr, failures, base, max);
 		failures++;
-		nap(o, wait);
 	}
 	if (rv_out != NULL && rv_len > 0)
 		snprintf(rv_out, rv_len, "%s", w.rv);

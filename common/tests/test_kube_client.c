@@ -194,6 +194,25 @@ static void test_backoff(void **state)
 	}
 }
 
+static void test_quote_object(void **state)
+{
+	(void)state;
+	char buf[700];
+	pk_kube_quote_object("ns-a", "cm-1", buf, sizeof(buf));
+	assert_string_equal(buf, "ns-a/cm-1");
+	pk_kube_quote_object(NULL, "node-1", buf, sizeof(buf));
+	assert_string_equal(buf, "node-1");
+	pk_kube_quote_object("ns-a", NULL, buf, sizeof(buf));
+	assert_string_equal(buf, "ns-a/(name unreadable)");
+	/* control characters are quoted, not written raw into a log line */
+	pk_kube_quote_object("ns", "a\nb", buf, sizeof(buf));
+	assert_null(strchr(buf, '\n'));
+	assert_non_null(strstr(buf, "ns/a"));
+	char small[6];
+	pk_kube_quote_object("ns-a", "cm-1", small, sizeof(small));
+	assert_string_equal(small, "ns-a/");
+}
+
 /* ---- against the scripted server ---- */
 
 static struct fake_server srv;
@@ -1695,8 +1714,8 @@ int main(void)
 {
 	const struct CMUnitTest pure[] = {
 	    cmocka_unit_test(test_status_decode), cmocka_unit_test(test_paths),
-	    cmocka_unit_test(test_backoff),       cmocka_unit_test(test_list_decode),
-	    cmocka_unit_test(test_object_ident),
+	    cmocka_unit_test(test_backoff),       cmocka_unit_test(test_quote_object),
+	    cmocka_unit_test(test_list_decode),   cmocka_unit_test(test_object_ident),
 	};
 	const struct CMUnitTest net[] = {
 	    T(test_get_ok),

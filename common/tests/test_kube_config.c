@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 
 #include "kube_config.h"
+#include "kube_exec.h"
 
 static char tmpdir[256];
 static char fixdir[512];

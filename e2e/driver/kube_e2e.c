@@ -127,14 +127,10 @@ static const char *data_of(const json_t *obj, const char *key)
 	return v ? v : "";
 }
 
-static int cmd_crud(const char *ns, int count)
+/* COUNT ConfigMaps cm-NNNN, created from 8 threads on one client. */
+static void crud_create(const char *ns, int count)
 {
-	connect_client(500, 1000);
-	struct pk_kube_error e;
-	enum pk_kube_reason rc;
 	long long t0 = pk_kube_now_ns();
-
-	/* create COUNT ConfigMaps from 8 threads on one client */
 	enum { NT = 8 };
 	pthread_t th[NT];
 	struct creator k[NT];
@@ -151,8 +147,13 @@ static int cmd_crud(const char *ns, int count)
 	}
 	ok("create %d configmaps from %d threads in %.1f s", count, NT,
 	   (double)(pk_kube_now_ns() - t0) / 1e9);
+}
 
-	/* page by page, 100 at a time */
+/* Page by page, 100 at a time; everything at once; label and field selectors. */
+static void crud_list(const char *ns, int count)
+{
+	struct pk_kube_error e;
+	enum pk_kube_reason rc;
 	struct pk_kube_ref coll = cm_ref(ns, NULL);
 	struct pk_kube_list_opts lo = {.limit = 100, .label_selector = "app=pk-e2e"};
 	int pages = 0, items = 0;
@@ -194,8 +195,13 @@ static int cmd_crud(const char *ns, int count)
 		    json_array_size(json_object_get(all, "items")));
 	json_decref(all);
 	ok("list_all pages through everything; label and field selectors");
+}
 
-	/* get, update, conflict */
+/* get, update, a stale update; AlreadyExists and NotFound. */
+static void crud_update(const char *ns)
+{
+	struct pk_kube_error e;
+	enum pk_kube_reason rc;
 	struct pk_kube_ref one = cm_ref(ns, "cm-0001");
 	json_t *obj, *stale, *out;
 	rc = pk_kube_client_get(cli, &one, &obj, &e);
@@ -226,8 +232,16 @@ static int cmd_crud(const char *ns, int count)
 	rc = pk_kube_client_get(cli, &missing, &obj, &e);
 	expect("get missing", rc, PK_KUBE_NOT_FOUND, &e);
 	ok("AlreadyExists and NotFound decoded (code %ld)", e.code);
+}
 
-	/* patches */
+/* Merge patch, JSON patch (a failing test op), server-side apply; *applied gets the
+ * object after the apply (the caller json_decrefs). */
+static void crud_patch(const char *ns, json_t **applied)
+{
+	struct pk_kube_error e;
+	enum pk_kube_reason rc;
+	struct pk_kube_ref one = cm_ref(ns, "cm-0001");
+	json_t *out;
 	json_t *mp = json_pack("{s:{s:s}}", "data", "m", "1");
 	rc = pk_kube_client_patch(cli, &one, PK_KUBE_PATCH_MERGE, mp, NULL, &out, &e);
 	expect("merge patch", rc, PK_KUBE_OK, &e);
@@ -259,8 +273,16 @@ static int cmd_crud(const char *ns, int count)
 		die("server-side apply", "not applied");
 	json_decref(ap);
 	ok("server-side apply");
+	*applied = out;
+}
 
-	/* delete with preconditions */
+/* Delete preconditions against the object as last written (applied). */
+static void crud_delete(const char *ns, json_t *applied)
+{
+	struct pk_kube_error e;
+	enum pk_kube_reason rc;
+	struct pk_kube_ref one = cm_ref(ns, "cm-0001");
+	json_t *obj, *out = applied;
 	const char *uid = pk_kube_meta_str(out, "uid");
 	struct pk_kube_delete_opts d = {.uid = "00000000-0000-0000-0000-000000000000"};
 	rc = pk_kube_client_delete(cli, &one, &d, NULL, &e);
@@ -278,8 +300,14 @@ static int cmd_crud(const char *ns, int count)
 	rc = pk_kube_client_get(cli, &one, &obj, &e);
 	expect("get after delete", rc, PK_KUBE_NOT_FOUND, &e);
 	ok("delete: failed preconditions are Conflict; matching ones delete");
+}
 
-	/* status subresource of a CRD */
+/* The status subresource of a CRD, and the immutable spec. */
+static void crud_status(const char *ns)
+{
+	struct pk_kube_error e;
+	enum pk_kube_reason rc;
+	json_t *obj, *out;
 	struct pk_kube_ref claims = {.group = "ipam.cluster.x-k8s.io",
 	                             .version = "v1beta2",
 	                             .resource = "ipaddressclaims",
@@ -317,8 +345,13 @@ static int cmd_crud(const char *ns, int count)
 	ok("status subresource patched; spec change refused as %s: %s", pk_kube_reason_name(rc),
 	   e.message);
 	json_decref(obj);
+}
 
-	/* discovery */
+/* Discovery of a served group and of an unknown one. */
+static void crud_discovery(void)
+{
+	struct pk_kube_error e;
+	enum pk_kube_reason rc;
 	json_t *vs;
 	rc = pk_kube_client_group_versions(cli, "ipam.cluster.x-k8s.io", &vs, &e);
 	expect("discovery", rc, PK_KUBE_OK, &e);
@@ -334,7 +367,19 @@ static int cmd_crud(const char *ns, int count)
 	expect("discovery of an unknown group", rc, PK_KUBE_NOT_FOUND, &e);
 	ok("discovery: ipam.cluster.x-k8s.io serves %s; an unknown group is NotFound", txt);
 	free(txt);
+}
 
+static int cmd_crud(const char *ns, int count)
+{
+	connect_client(500, 1000);
+	crud_create(ns, count);
+	crud_list(ns, count);
+	crud_update(ns);
+	json_t *applied;
+	crud_patch(ns, &applied);
+	crud_delete(ns, applied);
+	crud_status(ns);
+	crud_discovery();
 	pk_kube_client_free(cli);
 	pk_kube_config_free(cfg);
 	return 0;

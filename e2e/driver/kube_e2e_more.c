@@ -6,7 +6,7 @@
 
 #include "kube_client.h"
 #include "kube_events.h"
-#include "kube_lease.h"
+#include "kube_elector.h"
 
 int pk_kube_e2e_lease(struct pk_kube_client *c, const char *ns, const char *name, const char *id,
                       long seconds);

@@ -1,5 +1,5 @@
-/* kube_lease.c - leader election on a coordination.k8s.io/v1 Lease. */
-#include "kube_lease.h"
+/* kube_elector.c - leader election on a coordination.k8s.io/v1 Lease. */
+#include "kube_elector.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <openssl/rand.h>
+
+#include "kube_events.h"
+#include "kube_worker.h"
 
 struct pk_kube_elector {
 	struct pk_kube_client *c;
@@ -22,12 +25,8 @@ struct pk_kube_elector {
 	long long observed_ns; /* when it last changed, monotonic */
 	char leader[256];      /* last holder reported to on_new_leader */
 
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	atomic_int stop;
+	struct pk_kube_worker w;
 	atomic_int leading;
-	pthread_t thread;
-	bool running;
 };
 
 void pk_kube_lease_default_identity(char *buf, size_t len)
@@ -62,19 +61,11 @@ enum pk_kube_lease_action pk_kube_lease_decide(const char *holder, const char *m
 	return PK_KUBE_LEASE_ACQUIRE;
 }
 
-static void micro_time(const struct timespec *t, char *buf, size_t len)
-{
-	struct tm tm;
-	gmtime_r(&t->tv_sec, &tm);
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->tv_nsec / 1000);
-}
-
 json_t *pk_kube_lease_spec(const json_t *old_spec, const char *me, long duration_s, bool release,
                            const struct timespec *now)
 {
 	char ts[64];
-	micro_time(now, ts, sizeof(ts));
+	pk_kube_micro_time(now, ts, sizeof(ts));
 	const char *old_holder = pk_kube_json_str(old_spec, "holderIdentity");
 	json_int_t transitions = json_integer_value(json_object_get(old_spec, "leaseTransitions"));
 	bool same = old_holder != NULL && strcmp(old_holder, me) == 0;
@@ -119,12 +110,7 @@ int pk_kube_elector_new(struct pk_kube_client *c, const struct pk_kube_elector_o
 	el->deadline_ms = dl;
 	el->retry_ms = retry;
 	el->log = pk_kube_client_log(c);
-	pthread_mutex_init(&el->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&el->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	pk_kube_worker_init(&el->w);
 	el->o.namespace = el->ns;
 	el->o.name = el->name;
 	el->o.identity = el->id;
@@ -144,23 +130,6 @@ const char *pk_kube_elector_identity(const struct pk_kube_elector *el)
 bool pk_kube_elector_leading(struct pk_kube_elector *el)
 {
 	return atomic_load(&el->leading) != 0;
-}
-
-static void nap(struct pk_kube_elector *el, long ms)
-{
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += ms / 1000;
-	dl.tv_nsec += (ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&el->mu);
-	while (!atomic_load(&el->stop))
-		if (pthread_cond_timedwait(&el->cv, &el->mu, &dl) == ETIMEDOUT)
-			break;
-	pthread_mutex_unlock(&el->mu);
 }
 
 static long jittered(long ms)
@@ -282,12 +251,12 @@ static void *run(void *arg)
 {
 	struct pk_kube_elector *el = arg;
 	/* acquire */
-	while (!atomic_load(&el->stop)) {
+	while (!pk_kube_worker_stopping(&el->w)) {
 		if (try_acquire_or_renew(el))
 			break;
-		nap(el, jittered(el->retry_ms));
+		pk_kube_worker_nap(&el->w, jittered(el->retry_ms));
 	}
-	if (atomic_load(&el->stop))
+	if (pk_kube_worker_stopping(&el->w))
 		return NULL;
 	atomic_store(&el->leading, 1);
 	pk_kube_logf(el->log, PK_KUBE_LOG_INFO, "lease %s/%s: %s is the leader", el->ns, el->name,
@@ -297,9 +266,9 @@ static void *run(void *arg)
 	/* renew until the deadline passes without a successful renewal */
 	long long last = pk_kube_now_ns();
 	bool lost = false;
-	while (!atomic_load(&el->stop)) {
-		nap(el, el->retry_ms);
-		if (atomic_load(&el->stop))
+	while (!pk_kube_worker_stopping(&el->w)) {
+		pk_kube_worker_nap(&el->w, el->retry_ms);
+		if (pk_kube_worker_stopping(&el->w))
 			break;
 		if (try_acquire_or_renew(el)) {
 			last = pk_kube_now_ns();
@@ -324,37 +293,27 @@ static void *run(void *arg)
 
 int pk_kube_elector_start(struct pk_kube_elector *el, struct pk_err *err)
 {
-	if (el->running)
+	int rc = pk_kube_worker_start(&el->w, run, el);
+	if (rc == EBUSY)
 		return pk_err_set(err, PK_ERR_INVALID, "elector already started");
-	int rc = pthread_create(&el->thread, NULL, run, el);
 	if (rc != 0)
 		return pk_err_set(err, PK_ERR_NOMEM, "cannot start the elector: %s", strerror(rc));
-	el->running = true;
 	return PK_OK;
 }
 
 void pk_kube_elector_stop(struct pk_kube_elector *el)
 {
-	if (!el->running)
-		return;
-	atomic_store(&el->stop, 1);
-	pthread_mutex_lock(&el->mu);
-	pthread_cond_broadcast(&el->cv);
-	pthread_mutex_unlock(&el->mu);
-	pthread_join(el->thread, NULL);
-	el->running = false;
+	pk_kube_worker_stop(&el->w);
 }
 
 void pk_kube_elector_free(struct pk_kube_elector *el)
 {
 	if (el == NULL)
 		return;
-	pk_kube_elector_stop(el);
+	pk_kube_worker_destroy(&el->w);
 	free(el->ns);
 	free(el->name);
 	free(el->id);
 	free(el->observed);
-	pthread_mutex_destroy(&el->mu);
-	pthread_cond_destroy(&el->cv);
 	free(el);
 }

@@ -1,5 +1,5 @@
 /*
- * kube_lease.h - leader election on a coordination.k8s.io/v1 Lease, with
+ * kube_elector.h - leader election on a coordination.k8s.io/v1 Lease, with
  * client-go's semantics (k8s.io/client-go/tools/leaderelection), so that
  * poolkeeper-controller replicas and client-go based tools agree on who
  * leads:
@@ -28,8 +28,8 @@
  * Ownership: the elector borrows the client and copies the strings of its
  * options. pk_kube_elector_free stops it first.
  */
-#ifndef PK_KUBE_LEASE_H
-#define PK_KUBE_LEASE_H
+#ifndef PK_KUBE_ELECTOR_H
+#define PK_KUBE_ELECTOR_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
-/* test_kube_lease.c - leader election's decision (client-go's rules) and the Lease spec it writes.
+/* test_kube_elector.c - leader election's decision (client-go's rules) and the Lease spec it
+ * writes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "kube_lease.h"
+#include "kube_elector.h"
 
 #define S 1000000000LL
 
