@@ -97,6 +97,20 @@ PK_MUST_CHECK int pk_flags_parse_only(const struct pk_flag *table, size_t n, int
                                       char *const argv[], struct pk_flag_value *vals,
                                       struct pk_err *err);
 
+/*
+ * Every value a repeatable flag (`idx`, one that takes a value) was given,
+ * in order, from a daemon's command line (argv[0] the program) that
+ * pk_flags_parse_only has accepted: pk_flags_parse keeps only the last.
+ * The first `max` go into out; *count says how many were given, beyond
+ * `max` too. Returns PK_OK, PK_ERR_INVALID or PK_ERR_NOMEM.
+ */
+PK_MUST_CHECK int pk_flags_collect(const struct pk_flag *table, size_t n, int argc,
+                                   char *const argv[], size_t idx, const char **out, size_t max,
+                                   size_t *count, struct pk_err *err);
+
+/* The index of the flag called `name`, or n when the table has none. */
+size_t pk_flags_find(const struct pk_flag *table, size_t n, const char *name);
+
 /* The text of a flag: what was given, else its default. */
 const char *pk_flags_get_string(const struct pk_flag *table, const struct pk_flag_value *vals,
                                 size_t i);

@@ -135,4 +135,13 @@ PK_MUST_CHECK int pk_httpd_probes_start(const struct pk_httpd_probes_config *cfg
 uint16_t pk_httpd_probes_port(const struct pk_httpd_probes *p, bool metrics);
 void pk_httpd_probes_stop(struct pk_httpd_probes *p);
 
+/*
+ * Logs "listening" with the listener's name, its bound port and its address
+ * ("all" for every address), as both daemons announce their listeners.
+ */
+void pk_httpd_log_listening(const char *name, uint16_t port, const struct pk_hostport *at);
+/* The health and metrics listeners of cfg, bound to these ports, or "metrics off". */
+void pk_httpd_log_probes(const struct pk_httpd_probes_config *cfg, uint16_t health_port,
+                         uint16_t metrics_port);
+
 #endif

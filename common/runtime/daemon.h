@@ -1,0 +1,66 @@
+/*
+ * daemon.h - the start every poolkeeper program's main() shares, in one
+ * place:
+ *
+ *   1. the command line against the program's flag table; a bad flag or
+ *      value is logged as "invalid command line" (naming the flag, the
+ *      value and "see <program> --help") and the program exits 2;
+ *   2. --help (the table's help) or --version ("<program> <version>") on
+ *      stdout, exit 0 (1 when stdout cannot be written);
+ *   3. the program's own reading of the flags (names, the rules between
+ *      flags), whose errors are usage errors as in 1;
+ *   4. the log format (--log-format) and level (--v 1 or more: debug);
+ *   5. signals: SIGPIPE ignored; for a daemon, SIGTERM and SIGINT blocked
+ *      in every thread started afterwards, for pk_daemon_wait_signal.
+ *
+ * The table must hold the flags help, version, log-format and v
+ * (PK_FLAG_DEF_* in flags.h).
+ */
+#ifndef PK_DAEMON_H
+#define PK_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "flags.h"
+#include "pk.h"
+
+/*
+ * Reads the parsed flags into the program's options (`opts`); argv is the
+ * whole command line, for pk_flags_collect. An error is a usage error.
+ */
+typedef int (*pk_daemon_options_fn)(void *opts, const struct pk_flag_value *vals, int argc,
+                                    char **argv, struct pk_err *err);
+
+struct pk_daemon {
+	const char *program; /* "poolkeeper-controller": --version and the usage hint */
+	const char *version; /* PK_VERSION */
+	const char *usage;   /* --help: "Usage: <usage>" */
+	const char *summary; /* --help: the paragraph after the usage */
+	const struct pk_flag *flags;
+	size_t nflags;
+	pk_daemon_options_fn options; /* may be NULL */
+	void *opts;
+	bool signals; /* a daemon: SIGTERM and SIGINT end it (pk_daemon_wait_signal) */
+};
+
+/* pk_daemon_start's answer when the program goes on. */
+#define PK_DAEMON_RUN (-1)
+
+/*
+ * Steps 1 to 5 above. Returns PK_DAEMON_RUN when the program goes on,
+ * else the status main() returns: 0 after --help or --version, 1 when
+ * stdout could not take them, 2 after a usage error.
+ */
+int pk_daemon_start(const struct pk_daemon *d, int argc, char **argv);
+
+/*
+ * Waits up to timeout_ms (a negative one: for ever) for SIGTERM or SIGINT,
+ * which pk_daemon_start blocked. Returns the signal, or 0 when none came.
+ */
+int pk_daemon_wait_signal(long timeout_ms);
+
+/* "SIGTERM" or "SIGINT", as the daemons log the signal that ends them. */
+const char *pk_daemon_signal_name(int sig);
+
+#endif
