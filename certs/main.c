@@ -271,14 +271,8 @@ int main(int argc, char **argv)
 	struct pk_err err = {{0}};
 	memset(&o, 0, sizeof(o));
 	pk_san_init(&o.names);
-	const struct pk_daemon d = {.program = PROGRAM,
-	                            .version = PK_VERSION,
-	                            .usage = USAGE,
-	                            .summary = SUMMARY,
-	                            .flags = flags,
-	                            .nflags = F_COUNT,
-	                            .options = read_options,
-	                            .opts = &o};
+	const struct pk_daemon d = {PROGRAM, PK_VERSION,   USAGE, SUMMARY, flags,
+	                            F_COUNT, read_options, &o,    false};
 	int status = pk_daemon_start(&d, argc, argv);
 	if (status != PK_DAEMON_RUN) {
 		pk_san_free(&o.names);

@@ -437,8 +437,9 @@ static bool start_leading(struct daemon *dm)
 }
 
 /* Start-up, then waits for a signal (0), or for leadership to be lost (1): one term per process. */
-static int run(struct daemon *dm)
+static int run(void *ud)
 {
+	struct daemon *dm = ud;
 	if (!api_access(dm) || !discover(dm) || !start_controller(dm))
 		return 1;
 	int synced = wait_synced(dm);
@@ -462,8 +463,9 @@ static int run(struct daemon *dm)
 	}
 }
 
-static void stop(struct daemon *dm)
+static void stop(void *ud)
 {
+	struct daemon *dm = ud;
 	/* In-flight work ends first, then the Lease is given up. */
 	if (dm->ctl != NULL)
 		pk_controller_stop(dm->ctl);
@@ -481,21 +483,7 @@ static void stop(struct daemon *dm)
 int main(int argc, char **argv)
 {
 	static struct daemon dm;
-	const struct pk_daemon d = {.program = PROGRAM,
-	                            .version = PK_VERSION,
-	                            .usage = USAGE,
-	                            .summary = SUMMARY,
-	                            .flags = flags,
-	                            .nflags = F_COUNT,
-	                            .options = read_options,
-	                            .opts = &dm.o,
-	                            .signals = true};
-	int status = pk_daemon_start(&d, argc, argv);
-	if (status != PK_DAEMON_RUN)
-		return status;
-	status = run(&dm);
-	stop(&dm);
-	if (status == 0)
-		pk_log_info("stopped");
-	return status;
+	const struct pk_daemon d = {PROGRAM, PK_VERSION,   USAGE, SUMMARY, flags,
+	                            F_COUNT, read_options, &dm.o, true};
+	return pk_daemon_main(&d, argc, argv, run, stop, &dm);
 }

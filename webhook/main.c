@@ -130,6 +130,7 @@ static int read_options(void *opts, const struct pk_flag_value *vals, int argc, 
 /* What main starts, stopped in the reverse order by stop(). */
 struct daemon {
 	struct options o;
+	bool keylog; /* SSLKEYLOGFILE was set, and removed */
 	struct pk_lookup *lookup;
 	struct pk_metrics *metrics;
 	struct pk_certs *certs;
@@ -193,8 +194,24 @@ static bool start_server(struct daemon *dm)
 	return true;
 }
 
-static void stop(struct daemon *dm)
+/* Start-up, then serves until SIGTERM or SIGINT (0); 1 when start-up fails. */
+static int run(void *ud)
 {
+	struct daemon *dm = ud;
+	if (dm->keylog)
+		pk_log_warn("SSLKEYLOGFILE was set; it was removed from the environment and no TLS "
+		            "keys are written");
+	if (!api_access(dm) || !start_server(dm))
+		return 1;
+	int sig = pk_daemon_wait_signal(-1);
+	pk_log_info("shutting down", PK_LOG_STR("signal", pk_daemon_signal_name(sig)),
+	            PK_LOG_UINT("graceSeconds", dm->o.grace_seconds));
+	return 0;
+}
+
+static void stop(void *ud)
+{
+	struct daemon *dm = ud;
 	if (dm->certs != NULL)
 		pk_certs_stop_watch(dm->certs);
 	pk_server_stop(dm->server, dm->o.grace_seconds);
@@ -205,42 +222,19 @@ static void stop(struct daemon *dm)
 
 int main(int argc, char **argv)
 {
+	static struct daemon dm;
 	/* GnuTLS, libmicrohttpd's TLS, appends the secrets of every handshake to
 	 * $SSLKEYLOGFILE when it is set: whoever reads that file and the traffic
 	 * reads every AdmissionReview. It is read at the first handshake, so
 	 * removing it here, before any listener starts, keeps the keys out. */
-	bool keylog = getenv("SSLKEYLOGFILE") != NULL;
+	dm.keylog = getenv("SSLKEYLOGFILE") != NULL;
 	/* A fixed threshold: request bodies (up to 3 MiB) are mapped and unmapped
 	 * on their own instead of raising glibc's moving threshold and staying in
 	 * the worker threads' heaps after the request. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	if (keylog)
+	if (dm.keylog)
 		unsetenv("SSLKEYLOGFILE");
-	static struct daemon dm;
-	const struct pk_daemon d = {.program = PROGRAM,
-	                            .version = PK_VERSION,
-	                            .usage = USAGE,
-	                            .summary = SUMMARY,
-	                            .flags = flags,
-	                            .nflags = F_COUNT,
-	                            .options = read_options,
-	                            .opts = &dm.o,
-	                            .signals = true};
-	int status = pk_daemon_start(&d, argc, argv);
-	if (status != PK_DAEMON_RUN)
-		return status;
-	if (keylog)
-		pk_log_warn("SSLKEYLOGFILE was set; it was removed from the environment and no TLS "
-		            "keys are written");
-	status = 1;
-	if (api_access(&dm) && start_server(&dm)) {
-		int sig = pk_daemon_wait_signal(-1);
-		pk_log_info("shutting down", PK_LOG_STR("signal", pk_daemon_signal_name(sig)),
-		            PK_LOG_UINT("graceSeconds", dm.o.grace_seconds));
-		status = 0;
-	}
-	stop(&dm);
-	if (status == 0)
-		pk_log_info("stopped");
-	return status;
+	const struct pk_daemon d = {PROGRAM, PK_VERSION,   USAGE, SUMMARY, flags,
+	                            F_COUNT, read_options, &dm.o, true};
+	return pk_daemon_main(&d, argc, argv, run, stop, &dm);
 }

@@ -80,6 +80,19 @@ int pk_daemon_start(const struct pk_daemon *d, int argc, char **argv)
 	return PK_DAEMON_RUN;
 }
 
+int pk_daemon_main(const struct pk_daemon *d, int argc, char **argv, int (*run)(void *ud),
+                   void (*stop)(void *ud), void *ud)
+{
+	int status = pk_daemon_start(d, argc, argv);
+	if (status != PK_DAEMON_RUN)
+		return status;
+	status = run(ud);
+	stop(ud);
+	if (status == 0)
+		pk_log_info("stopped");
+	return status;
+}
+
 int pk_daemon_wait_signal(long timeout_ms)
 {
 	int sig = 0;

@@ -32,6 +32,7 @@
 typedef int (*pk_daemon_options_fn)(void *opts, const struct pk_flag_value *vals, int argc,
                                     char **argv, struct pk_err *err);
 
+/* In this order, so that a main() may spell one on a line or two. */
 struct pk_daemon {
 	const char *program; /* "poolkeeper-controller": --version and the usage hint */
 	const char *version; /* PK_VERSION */
@@ -53,6 +54,14 @@ struct pk_daemon {
  * stdout could not take them, 2 after a usage error.
  */
 int pk_daemon_start(const struct pk_daemon *d, int argc, char **argv);
+
+/*
+ * A daemon's whole main(): pk_daemon_start, then run(ud) for the exit
+ * status, then stop(ud) whatever run returned (it stops what run started),
+ * then "stopped" logged when the status is 0.
+ */
+int pk_daemon_main(const struct pk_daemon *d, int argc, char **argv, int (*run)(void *ud),
+                   void (*stop)(void *ud), void *ud);
 
 /*
  * Waits up to timeout_ms (a negative one: for ever) for SIGTERM or SIGINT,

@@ -215,13 +215,66 @@ static void test_signals(void **state)
 	close(p[1]);
 }
 
+struct lifecycle {
+	int status; /* what run returns */
+	unsigned runs, stops;
+};
+
+static int lc_run(void *ud)
+{
+	struct lifecycle *lc = ud;
+	lc->runs++;
+	return lc->status;
+}
+
+static void lc_stop(void *ud)
+{
+	struct lifecycle *lc = ud;
+	lc->stops++;
+}
+
+/* pk_daemon_main with run returning `status`; its exit status, its log into buf. */
+static int main_with(struct lifecycle *lc, int status, const char *const *argv, char *buf,
+                     size_t cap)
+{
+	char lt[] = "/tmp/pk-daemon-log-XXXXXX";
+	int lfd = mkstemp(lt), argc = 0;
+	assert_true(lfd >= 0);
+	unlink(lt);
+	while (argv[argc] != NULL)
+		argc++;
+	*lc = (struct lifecycle){.status = status};
+	pk_log_set_fd(lfd);
+	int rc = pk_daemon_main(&daemon_spec, argc, (char **)(uintptr_t)argv, lc_run, lc_stop, lc);
+	pk_log_set_fd(2);
+	read_all(lfd, buf, cap);
+	return rc;
+}
+
+/* run, then stop whatever run returned, then "stopped" after a clean end only. */
+static void test_main_lifecycle(void **state)
+{
+	(void)state;
+	struct lifecycle lc;
+	char log[4096];
+	assert_int_equal(main_with(&lc, 0, ARGV("--workers=3"), log, sizeof(log)), 0);
+	assert_int_equal(lc.runs, 1);
+	assert_int_equal(lc.stops, 1);
+	assert_non_null(strstr(log, "msg=\"stopped\""));
+	assert_int_equal(main_with(&lc, 1, ARGV("--workers=3"), log, sizeof(log)), 1);
+	assert_int_equal(lc.stops, 1);
+	assert_null(strstr(log, "stopped"));
+	assert_int_equal(main_with(&lc, 0, ARGV("--workers=0"), log, sizeof(log)), 2);
+	assert_int_equal(lc.runs + lc.stops, 0);
+	assert_non_null(strstr(log, "invalid command line"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_usage_errors),
-	    cmocka_unit_test(test_help_and_version),
-	    cmocka_unit_test(test_runs_with_log_set_up),
-	    cmocka_unit_test(test_signals),
+	    cmocka_unit_test(test_usage_errors),         cmocka_unit_test(test_help_and_version),
+	    cmocka_unit_test(test_runs_with_log_set_up), cmocka_unit_test(test_signals),
+	    cmocka_unit_test(test_main_lifecycle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

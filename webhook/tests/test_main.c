@@ -49,6 +49,17 @@ static void start(struct proc *p, const char *const *args)
 	proc_start(p, pki.dir, bin, args);
 }
 
+/* Starts the webhook with the test pair and `extra` flags (NULL-terminated, at most 30). */
+static void start_with_pair(struct proc *p, const char *const *extra)
+{
+	const char *args[36] = {"--tls-cert-file", pki.cert, "--tls-private-key-file", pki.key};
+	size_t n = 4;
+	for (size_t i = 0; extra[i] != NULL && n < 35; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	start(p, args);
+}
+
 /* Runs to completion; returns the exit status and stderr (and stdout) in buf. */
 static int run(const char *const *args, char *err, size_t cap, char *out, size_t ocap)
 {
@@ -220,11 +231,7 @@ static void test_start_and_stop(void **state)
 	char buf[16384], port[64], want[128];
 	uint16_t n = proc_free_port();
 	snprintf(port, sizeof(port), "--webhook-bind-address=127.0.0.1:%u", n);
-	const char *a1[] = {"--tls-cert-file",
-	                    pki.cert,
-	                    "--tls-private-key-file",
-	                    pki.key,
-	                    port,
+	const char *a1[] = {port,
 	                    "--health-probe-bind-address=127.0.0.1:0",
 	                    "--metrics-bind-address",
 	                    "127.0.0.1:0",
@@ -232,7 +239,7 @@ static void test_start_and_stop(void **state)
 	                    "1",
 	                    NULL};
 	struct proc p;
-	start(&p, a1);
+	start_with_pair(&p, a1);
 	snprintf(want, sizeof(want), "msg=\"listening\" listener=webhook port=%u ", n);
 	proc_expect(&p, want, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "msg=\"listening\" listener=health port="));
@@ -285,16 +292,11 @@ static void test_metrics_off(void **state)
 {
 	(void)state;
 	char buf[16384];
-	const char *args[] = {"--tls-cert-file",
-	                      pki.cert,
-	                      "--tls-private-key-file",
-	                      pki.key,
-	                      "--webhook-bind-address=127.0.0.1:0",
-	                      "--health-probe-bind-address=127.0.0.1:0",
-	                      "--metrics-bind-address=0",
+	const char *args[] = {"--webhook-bind-address=127.0.0.1:0",
+	                      "--health-probe-bind-address=127.0.0.1:0", "--metrics-bind-address=0",
 	                      NULL};
 	struct proc p;
-	start(&p, args);
+	start_with_pair(&p, args);
 	proc_expect(&p, "listener=health port=", buf, sizeof(buf));
 	assert_int_equal(proc_stop(&p, SIGTERM), 0);
 	proc_slurp(p.err, buf, sizeof(buf));
@@ -315,15 +317,9 @@ static void serve(struct proc *p, uint16_t port, char *buf, size_t cap)
 {
 	char addr[64], want[128];
 	snprintf(addr, sizeof(addr), "--webhook-bind-address=127.0.0.1:%u", port);
-	const char *args[] = {"--tls-cert-file",
-	                      pki.cert,
-	                      "--tls-private-key-file",
-	                      pki.key,
-	                      addr,
-	                      "--health-probe-bind-address=127.0.0.1:0",
-	                      "--metrics-bind-address=0",
-	                      NULL};
-	start(p, args);
+	const char *args[] = {addr, "--health-probe-bind-address=127.0.0.1:0",
+	                      "--metrics-bind-address=0", NULL};
+	start_with_pair(p, args);
 	snprintf(want, sizeof(want), "listener=webhook port=%u ", port);
 	proc_expect(p, want, buf, cap);
 }
@@ -609,17 +605,10 @@ static void test_hostile_clients(void **state)
 	uint16_t n = proc_free_port(), hp = proc_free_port();
 	snprintf(addr, sizeof(addr), "--webhook-bind-address=127.0.0.1:%u", n);
 	snprintf(health, sizeof(health), "--health-probe-bind-address=127.0.0.1:%u", hp);
-	const char *args[] = {"--tls-cert-file",
-	                      pki.cert,
-	                      "--tls-private-key-file",
-	                      pki.key,
-	                      addr,
-	                      health,
-	                      "--metrics-bind-address=0",
-	                      "--max-connections=4",
+	const char *args[] = {addr, health, "--metrics-bind-address=0", "--max-connections=4",
 	                      NULL};
 	struct proc p;
-	start(&p, args);
+	start_with_pair(&p, args);
 	proc_expect(&p, "listener=webhook port=", buf, sizeof(buf));
 
 	post_large_bodies(n, buf, sizeof(buf));
