@@ -41,10 +41,6 @@ enum {
 	F_RENEW,
 	F_RENEW_CA,
 	F_KEY_TYPE,
-	F_LOG_FORMAT,
-	F_V,
-	F_VERSION,
-	F_HELP,
 	F_COUNT,
 };
 
@@ -87,10 +83,6 @@ static const struct pk_flag flags[F_COUNT] = {
                     "make a new CA now, and a serving pair under it"},
     [F_KEY_TYPE] = {"key-type", 0, PK_FLAG_CHOICE, "ecdsa-p256", PK_PKI_KEY_TYPES,
                     "algorithm of new private keys"},
-    [F_LOG_FORMAT] = PK_FLAG_DEF_LOG_FORMAT,
-    [F_V] = PK_FLAG_DEF_V,
-    [F_VERSION] = PK_FLAG_DEF_VERSION,
-    [F_HELP] = PK_FLAG_DEF_HELP,
 };
 
 #define PROGRAM "poolkeeper-certs"
@@ -121,10 +113,10 @@ struct options {
  * Every value of the repeatable flag `idx` into out[0..max], refused past
  * `max` naming the flag; *n is how many.
  */
-static int collect(int argc, char **argv, size_t idx, const char **out, size_t max, size_t *n,
-                   struct pk_err *err)
+static int collect(const struct pk_daemon_args *a, size_t idx, const char **out, size_t max,
+                   size_t *n, struct pk_err *err)
 {
-	int rc = pk_flags_collect(flags, F_COUNT, argc, argv, idx, out, max, n, err);
+	int rc = pk_flags_collect(a->table, a->n, a->argc, a->argv, idx, out, max, n, err);
 	if (rc == PK_OK && *n > max)
 		return pk_err_set(err, PK_ERR_INVALID, "--%s is given more than %zu times",
 		                  flags[idx].name, max);
@@ -140,7 +132,7 @@ static int usage(struct pk_err *err, const char *flag, const char *value, const 
 	return pk_err_set(err, PK_ERR_INVALID, "--%s \"%s\": %s", flag, q, msg);
 }
 
-static int parse_names(int argc, char **argv, struct options *o, struct pk_err *err)
+static int parse_names(const struct pk_daemon_args *a, struct options *o, struct pk_err *err)
 {
 	struct pk_err e = {{0}};
 	const char *vals[PK_SAN_MAX + 1];
@@ -154,12 +146,12 @@ static int parse_names(int argc, char **argv, struct options *o, struct pk_err *
 		if (pk_san_add_service(&o->names, o->service, o->namespace, o->domain, &e) != PK_OK)
 			return usage(err, "service", o->service, e.msg);
 	}
-	if ((rc = collect(argc, argv, F_DNS, vals, PK_SAN_MAX, &n, err)) != PK_OK)
+	if ((rc = collect(a, F_DNS, vals, PK_SAN_MAX, &n, err)) != PK_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++)
 		if (pk_san_add_dns(&o->names, vals[i], &e) != PK_OK)
 			return usage(err, "dns", vals[i], e.msg);
-	if ((rc = collect(argc, argv, F_IP, vals, PK_SAN_MAX, &n, err)) != PK_OK)
+	if ((rc = collect(a, F_IP, vals, PK_SAN_MAX, &n, err)) != PK_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++)
 		if (pk_san_add_ip(&o->names, vals[i], &e) != PK_OK)
@@ -169,8 +161,7 @@ static int parse_names(int argc, char **argv, struct options *o, struct pk_err *
 		    err, PK_ERR_INVALID,
 		    "the certificate needs a name: give --service (with --namespace), "
 		    "--dns or --ip");
-	if ((rc = collect(argc, argv, F_WEBHOOK_CFG, vals, PK_CABUNDLE_MAX_CONFIGS, &n, err)) !=
-	    PK_OK)
+	if ((rc = collect(a, F_WEBHOOK_CFG, vals, PK_CABUNDLE_MAX_CONFIGS, &n, err)) != PK_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		if ((rc = pk_cabundle_parse(vals[i], &o->configs[i], err)) != PK_OK)
@@ -235,9 +226,9 @@ static int check_policy(const struct pk_renew_policy *p, struct pk_err *err)
 }
 
 /* The flags into the options (pk_daemon_options_fn): what the table cannot check. */
-static int read_options(void *opts, const struct pk_flag_value *vals, int argc, char **argv,
-                        struct pk_err *err)
+static int read_options(void *opts, const struct pk_daemon_args *args, struct pk_err *err)
 {
+	const struct pk_flag_value *vals = args->vals;
 	struct options *o = opts;
 	o->kubeconfig = pk_flags_get_string(flags, vals, F_KUBECONFIG);
 	o->namespace = pk_flags_get_string(flags, vals, F_NAMESPACE);
@@ -259,7 +250,7 @@ static int read_options(void *opts, const struct pk_flag_value *vals, int argc, 
 		                  PK_PKI_KEY_TYPES);
 	int rc;
 	if ((rc = check_store(o, err)) != PK_OK || (rc = check_policy(p, err)) != PK_OK ||
-	    (rc = parse_names(argc, argv, o, err)) != PK_OK)
+	    (rc = parse_names(args, o, err)) != PK_OK)
 		return rc;
 	p->names = &o->names;
 	return PK_OK;

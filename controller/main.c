@@ -44,10 +44,6 @@ enum {
 	F_LEADER_ID,
 	F_HEALTH_ADDR,
 	F_METRICS_ADDR,
-	F_LOG_FORMAT,
-	F_V,
-	F_VERSION,
-	F_HELP,
 	F_COUNT,
 };
 
@@ -80,15 +76,8 @@ static const struct pk_flag flags[F_COUNT] = {
                      "namespace of the Lease; empty: the pod's namespace, else default"},
     [F_LEADER_ID] = {"leader-election-id", 0, PK_FLAG_STRING, "poolkeeper-controller", "NAME",
                      "name of the Lease"},
-    [F_HEALTH_ADDR] = {"health-probe-bind-address", 0, PK_FLAG_STRING, ":8081", "HOST:PORT",
-                       "plain HTTP listener for /healthz and /readyz; empty HOST: every "
-                       "address, port 0: any free port"},
-    [F_METRICS_ADDR] = {"metrics-bind-address", 0, PK_FLAG_STRING, ":8080", "HOST:PORT",
-                        "plain HTTP listener for /metrics; 0 turns metrics off"},
-    [F_LOG_FORMAT] = PK_FLAG_DEF_LOG_FORMAT,
-    [F_V] = PK_FLAG_DEF_V,
-    [F_VERSION] = PK_FLAG_DEF_VERSION,
-    [F_HELP] = PK_FLAG_DEF_HELP,
+    [F_HEALTH_ADDR] = PK_FLAG_DEF_HEALTH_ADDR,
+    [F_METRICS_ADDR] = PK_FLAG_DEF_METRICS_ADDR,
 };
 
 #define PROGRAM "poolkeeper-controller"
@@ -101,8 +90,7 @@ struct options {
 	const char *watch_filter;
 	const char *leader_ns;
 	const char *leader_id;
-	struct pk_hostport health, metrics;
-	bool metrics_off;
+	struct pk_httpd_probes_config probes; /* the addresses */
 	unsigned long workers, qps, burst;
 	long lease_ms, renew_ms, retry_ms;
 	bool leader_elect;
@@ -154,11 +142,9 @@ static int check_lease_timing(const struct pk_flag_value *vals, const struct opt
 }
 
 /* The flags into the options (pk_daemon_options_fn): what the table cannot check. */
-static int read_options(void *opts, const struct pk_flag_value *vals, int argc, char **argv,
-                        struct pk_err *err)
+static int read_options(void *opts, const struct pk_daemon_args *args, struct pk_err *err)
 {
-	(void)argc;
-	(void)argv;
+	const struct pk_flag_value *vals = args->vals;
 	struct options *o = opts;
 	memset(o, 0, sizeof(*o));
 	o->kubeconfig = pk_flags_get_string(flags, vals, F_KUBECONFIG);
@@ -183,11 +169,7 @@ static int read_options(void *opts, const struct pk_flag_value *vals, int argc, 
 		return pk_err_set(err, PK_ERR_INVALID, "--leader-election-id must not be empty");
 	if ((rc = check_lease_timing(vals, o, err)) != PK_OK)
 		return rc;
-	if ((rc = pk_flags_get_hostport(flags, vals, F_HEALTH_ADDR, &o->health, NULL, err)) !=
-	    PK_OK)
-		return rc;
-	return pk_flags_get_hostport(flags, vals, F_METRICS_ADDR, &o->metrics, &o->metrics_off,
-	                             err);
+	return pk_httpd_probes_flags(flags, vals, F_HEALTH_ADDR, F_METRICS_ADDR, &o->probes, err);
 }
 
 /* ---- health and metrics: the shared listeners (httpd.h) ---- */
@@ -345,11 +327,9 @@ static bool start_controller(struct daemon *dm)
 	    .cluster_version = dm->cluster_version[0] != '\0' ? dm->cluster_version : NULL,
 	    .workers = (unsigned)dm->o.workers,
 	    .events_config = dm->cfg};
-	struct pk_httpd_probes_config pc = {.health_address = dm->o.health,
-	                                    .metrics_address = dm->o.metrics,
-	                                    .metrics_off = dm->o.metrics_off,
-	                                    .ready = probe_ready,
-	                                    .metrics = probe_metrics};
+	struct pk_httpd_probes_config pc = dm->o.probes;
+	pc.ready = probe_ready;
+	pc.metrics = probe_metrics;
 	if (pk_controller_new(&opts, &dm->ctl, &err) == PK_OK) {
 		pc.ud = dm->ctl;
 		if (pk_httpd_probes_start(&pc, &dm->probes, &err) == PK_OK) {

@@ -36,10 +36,6 @@ enum {
 	F_THREADS,
 	F_MAX_CONN,
 	F_GRACE,
-	F_LOG_FORMAT,
-	F_V,
-	F_VERSION,
-	F_HELP,
 	F_COUNT,
 };
 
@@ -51,10 +47,8 @@ static const struct pk_flag flags[F_COUNT] = {
     [F_WEBHOOK_ADDR] = {"webhook-bind-address", 0, PK_FLAG_STRING, ":9443", "HOST:PORT",
                         "HTTPS listener for /validate and /mutate; empty HOST: every "
                         "address, port 0: any free port"},
-    [F_HEALTH_ADDR] = {"health-probe-bind-address", 0, PK_FLAG_STRING, ":8081", "HOST:PORT",
-                       "plain HTTP listener for /healthz and /readyz"},
-    [F_METRICS_ADDR] = {"metrics-bind-address", 0, PK_FLAG_STRING, ":8080", "HOST:PORT",
-                        "plain HTTP listener for /metrics; 0 turns metrics off"},
+    [F_HEALTH_ADDR] = PK_FLAG_DEF_HEALTH_ADDR,
+    [F_METRICS_ADDR] = PK_FLAG_DEF_METRICS_ADDR,
     [F_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
     [F_CLAIMS] = {"claim-enforcement", 0, PK_FLAG_CHOICE, "repair", "repair|deny|warn",
                   "contract violations of claims on poolkeeper pools"},
@@ -68,10 +62,6 @@ static const struct pk_flag flags[F_COUNT] = {
                     "webhook connections open at once"},
     [F_GRACE] = {"shutdown-grace-seconds", 0, PK_FLAG_UINT, "25", "0..3600",
                  "on SIGTERM, how long requests in flight may take to finish"},
-    [F_LOG_FORMAT] = PK_FLAG_DEF_LOG_FORMAT,
-    [F_V] = PK_FLAG_DEF_V,
-    [F_VERSION] = PK_FLAG_DEF_VERSION,
-    [F_HELP] = PK_FLAG_DEF_HELP,
 };
 
 #define PROGRAM "poolkeeper-webhook"
@@ -89,11 +79,9 @@ struct options {
 };
 
 /* The flags into the options (pk_daemon_options_fn): what the table cannot check. */
-static int read_options(void *opts, const struct pk_flag_value *vals, int argc, char **argv,
-                        struct pk_err *err)
+static int read_options(void *opts, const struct pk_daemon_args *args, struct pk_err *err)
 {
-	(void)argc;
-	(void)argv;
+	const struct pk_flag_value *vals = args->vals;
 	struct options *o = opts;
 	memset(o, 0, sizeof(*o));
 	pk_server_default_config(&o->server);
@@ -105,13 +93,15 @@ static int read_options(void *opts, const struct pk_flag_value *vals, int argc, 
 	o->server.max_connections = (unsigned)pk_flags_get_num(vals, F_MAX_CONN);
 	o->grace_seconds = (unsigned)pk_flags_get_num(vals, F_GRACE);
 	int rc;
+	struct pk_httpd_probes_config pc = {0};
 	if ((rc = pk_flags_get_hostport(flags, vals, F_WEBHOOK_ADDR, &o->server.webhook_address,
 	                                NULL, err)) != PK_OK ||
-	    (rc = pk_flags_get_hostport(flags, vals, F_HEALTH_ADDR, &o->server.health_address, NULL,
-	                                err)) != PK_OK ||
-	    (rc = pk_flags_get_hostport(flags, vals, F_METRICS_ADDR, &o->server.metrics_address,
-	                                &o->server.metrics_off, err)) != PK_OK)
+	    (rc = pk_httpd_probes_flags(flags, vals, F_HEALTH_ADDR, F_METRICS_ADDR, &pc, err)) !=
+	        PK_OK)
 		return rc;
+	o->server.health_address = pc.health_address;
+	o->server.metrics_address = pc.metrics_address;
+	o->server.metrics_off = pc.metrics_off;
 
 	if ((rc = pk_rules_parse_enforcement(pk_flags_get_string(flags, vals, F_CLAIMS),
 	                                     &o->admission.claims)) != PK_OK)

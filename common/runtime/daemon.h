@@ -2,7 +2,9 @@
  * daemon.h - the start every poolkeeper program's main() shares, in one
  * place:
  *
- *   1. the command line against the program's flag table; a bad flag or
+ *   1. the command line against the program's flag table, followed by the
+ *      flags every program has: --log-format, -v/--v, --version and
+ *      -h/--help (last in --help too); a bad flag or
  *      value is logged as "invalid command line" (naming the flag, the
  *      value and "see <program> --help") and the program exits 2;
  *   2. --help (the table's help) or --version ("<program> <version>") on
@@ -12,9 +14,6 @@
  *   4. the log format (--log-format) and level (--v 1 or more: debug);
  *   5. signals: SIGPIPE ignored; for a daemon, SIGTERM and SIGINT blocked
  *      in every thread started afterwards, for pk_daemon_wait_signal.
- *
- * The table must hold the flags help, version, log-format and v
- * (PK_FLAG_DEF_* in flags.h).
  */
 #ifndef PK_DAEMON_H
 #define PK_DAEMON_H
@@ -25,20 +24,27 @@
 #include "flags.h"
 #include "pk.h"
 
-/*
- * Reads the parsed flags into the program's options (`opts`); argv is the
- * whole command line, for pk_flags_collect. An error is a usage error.
- */
-typedef int (*pk_daemon_options_fn)(void *opts, const struct pk_flag_value *vals, int argc,
-                                    char **argv, struct pk_err *err);
+/* A parsed command line, as the program's options step reads it. */
+struct pk_daemon_args {
+	const struct pk_flag *table; /* the program's flags, then the common four */
+	size_t n;
+	const struct pk_flag_value
+	    *vals; /* vals[i]: table[i]'s, so the program's own indices hold */
+	int argc;  /* the whole command line, for pk_flags_collect */
+	char **argv;
+};
+
+/* Reads the parsed flags into the program's options (`opts`); an error is a usage error. */
+typedef int (*pk_daemon_options_fn)(void *opts, const struct pk_daemon_args *args,
+                                    struct pk_err *err);
 
 /* In this order, so that a main() may spell one on a line or two. */
 struct pk_daemon {
-	const char *program; /* "poolkeeper-controller": --version and the usage hint */
-	const char *version; /* PK_VERSION */
-	const char *usage;   /* --help: "Usage: <usage>" */
-	const char *summary; /* --help: the paragraph after the usage */
-	const struct pk_flag *flags;
+	const char *program;         /* "poolkeeper-controller": --version and the usage hint */
+	const char *version;         /* PK_VERSION */
+	const char *usage;           /* --help: "Usage: <usage>" */
+	const char *summary;         /* --help: the paragraph after the usage */
+	const struct pk_flag *flags; /* the program's own, without the common four */
 	size_t nflags;
 	pk_daemon_options_fn options; /* may be NULL */
 	void *opts;

@@ -310,12 +310,6 @@ int pk_flags_collect(const struct pk_flag *table, size_t n, int argc, char *cons
 	return rc;
 }
 
-size_t pk_flags_find(const struct pk_flag *table, size_t n, const char *name)
-{
-	size_t idx = n;
-	return find_long(table, n, name, strlen(name), &idx) != NULL ? idx : n;
-}
-
 const char *pk_flags_get_string(const struct pk_flag *table, const struct pk_flag_value *vals,
                                 size_t i)
 {

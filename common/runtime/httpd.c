@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flags.h"
 #include "log.h"
 
 /* How often the deadlines are checked. */
@@ -587,6 +588,17 @@ void pk_httpd_probes_stop(struct pk_httpd_probes *p)
 	pk_httpd_stop(p->health);
 	pk_httpd_stop(p->metrics);
 	free(p);
+}
+
+int pk_httpd_probes_flags(const struct pk_flag *table, const struct pk_flag_value *vals,
+                          size_t health, size_t metrics, struct pk_httpd_probes_config *cfg,
+                          struct pk_err *err)
+{
+	int rc = pk_flags_get_hostport(table, vals, health, &cfg->health_address, NULL, err);
+	if (rc != PK_OK)
+		return rc;
+	return pk_flags_get_hostport(table, vals, metrics, &cfg->metrics_address, &cfg->metrics_off,
+	                             err);
 }
 
 void pk_httpd_log_listening(const char *name, uint16_t port, const struct pk_hostport *at)

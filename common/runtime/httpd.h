@@ -129,6 +129,19 @@ struct pk_httpd_probes_config {
 
 struct pk_httpd_probes;
 
+struct pk_flag;
+struct pk_flag_value;
+/*
+ * The listen addresses of the probes from a program's flags (health at
+ * `health`, PK_FLAG_DEF_HEALTH_ADDR; metrics at `metrics`,
+ * PK_FLAG_DEF_METRICS_ADDR, where "0" turns the listener off) into cfg. The
+ * error names the flag and the value.
+ */
+PK_MUST_CHECK int pk_httpd_probes_flags(const struct pk_flag *table,
+                                        const struct pk_flag_value *vals, size_t health,
+                                        size_t metrics, struct pk_httpd_probes_config *cfg,
+                                        struct pk_err *err);
+
 PK_MUST_CHECK int pk_httpd_probes_start(const struct pk_httpd_probes_config *cfg,
                                         struct pk_httpd_probes **out, struct pk_err *err);
 /* The health (false) or metrics (true) listener's port; 0 when off. */

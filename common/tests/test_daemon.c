@@ -22,14 +22,10 @@
 #include "daemon.h"
 #include "log.h"
 
-enum { F_WORKERS, F_LOG_FORMAT, F_V, F_VERSION, F_HELP, F_COUNT };
+enum { F_WORKERS, F_COUNT };
 
 static const struct pk_flag flags[F_COUNT] = {
     [F_WORKERS] = {"workers", 0, PK_FLAG_UINT, "2", "1..64", "workers"},
-    [F_LOG_FORMAT] = PK_FLAG_DEF_LOG_FORMAT,
-    [F_V] = PK_FLAG_DEF_V,
-    [F_VERSION] = PK_FLAG_DEF_VERSION,
-    [F_HELP] = PK_FLAG_DEF_HELP,
 };
 
 struct opts {
@@ -38,14 +34,15 @@ struct opts {
 	bool refuse;
 };
 
-static int read_opts(void *ud, const struct pk_flag_value *vals, int argc, char **argv,
-                     struct pk_err *err)
+static int read_opts(void *ud, const struct pk_daemon_args *args, struct pk_err *err)
 {
-	(void)argc;
-	(void)argv;
 	struct opts *o = ud;
 	o->calls++;
-	o->workers = pk_flags_get_num(vals, F_WORKERS);
+	o->workers = pk_flags_get_num(args->vals, F_WORKERS);
+	/* The common flags follow the program's, in the table handed over. */
+	assert_int_equal(args->n, F_COUNT + 4);
+	assert_string_equal(args->table[F_COUNT].name, "log-format");
+	assert_string_equal(args->table[args->n - 1].name, "help");
 	if (o->refuse)
 		return pk_err_set(err, PK_ERR_INVALID, "--workers (%llu) is refused here",
 		                  (unsigned long long)o->workers);

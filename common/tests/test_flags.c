@@ -350,17 +350,6 @@ static void test_collect(void **state)
 	                 PK_ERR_INVALID);
 }
 
-static void test_find(void **state)
-{
-	(void)state;
-	assert_int_equal(pk_flags_find(table, F_N, "format"), F_FORMAT);
-	assert_int_equal(pk_flags_find(table, F_N, "v"), F_V);
-	assert_int_equal(pk_flags_find(table, F_N, "metrics-bind-address"), F_METRICS);
-	assert_int_equal(pk_flags_find(table, F_N, "form"), F_N);
-	assert_int_equal(pk_flags_find(table, F_N, "o"), F_N);
-	assert_int_equal(pk_flags_find(table, F_N, ""), F_N);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -369,7 +358,6 @@ int main(void)
 	    cmocka_unit_test(test_hostports),  cmocka_unit_test(test_bad_tables),
 	    cmocka_unit_test(test_errors),     cmocka_unit_test(test_help_from_table),
 	    cmocka_unit_test(test_parse_only), cmocka_unit_test(test_collect),
-	    cmocka_unit_test(test_find),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
