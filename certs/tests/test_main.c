@@ -48,17 +48,13 @@ static int setup(void **state)
 		fprintf(stderr, "poolkeeper-certs not found at %s (set PK_CERTS_BIN)\n", bin);
 		return -1;
 	}
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/pk-certs-main-XXXXXX", tmp ? tmp : "/tmp");
-	return mkdtemp(dir) != NULL ? 0 : -1;
+	return proc_mkdtemp(dir, sizeof(dir), "pk-certs-main") ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return proc_rm_rf(dir) ? 0 : -1;
 }
 
 /* Runs the binary with args; returns its exit status, stdout and stderr. */

@@ -19,7 +19,7 @@
 #include "proc.h"
 
 static const char *bin;
-static char dir[] = "/tmp/pk-controller-main-XXXXXX";
+static char dir[200];
 
 static int setup(void **state)
 {
@@ -29,14 +29,13 @@ static int setup(void **state)
 		fprintf(stderr, "PK_CONTROLLER_BIN is not set\n");
 		return -1;
 	}
-	return mkdtemp(dir) != NULL ? 0 : -1;
+	return proc_mkdtemp(dir, sizeof(dir), "pk-controller-main") ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	rmdir(dir);
-	return 0;
+	return proc_rm_rf(dir) ? 0 : -1;
 }
 
 /* Runs the controller with args (NULL-terminated) and no API in reach; returns its status. */
@@ -199,7 +198,7 @@ static void test_bad_flags(void **state)
 static void test_good_flags_reach_api_access(void **state)
 {
 	(void)state;
-	char out[4096], err[8192], missing[200];
+	char out[4096], err[8192], missing[400];
 	snprintf(missing, sizeof(missing), "%s/no-such-kubeconfig", dir);
 	const char *args[] = {"--kubeconfig",
 	                      missing,

@@ -324,26 +324,40 @@ static void serve(struct proc *p, uint16_t port, char *buf, size_t cap)
 	proc_expect(p, want, buf, cap);
 }
 
+/* A TLS client connection to the webhook. */
+struct tls {
+	struct sockaddr_in sa;
+	int fd;
+	gnutls_certificate_credentials_t cred;
+	gnutls_session_t s;
+};
+
 /* A TLS client session with the webhook on 127.0.0.1:port, handshake done. */
-static void tls_connect(uint16_t port, struct sockaddr_in *sa, int *fd,
-                        gnutls_certificate_credentials_t *cred, gnutls_session_t *s)
+static void tls_connect(uint16_t port, struct tls *t)
 {
-	*fd = socket(AF_INET, SOCK_STREAM, 0);
-	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(port)};
-	inet_pton(AF_INET, "127.0.0.1", &sa->sin_addr);
-	assert_int_equal(connect(*fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
-	assert_int_equal(gnutls_certificate_allocate_credentials(cred), 0);
-	assert_int_equal(gnutls_init(s, GNUTLS_CLIENT), 0);
-	assert_int_equal(gnutls_set_default_priority(*s), 0);
-	gnutls_credentials_set(*s, GNUTLS_CRD_CERTIFICATE, *cred);
-	gnutls_transport_set_int(*s, *fd);
-	gnutls_handshake_set_timeout(*s, 10000);
-	gnutls_record_set_timeout(*s, 10000);
+	t->fd = socket(AF_INET, SOCK_STREAM, 0);
+	t->sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, "127.0.0.1", &t->sa.sin_addr);
+	assert_int_equal(connect(t->fd, (struct sockaddr *)&t->sa, sizeof(t->sa)), 0);
+	assert_int_equal(gnutls_certificate_allocate_credentials(&t->cred), 0);
+	assert_int_equal(gnutls_init(&t->s, GNUTLS_CLIENT), 0);
+	assert_int_equal(gnutls_set_default_priority(t->s), 0);
+	gnutls_credentials_set(t->s, GNUTLS_CRD_CERTIFICATE, t->cred);
+	gnutls_transport_set_int(t->s, t->fd);
+	gnutls_handshake_set_timeout(t->s, 10000);
+	gnutls_record_set_timeout(t->s, 10000);
 	int rc;
 	do
-		rc = gnutls_handshake(*s);
+		rc = gnutls_handshake(t->s);
 	while (rc < 0 && !gnutls_error_is_fatal(rc));
 	assert_int_equal(rc, 0);
+}
+
+static void tls_close(struct tls *t)
+{
+	gnutls_deinit(t->s);
+	gnutls_certificate_free_credentials(t->cred);
+	close(t->fd);
 }
 
 static void test_graceful_stop(void **state)
@@ -354,13 +368,10 @@ static void test_graceful_stop(void **state)
 	struct proc p;
 	serve(&p, n, buf, sizeof(buf));
 
-	struct sockaddr_in sa;
-	int fd;
-	gnutls_certificate_credentials_t cred;
-	gnutls_session_t s;
-	tls_connect(n, &sa, &fd, &cred, &s);
+	struct tls c;
+	tls_connect(n, &c);
 	const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{";
-	assert_true(gnutls_record_send(s, head, strlen(head)) > 0);
+	assert_true(gnutls_record_send(c.s, head, strlen(head)) > 0);
 	/* Let the server see the headers, then ask it to stop. */
 	struct timespec t = {0, 300 * 1000 * 1000};
 	nanosleep(&t, NULL);
@@ -369,13 +380,13 @@ static void test_graceful_stop(void **state)
 	nanosleep(&t, NULL);
 	/* The listener is closed: a new connection is refused. */
 	int fd2 = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_not_equal(connect(fd2, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_not_equal(connect(fd2, (struct sockaddr *)&c.sa, sizeof(c.sa)), 0);
 	close(fd2);
 	/* The request in flight still gets its answer, with Connection: close. */
-	assert_true(gnutls_record_send(s, "}", 1) == 1);
+	assert_true(gnutls_record_send(c.s, "}", 1) == 1);
 	size_t len = 0;
 	for (;;) {
-		ssize_t r = gnutls_record_recv(s, buf + len, sizeof(buf) - 1 - len);
+		ssize_t r = gnutls_record_recv(c.s, buf + len, sizeof(buf) - 1 - len);
 		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
 			continue;
 		if (r <= 0)
@@ -386,9 +397,7 @@ static void test_graceful_stop(void **state)
 	if (strncmp(buf, "HTTP/1.1 400", 12) != 0)
 		fail_msg("want the in-flight answer, got: %s", buf);
 	assert_non_null(strstr(buf, "Connection: close"));
-	gnutls_deinit(s);
-	gnutls_certificate_free_credentials(cred);
-	close(fd);
+	tls_close(&c);
 	assert_int_equal(proc_finish(&p), 0);
 }
 
@@ -410,21 +419,16 @@ static void test_keylog_cleared(void **state)
 	serve(&p, n, buf, sizeof(buf));
 	unsetenv("SSLKEYLOGFILE");
 	assert_non_null(strstr(buf, "SSLKEYLOGFILE was set; it was removed"));
-	struct sockaddr_in sa;
-	int fd;
-	gnutls_certificate_credentials_t cred;
-	gnutls_session_t s;
-	tls_connect(n, &sa, &fd, &cred, &s);
+	struct tls c;
+	tls_connect(n, &c);
 	const char *req = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
-	assert_true(gnutls_record_send(s, req, strlen(req)) > 0);
+	assert_true(gnutls_record_send(c.s, req, strlen(req)) > 0);
 	ssize_t r;
 	do
-		r = gnutls_record_recv(s, buf, sizeof(buf) - 1);
+		r = gnutls_record_recv(c.s, buf, sizeof(buf) - 1);
 	while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED);
 	assert_true(r > 0);
-	gnutls_deinit(s);
-	gnutls_certificate_free_credentials(cred);
-	close(fd);
+	tls_close(&c);
 	assert_int_equal(proc_stop(&p, SIGTERM), 0);
 	if (access(keylog, F_OK) == 0)
 		fail_msg("the webhook wrote TLS secrets to %s", keylog);
@@ -457,29 +461,24 @@ static size_t tls_read(gnutls_session_t s, char *buf, size_t cap)
 /* One TLS POST on a new connection; the answer into buf. */
 static void tls_post(uint16_t port, const char *body, size_t len, char *buf, size_t cap)
 {
-	struct sockaddr_in sa;
-	int fd;
-	gnutls_certificate_credentials_t cred;
-	gnutls_session_t s;
-	tls_connect(port, &sa, &fd, &cred, &s);
+	struct tls c;
+	tls_connect(port, &c);
 	char head[160];
 	snprintf(head, sizeof(head),
 	         "POST /validate HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: "
 	         "%zu\r\n\r\n",
 	         len);
-	assert_true(gnutls_record_send(s, head, strlen(head)) > 0);
+	assert_true(gnutls_record_send(c.s, head, strlen(head)) > 0);
 	for (size_t off = 0; off < len;) {
 		ssize_t w =
-		    gnutls_record_send(s, body + off, len - off > 16384 ? 16384 : len - off);
+		    gnutls_record_send(c.s, body + off, len - off > 16384 ? 16384 : len - off);
 		if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
 			continue;
 		assert_true(w > 0);
 		off += (size_t)w;
 	}
-	tls_read(s, buf, cap);
-	gnutls_deinit(s);
-	gnutls_certificate_free_credentials(cred);
-	close(fd);
+	tls_read(c.s, buf, cap);
+	tls_close(&c);
 }
 
 static int tcp_dial(uint16_t port)
@@ -544,15 +543,10 @@ static void post_large_bodies(uint16_t n, char *buf, size_t cap)
 /* Four requests in progress fill --max-connections=4: a fifth is closed at once. */
 static void fill_connections(uint16_t n)
 {
-	struct {
-		struct sockaddr_in sa;
-		int fd;
-		gnutls_certificate_credentials_t cred;
-		gnutls_session_t s;
-	} busy[4];
+	struct tls busy[4];
 	const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
 	for (int i = 0; i < 4; i++) {
-		tls_connect(n, &busy[i].sa, &busy[i].fd, &busy[i].cred, &busy[i].s);
+		tls_connect(n, &busy[i]);
 		assert_true(gnutls_record_send(busy[i].s, head, strlen(head)) > 0);
 	}
 	struct timespec t = {0, 300 * 1000 * 1000};
@@ -560,11 +554,8 @@ static void fill_connections(uint16_t n)
 	int extra = tcp_dial(n);
 	assert_true(closed_within(extra, 1000));
 	close(extra);
-	for (int i = 0; i < 4; i++) {
-		gnutls_deinit(busy[i].s);
-		gnutls_certificate_free_credentials(busy[i].cred);
-		close(busy[i].fd);
-	}
+	for (int i = 0; i < 4; i++)
+		tls_close(&busy[i]);
 }
 
 /* /healthz answers while slow clients hold more connections than the listener takes. */
