@@ -4,9 +4,9 @@
  *
  *   1. the command line against the program's flag table, followed by the
  *      flags every program has: --log-format, -v/--v, --version and
- *      -h/--help (last in --help too); a bad flag or
- *      value is logged as "invalid command line" (naming the flag, the
- *      value and "see <program> --help") and the program exits 2;
+ *      -h/--help (last in --help too); a bad flag or value is logged as
+ *      "invalid command line" (naming the flag, the value and "see
+ *      <program> --help") and the program exits 2;
  *   2. --help (the table's help) or --version ("<program> <version>") on
  *      stdout, exit 0 (1 when stdout cannot be written);
  *   3. the program's own reading of the flags (names, the rules between
@@ -28,9 +28,9 @@
 struct pk_daemon_args {
 	const struct pk_flag *table; /* the program's flags, then the common four */
 	size_t n;
-	const struct pk_flag_value
-	    *vals; /* vals[i]: table[i]'s, so the program's own indices hold */
-	int argc;  /* the whole command line, for pk_flags_collect */
+	/* vals[i] is table[i]'s value, so the program's own indices hold */
+	const struct pk_flag_value *vals;
+	int argc; /* the whole command line, for pk_flags_collect */
 	char **argv;
 };
 
@@ -71,7 +71,8 @@ int pk_daemon_main(const struct pk_daemon *d, int argc, char **argv, int (*run)(
 
 /*
  * Waits up to timeout_ms (a negative one: for ever) for SIGTERM or SIGINT,
- * which pk_daemon_start blocked. Returns the signal, or 0 when none came.
+ * which pk_daemon_start blocked (a daemon's, `signals` true). Returns the
+ * signal, or 0 when none came.
  */
 int pk_daemon_wait_signal(long timeout_ms);
 
