@@ -3,12 +3,12 @@
  * status: 0 done (or nothing to do), 1 failed (one error line naming the
  * object and the cause), 2 a usage error (naming the flag and the value).
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cabundle.h"
+#include "daemon.h"
 #include "flags.h"
 #include "kube_client.h"
 #include "kube_config.h"
@@ -41,10 +41,6 @@ enum {
 	F_RENEW,
 	F_RENEW_CA,
 	F_KEY_TYPE,
-	F_LOG_FORMAT,
-	F_V,
-	F_VERSION,
-	F_HELP,
 	F_COUNT,
 };
 
@@ -87,10 +83,6 @@ static const struct pk_flag flags[F_COUNT] = {
                     "make a new CA now, and a serving pair under it"},
     [F_KEY_TYPE] = {"key-type", 0, PK_FLAG_CHOICE, "ecdsa-p256", PK_PKI_KEY_TYPES,
                     "algorithm of new private keys"},
-    [F_LOG_FORMAT] = PK_FLAG_DEF_LOG_FORMAT,
-    [F_V] = PK_FLAG_DEF_V,
-    [F_VERSION] = PK_FLAG_DEF_VERSION,
-    [F_HELP] = PK_FLAG_DEF_HELP,
 };
 
 #define PROGRAM "poolkeeper-certs"
@@ -115,68 +107,20 @@ struct options {
 	struct pk_webhook_config configs[PK_CABUNDLE_MAX_CONFIGS];
 	size_t nconfigs;
 	struct pk_renew_policy policy;
-	enum pk_log_format log_format;
-	unsigned verbosity;
-	bool help, version;
 };
 
-static bool takes_value(const struct pk_flag *f)
-{
-	return f->type != PK_FLAG_BOOL && f->type != PK_FLAG_COUNT;
-}
-
-static const struct pk_flag *find_flag(const char *name, size_t len, char short_name)
-{
-	for (size_t i = 0; i < F_COUNT; i++) {
-		if (short_name != 0
-		        ? flags[i].short_name == short_name
-		        : strlen(flags[i].name) == len && !strncmp(flags[i].name, name, len))
-			return &flags[i];
-	}
-	return NULL;
-}
-
 /*
- * Every value given to the flag `idx`, in order, into out[0..max); returns
- * how many were given. pk_flags_parse keeps the last one of a flag given
- * twice; this walks argv with its rules (it has accepted argv already) to
- * collect them all.
+ * Every value of the repeatable flag `idx` into out[0..max], refused past
+ * `max` naming the flag; *n is how many.
  */
-static size_t collect(int argc, char **argv, int idx, const char **out, size_t max)
+static int collect(const struct pk_daemon_args *a, size_t idx, const char **out, size_t max,
+                   size_t *n, struct pk_err *err)
 {
-	size_t n = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0)
-			break;
-		if (a[0] != '-' || a[1] == '\0')
-			continue;
-		if (a[1] == '-') {
-			const char *name = a + 2;
-			const char *eq = strchr(name, '=');
-			size_t len = eq != NULL ? (size_t)(eq - name) : strlen(name);
-			const struct pk_flag *f = find_flag(name, len, 0);
-			if (f == NULL || !takes_value(f))
-				continue;
-			const char *v = eq != NULL ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-			if (f == &flags[idx] && v != NULL) {
-				if (n < max)
-					out[n] = v;
-				n++;
-			}
-			continue;
-		}
-		/* Short flags: a value-taking one ends the word, or takes the next one. */
-		for (const char *c = a + 1; *c != '\0'; c++) {
-			const struct pk_flag *f = find_flag(NULL, 0, *c);
-			if (f != NULL && takes_value(f)) {
-				if (c[1] == '\0')
-					i++;
-				break;
-			}
-		}
-	}
-	return n;
+	int rc = pk_flags_collect(a->table, a->n, a->argc, a->argv, idx, out, max, n, err);
+	if (rc == PK_OK && *n > max)
+		return pk_err_set(err, PK_ERR_INVALID, "--%s is given more than %zu times",
+		                  flags[idx].name, max);
+	return rc;
 }
 
 static int usage(struct pk_err *err, const char *flag, const char *value, const char *msg)
@@ -188,10 +132,12 @@ static int usage(struct pk_err *err, const char *flag, const char *value, const 
 	return pk_err_set(err, PK_ERR_INVALID, "--%s \"%s\": %s", flag, q, msg);
 }
 
-static int parse_names(int argc, char **argv, struct options *o, struct pk_err *err)
+static int parse_names(const struct pk_daemon_args *a, struct options *o, struct pk_err *err)
 {
 	struct pk_err e = {{0}};
 	const char *vals[PK_SAN_MAX + 1];
+	size_t n;
+	int rc;
 	if (o->service != NULL) {
 		if (pk_san_check_service(o->service, &e) != PK_OK)
 			return usage(err, "service", o->service, e.msg);
@@ -200,17 +146,13 @@ static int parse_names(int argc, char **argv, struct options *o, struct pk_err *
 		if (pk_san_add_service(&o->names, o->service, o->namespace, o->domain, &e) != PK_OK)
 			return usage(err, "service", o->service, e.msg);
 	}
-	size_t n = collect(argc, argv, F_DNS, vals, PK_SAN_MAX + 1);
-	if (n > PK_SAN_MAX)
-		return pk_err_set(err, PK_ERR_INVALID, "--dns is given more than %d times",
-		                  PK_SAN_MAX);
+	if ((rc = collect(a, F_DNS, vals, PK_SAN_MAX, &n, err)) != PK_OK)
+		return rc;
 	for (size_t i = 0; i < n; i++)
 		if (pk_san_add_dns(&o->names, vals[i], &e) != PK_OK)
 			return usage(err, "dns", vals[i], e.msg);
-	n = collect(argc, argv, F_IP, vals, PK_SAN_MAX + 1);
-	if (n > PK_SAN_MAX)
-		return pk_err_set(err, PK_ERR_INVALID, "--ip is given more than %d times",
-		                  PK_SAN_MAX);
+	if ((rc = collect(a, F_IP, vals, PK_SAN_MAX, &n, err)) != PK_OK)
+		return rc;
 	for (size_t i = 0; i < n; i++)
 		if (pk_san_add_ip(&o->names, vals[i], &e) != PK_OK)
 			return usage(err, "ip", vals[i], e.msg);
@@ -219,14 +161,10 @@ static int parse_names(int argc, char **argv, struct options *o, struct pk_err *
 		    err, PK_ERR_INVALID,
 		    "the certificate needs a name: give --service (with --namespace), "
 		    "--dns or --ip");
-	n = collect(argc, argv, F_WEBHOOK_CFG, vals, PK_CABUNDLE_MAX_CONFIGS + 1);
-	if (n > PK_CABUNDLE_MAX_CONFIGS)
-		return pk_err_set(err, PK_ERR_INVALID,
-		                  "--webhook-configuration is given more than %d times",
-		                  PK_CABUNDLE_MAX_CONFIGS);
+	if ((rc = collect(a, F_WEBHOOK_CFG, vals, PK_CABUNDLE_MAX_CONFIGS, &n, err)) != PK_OK)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
-		int rc = pk_cabundle_parse(vals[i], &o->configs[i], err);
-		if (rc != PK_OK)
+		if ((rc = pk_cabundle_parse(vals[i], &o->configs[i], err)) != PK_OK)
 			return rc;
 		for (size_t j = 0; j < i; j++)
 			if (o->configs[j].mutating == o->configs[i].mutating &&
@@ -237,40 +175,9 @@ static int parse_names(int argc, char **argv, struct options *o, struct pk_err *
 	return PK_OK;
 }
 
-static int parse_options(int argc, char **argv, struct options *o, struct pk_err *err)
+/* Where the material is kept: --secret (with --namespace) or --out-dir, and the names. */
+static int check_store(const struct options *o, struct pk_err *err)
 {
-	struct pk_flag_value vals[F_COUNT];
-	int rc = pk_flags_parse_only(flags, F_COUNT, argc, argv, vals, err);
-	if (rc != PK_OK)
-		return rc;
-	o->help = pk_flags_get_bool(vals, F_HELP);
-	o->version = pk_flags_get_bool(vals, F_VERSION);
-	if (o->help || o->version)
-		return PK_OK;
-
-	o->kubeconfig = pk_flags_get_string(flags, vals, F_KUBECONFIG);
-	o->namespace = pk_flags_get_string(flags, vals, F_NAMESPACE);
-	o->service = pk_flags_get_string(flags, vals, F_SERVICE);
-	o->domain = pk_flags_get_string(flags, vals, F_DOMAIN);
-	o->secret = pk_flags_get_string(flags, vals, F_SECRET);
-	o->ca_secret = pk_flags_get_string(flags, vals, F_CA_SECRET);
-	o->out_dir = pk_flags_get_string(flags, vals, F_OUT_DIR);
-	o->verbosity = (unsigned)pk_flags_get_num(vals, F_V);
-	struct pk_renew_policy *p = &o->policy;
-	p->validity_days = (unsigned)pk_flags_get_num(vals, F_VALIDITY);
-	p->ca_validity_days = (unsigned)pk_flags_get_num(vals, F_CA_VALIDITY);
-	p->renew_before_days = (unsigned)pk_flags_get_num(vals, F_RENEW_BEFORE);
-	p->ca_renew_before_days = (unsigned)pk_flags_get_num(vals, F_CA_RENEW_BEFORE);
-	p->renew = pk_flags_get_bool(vals, F_RENEW);
-	p->renew_ca = pk_flags_get_bool(vals, F_RENEW_CA);
-	if (pk_pki_parse_key_type(pk_flags_get_string(flags, vals, F_KEY_TYPE), &p->key_type) !=
-	    PK_OK)
-		return pk_err_set(err, PK_ERR_INVALID, "--key-type must be one of %s",
-		                  PK_PKI_KEY_TYPES);
-	if ((rc = pk_log_parse_format(pk_flags_get_string(flags, vals, F_LOG_FORMAT),
-	                              &o->log_format, err)) != PK_OK)
-		return rc;
-
 	struct pk_err e = {{0}};
 	if ((o->secret != NULL) == (o->out_dir != NULL))
 		return pk_err_set(err, PK_ERR_INVALID,
@@ -284,23 +191,26 @@ static int parse_options(int argc, char **argv, struct options *o, struct pk_err
 		                  o->secret != NULL ? "--secret" : "--service");
 	if (o->namespace != NULL && pk_parse_dns_name(o->namespace, false, &e) != PK_OK)
 		return usage(err, "namespace", o->namespace, e.msg);
-	if (o->secret != NULL) {
-		if (pk_parse_dns_name(o->secret, true, &e) != PK_OK)
-			return usage(err, "secret", o->secret, e.msg);
-		if (o->ca_secret == NULL && strlen(o->secret) + 3 > PK_SECRET_NAME_MAX)
-			return usage(
-			    err, "secret", o->secret,
-			    "too long to name the CA Secret <secret>-ca; give --ca-secret");
-		if (o->ca_secret != NULL && pk_parse_dns_name(o->ca_secret, true, &e) != PK_OK)
-			return usage(err, "ca-secret", o->ca_secret, e.msg);
-		if (o->ca_secret != NULL && strcmp(o->ca_secret, o->secret) == 0)
-			return usage(
-			    err, "ca-secret", o->ca_secret,
-			    "must differ from --secret: the webhook must never see the CA key");
-	} else if (o->ca_secret != NULL) {
-		return pk_err_set(err, PK_ERR_INVALID, "--ca-secret needs --secret");
-	}
-	/* A CA that is always due would be replaced, and added to the bundle, on every run. */
+	if (o->secret == NULL)
+		return o->ca_secret == NULL
+		           ? PK_OK
+		           : pk_err_set(err, PK_ERR_INVALID, "--ca-secret needs --secret");
+	if (pk_parse_dns_name(o->secret, true, &e) != PK_OK)
+		return usage(err, "secret", o->secret, e.msg);
+	if (o->ca_secret == NULL && strlen(o->secret) + 3 > PK_SECRET_NAME_MAX)
+		return usage(err, "secret", o->secret,
+		             "too long to name the CA Secret <secret>-ca; give --ca-secret");
+	if (o->ca_secret != NULL && pk_parse_dns_name(o->ca_secret, true, &e) != PK_OK)
+		return usage(err, "ca-secret", o->ca_secret, e.msg);
+	if (o->ca_secret != NULL && strcmp(o->ca_secret, o->secret) == 0)
+		return usage(err, "ca-secret", o->ca_secret,
+		             "must differ from --secret: the webhook must never see the CA key");
+	return PK_OK;
+}
+
+/* A CA that is always due would be replaced, and added to the bundle, on every run. */
+static int check_policy(const struct pk_renew_policy *p, struct pk_err *err)
+{
 	if (p->ca_renew_before_days >= p->ca_validity_days)
 		return pk_err_set(
 		    err, PK_ERR_INVALID,
@@ -312,7 +222,35 @@ static int parse_options(int argc, char **argv, struct options *o, struct pk_err
 		                  "--renew-before-days (%u) must be less than --ca-validity-days "
 		                  "(%u), or every run makes a new CA",
 		                  p->renew_before_days, p->ca_validity_days);
-	if ((rc = parse_names(argc, argv, o, err)) != PK_OK)
+	return PK_OK;
+}
+
+/* The flags into the options (pk_daemon_options_fn): what the table cannot check. */
+static int read_options(void *opts, const struct pk_daemon_args *args, struct pk_err *err)
+{
+	const struct pk_flag_value *vals = args->vals;
+	struct options *o = opts;
+	o->kubeconfig = pk_flags_get_string(flags, vals, F_KUBECONFIG);
+	o->namespace = pk_flags_get_string(flags, vals, F_NAMESPACE);
+	o->service = pk_flags_get_string(flags, vals, F_SERVICE);
+	o->domain = pk_flags_get_string(flags, vals, F_DOMAIN);
+	o->secret = pk_flags_get_string(flags, vals, F_SECRET);
+	o->ca_secret = pk_flags_get_string(flags, vals, F_CA_SECRET);
+	o->out_dir = pk_flags_get_string(flags, vals, F_OUT_DIR);
+	struct pk_renew_policy *p = &o->policy;
+	p->validity_days = (unsigned)pk_flags_get_num(vals, F_VALIDITY);
+	p->ca_validity_days = (unsigned)pk_flags_get_num(vals, F_CA_VALIDITY);
+	p->renew_before_days = (unsigned)pk_flags_get_num(vals, F_RENEW_BEFORE);
+	p->ca_renew_before_days = (unsigned)pk_flags_get_num(vals, F_CA_RENEW_BEFORE);
+	p->renew = pk_flags_get_bool(vals, F_RENEW);
+	p->renew_ca = pk_flags_get_bool(vals, F_RENEW_CA);
+	if (pk_pki_parse_key_type(pk_flags_get_string(flags, vals, F_KEY_TYPE), &p->key_type) !=
+	    PK_OK)
+		return pk_err_set(err, PK_ERR_INVALID, "--key-type must be one of %s",
+		                  PK_PKI_KEY_TYPES);
+	int rc;
+	if ((rc = check_store(o, err)) != PK_OK || (rc = check_policy(p, err)) != PK_OK ||
+	    (rc = parse_names(args, o, err)) != PK_OK)
 		return rc;
 	p->names = &o->names;
 	return PK_OK;
@@ -324,25 +262,14 @@ int main(int argc, char **argv)
 	struct pk_err err = {{0}};
 	memset(&o, 0, sizeof(o));
 	pk_san_init(&o.names);
-	if (parse_options(argc, argv, &o, &err) != PK_OK) {
-		pk_log_error("invalid command line", PK_LOG_STR("error", err.msg),
-		             PK_LOG_STR("hint", "see " PROGRAM " --help"));
+	const struct pk_daemon d = {PROGRAM, PK_VERSION,   USAGE, SUMMARY, flags,
+	                            F_COUNT, read_options, &o,    false};
+	int status = pk_daemon_start(&d, argc, argv);
+	if (status != PK_DAEMON_RUN) {
 		pk_san_free(&o.names);
-		return 2;
+		return status;
 	}
-	if (o.help || o.version) {
-		if (o.help)
-			pk_flags_print_help(stdout, USAGE, SUMMARY, flags, F_COUNT);
-		else
-			printf("%s %s\n", PROGRAM, PK_VERSION);
-		pk_san_free(&o.names);
-		return fflush(stdout) == 0 ? 0 : 1;
-	}
-	pk_log_set_format(o.log_format);
-	pk_log_set_level(o.verbosity > 0 ? PK_LOG_DEBUG : PK_LOG_INFO);
-	signal(SIGPIPE, SIG_IGN);
-
-	int status = 1;
+	status = 1;
 	struct pk_kube_log klog;
 	pk_log_kube_sink(&klog);
 	struct pk_kube_config *cfg = NULL;

@@ -1,15 +1,16 @@
 /*
  * main.c - poolkeeper-controller: flags, API access, leader election, the
- * health and metrics listeners, signals. The reconciler is reconcile.c's.
+ * health and metrics listeners, signals. The start every program shares
+ * (flags, --help, logs, signals) is daemon.h's; the reconciler is
+ * reconcile.c's.
  */
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "daemon.h"
 #include "flags.h"
 #include "httpd.h"
 #include "kube_client.h"
@@ -43,10 +44,6 @@ enum {
 	F_LEADER_ID,
 	F_HEALTH_ADDR,
 	F_METRICS_ADDR,
-	F_LOG_FORMAT,
-	F_V,
-	F_VERSION,
-	F_HELP,
 	F_COUNT,
 };
 
@@ -79,15 +76,8 @@ static const struct pk_flag flags[F_COUNT] = {
                      "namespace of the Lease; empty: the pod's namespace, else default"},
     [F_LEADER_ID] = {"leader-election-id", 0, PK_FLAG_STRING, "poolkeeper-controller", "NAME",
                      "name of the Lease"},
-    [F_HEALTH_ADDR] = {"health-probe-bind-address", 0, PK_FLAG_STRING, ":8081", "HOST:PORT",
-                       "plain HTTP listener for /healthz and /readyz; empty HOST: every "
-                       "address, port 0: any free port"},
-    [F_METRICS_ADDR] = {"metrics-bind-address", 0, PK_FLAG_STRING, ":8080", "HOST:PORT",
-                        "plain HTTP listener for /metrics; 0 turns metrics off"},
-    [F_LOG_FORMAT] = PK_FLAG_DEF_LOG_FORMAT,
-    [F_V] = PK_FLAG_DEF_V,
-    [F_VERSION] = PK_FLAG_DEF_VERSION,
-    [F_HELP] = PK_FLAG_DEF_HELP,
+    [F_HEALTH_ADDR] = PK_FLAG_DEF_HEALTH_ADDR,
+    [F_METRICS_ADDR] = PK_FLAG_DEF_METRICS_ADDR,
 };
 
 #define PROGRAM "poolkeeper-controller"
@@ -100,14 +90,10 @@ struct options {
 	const char *watch_filter;
 	const char *leader_ns;
 	const char *leader_id;
-	struct pk_hostport health, metrics;
-	bool metrics_off;
+	struct pk_httpd_probes_config probes; /* the addresses */
 	unsigned long workers, qps, burst;
 	long lease_ms, renew_ms, retry_ms;
 	bool leader_elect;
-	enum pk_log_format log_format;
-	unsigned verbosity;
-	bool help, version;
 };
 
 /* A name-like flag: empty is allowed (the default applies); otherwise its check, named. */
@@ -155,30 +141,25 @@ static int check_lease_timing(const struct pk_flag_value *vals, const struct opt
 	return PK_OK;
 }
 
-static int parse_options(int argc, char **argv, struct options *o, struct pk_err *err)
+/* The flags into the options (pk_daemon_options_fn): what the table cannot check. */
+static int read_options(void *opts, const struct pk_daemon_args *args, struct pk_err *err)
 {
-	struct pk_flag_value vals[F_COUNT];
-	int rc = pk_flags_parse_only(flags, F_COUNT, argc, argv, vals, err);
-	if (rc != PK_OK)
-		return rc;
+	const struct pk_flag_value *vals = args->vals;
+	struct options *o = opts;
 	memset(o, 0, sizeof(*o));
-	o->help = pk_flags_get_bool(vals, F_HELP);
-	o->version = pk_flags_get_bool(vals, F_VERSION);
-	if (o->help || o->version)
-		return PK_OK;
 	o->kubeconfig = pk_flags_get_string(flags, vals, F_KUBECONFIG);
 	o->namespace = pk_flags_get_string(flags, vals, F_NAMESPACE);
 	o->watch_filter = pk_flags_get_string(flags, vals, F_WATCH_FILTER);
 	o->leader_ns = pk_flags_get_string(flags, vals, F_LEADER_NS);
 	o->leader_id = pk_flags_get_string(flags, vals, F_LEADER_ID);
 	o->leader_elect = pk_flags_get_bool(vals, F_LEADER_ELECT);
-	o->verbosity = (unsigned)pk_flags_get_num(vals, F_V);
 	o->workers = (unsigned long)pk_flags_get_num(vals, F_WORKERS);
 	o->qps = (unsigned long)pk_flags_get_num(vals, F_QPS);
 	o->burst = (unsigned long)pk_flags_get_num(vals, F_BURST);
 	o->lease_ms = (long)(pk_flags_get_num(vals, F_LEASE_DURATION) / PK_NS_PER_MS);
 	o->renew_ms = (long)(pk_flags_get_num(vals, F_RENEW_DEADLINE) / PK_NS_PER_MS);
 	o->retry_ms = (long)(pk_flags_get_num(vals, F_RETRY_PERIOD) / PK_NS_PER_MS);
+	int rc;
 	if ((rc = check_name(vals, F_NAMESPACE, dns_label, err)) != PK_OK ||
 	    (rc = check_name(vals, F_LEADER_NS, dns_label, err)) != PK_OK ||
 	    (rc = check_name(vals, F_WATCH_FILTER, pk_parse_label_value, err)) != PK_OK ||
@@ -188,13 +169,7 @@ static int parse_options(int argc, char **argv, struct options *o, struct pk_err
 		return pk_err_set(err, PK_ERR_INVALID, "--leader-election-id must not be empty");
 	if ((rc = check_lease_timing(vals, o, err)) != PK_OK)
 		return rc;
-	if ((rc = pk_flags_get_hostport(flags, vals, F_HEALTH_ADDR, &o->health, NULL, err)) !=
-	        PK_OK ||
-	    (rc = pk_flags_get_hostport(flags, vals, F_METRICS_ADDR, &o->metrics, &o->metrics_off,
-	                                err)) != PK_OK)
-		return rc;
-	return pk_log_parse_format(pk_flags_get_string(flags, vals, F_LOG_FORMAT), &o->log_format,
-	                           err);
+	return pk_httpd_probes_flags(flags, vals, F_HEALTH_ADDR, F_METRICS_ADDR, &o->probes, err);
 }
 
 /* ---- health and metrics: the shared listeners (httpd.h) ---- */
@@ -280,138 +255,125 @@ static void lease_namespace(const char *flag, char *buf, size_t len)
 	fclose(f);
 }
 
-int main(int argc, char **argv)
-{
+/* What main starts, stopped in the reverse order by stop(). */
+struct daemon {
 	struct options o;
+	struct pk_kube_config *cfg;
+	struct pk_kube_client *client;
+	struct pk_controller *ctl;
+	struct pk_kube_elector *el;
+	struct pk_httpd_probes *probes;
+	struct leader ld;
+	char claim_version[16], cluster_version[16];
+	char selector[128];
+};
+
+/* The kubeconfig and the client; false (logged) when API access cannot be set up. */
+static bool api_access(struct daemon *dm)
+{
 	struct pk_err err = {{0}};
-	if (parse_options(argc, argv, &o, &err) != PK_OK) {
-		pk_log_error("invalid command line", PK_LOG_STR("error", err.msg),
-		             PK_LOG_STR("hint", "see " PROGRAM " --help"));
-		return 2;
-	}
-	if (o.help) {
-		pk_flags_print_help(stdout, USAGE, SUMMARY, flags, F_COUNT);
-		return 0;
-	}
-	if (o.version) {
-		printf("%s %s\n", PROGRAM, PK_VERSION);
-		return 0;
-	}
-	pk_log_set_format(o.log_format);
-	pk_log_set_level(o.verbosity >= 1 ? PK_LOG_DEBUG : PK_LOG_INFO);
-
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	int status = 1;
-	struct pk_kube_config *cfg = NULL;
-	struct pk_kube_client *client = NULL;
-	struct pk_controller *ctl = NULL;
-	struct pk_kube_elector *el = NULL;
-	struct pk_httpd_probes *probes = NULL;
-	struct leader ld = {0};
 	struct pk_kube_log klog;
-	char claim_buf[16], cluster_buf[16];
 	pk_log_kube_sink(&klog);
 	struct pk_kube_config_opts co = {
-	    .path = o.kubeconfig != NULL && *o.kubeconfig ? o.kubeconfig : NULL,
+	    .path = dm->o.kubeconfig != NULL && *dm->o.kubeconfig ? dm->o.kubeconfig : NULL,
 	    .log = &klog,
 	    .allow_exec = true};
-	if (pk_kube_config_load(&co, &cfg, &err) != PK_OK) {
+	struct pk_kube_client_opts copts = {.qps = (double)dm->o.qps, .burst = (int)dm->o.burst};
+	if (pk_kube_config_load(&co, &dm->cfg, &err) != PK_OK ||
+	    pk_kube_client_new(dm->cfg, &copts, &dm->client, &err) != PK_OK) {
 		pk_log_error("cannot set up API access", PK_LOG_STR("error", err.msg));
-		goto out;
+		return false;
 	}
-	struct pk_kube_client_opts copts = {.qps = (double)o.qps, .burst = (int)o.burst};
-	if (pk_kube_client_new(cfg, &copts, &client, &err) != PK_OK) {
-		pk_log_error("cannot set up API access", PK_LOG_STR("error", err.msg));
-		goto out;
-	}
-	pk_log_info("API access", PK_LOG_STR("server", pk_kube_config_server(cfg)));
-	const char *claim_version =
-	    served_version(client, PK_CAPI_IPAM_GROUP, claim_buf, sizeof(claim_buf));
-	if (claim_version == NULL) {
+	pk_log_info("API access", PK_LOG_STR("server", pk_kube_config_server(dm->cfg)));
+	return true;
+}
+
+/* The served API versions and the watch filter; false (logged) without Cluster API's IPAM. */
+static bool discover(struct daemon *dm)
+{
+	const char *claim = served_version(dm->client, PK_CAPI_IPAM_GROUP, dm->claim_version,
+	                                   sizeof(dm->claim_version));
+	if (claim == NULL) {
 		pk_log_error("ipam.cluster.x-k8s.io is not served in v1beta2 or v1beta1: install "
 		             "Cluster API's IPAM CRDs");
-		goto out;
+		return false;
 	}
-	const char *cluster_version =
-	    served_version(client, "cluster.x-k8s.io", cluster_buf, sizeof(cluster_buf));
-	pk_log_info("API versions", PK_LOG_STR("ipam.cluster.x-k8s.io", claim_version),
-	            PK_LOG_STR("cluster.x-k8s.io", cluster_version ? cluster_version : "none"),
-	            PK_LOG_UINT("workers", o.workers));
-
-	char selector[128] = "";
-	if (*o.watch_filter != '\0') {
-		snprintf(selector, sizeof(selector), WATCH_FILTER_LABEL "=%s", o.watch_filter);
+	const char *cluster = served_version(dm->client, "cluster.x-k8s.io", dm->cluster_version,
+	                                     sizeof(dm->cluster_version));
+	if (cluster == NULL)
+		dm->cluster_version[0] = '\0';
+	pk_log_info("API versions", PK_LOG_STR("ipam.cluster.x-k8s.io", claim),
+	            PK_LOG_STR("cluster.x-k8s.io", cluster ? cluster : "none"),
+	            PK_LOG_UINT("workers", dm->o.workers));
+	if (*dm->o.watch_filter != '\0') {
+		snprintf(dm->selector, sizeof(dm->selector), WATCH_FILTER_LABEL "=%s",
+		         dm->o.watch_filter);
 		pk_log_info("watch filter: claims, pools and Clusters with the label only; every "
 		            "IPAddress is read, so that no address is handed out twice",
-		            PK_LOG_STR("selector", selector));
+		            PK_LOG_STR("selector", dm->selector));
 	}
-	struct pk_controller_opts opts = {.client = client,
-	                                  .namespace = o.namespace,
-	                                  .label_selector = selector,
-	                                  .claim_version = claim_version,
-	                                  .cluster_version = cluster_version,
-	                                  .workers = (unsigned)o.workers,
-	                                  .events_config = cfg};
-	if (pk_controller_new(&opts, &ctl, &err) != PK_OK) {
-		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
-		goto out;
-	}
-	struct pk_httpd_probes_config pc = {.health_address = o.health,
-	                                    .metrics_address = o.metrics,
-	                                    .metrics_off = o.metrics_off,
-	                                    .ready = probe_ready,
-	                                    .metrics = probe_metrics,
-	                                    .ud = ctl};
-	if (pk_httpd_probes_start(&pc, &probes, &err) != PK_OK) {
-		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
-		goto out;
-	}
-	pk_log_info("listening", PK_LOG_STR("listener", "health"),
-	            PK_LOG_UINT("port", pk_httpd_probes_port(probes, false)),
-	            PK_LOG_STR("address", *o.health.host ? o.health.host : "all"));
-	if (o.metrics_off)
-		pk_log_info("metrics off", PK_LOG_STR("flag", "--metrics-bind-address=0"));
-	else
-		pk_log_info("listening", PK_LOG_STR("listener", "metrics"),
-		            PK_LOG_UINT("port", pk_httpd_probes_port(probes, true)),
-		            PK_LOG_STR("address", *o.metrics.host ? o.metrics.host : "all"));
+	return true;
+}
 
-	if (pk_controller_start(ctl, &err) != PK_OK) {
-		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
-		goto out;
+/* The controller and its health and metrics listeners; false (logged) on failure. */
+static bool start_controller(struct daemon *dm)
+{
+	struct pk_err err = {{0}};
+	struct pk_controller_opts opts = {
+	    .client = dm->client,
+	    .namespace = dm->o.namespace,
+	    .label_selector = dm->selector,
+	    .claim_version = dm->claim_version,
+	    .cluster_version = dm->cluster_version[0] != '\0' ? dm->cluster_version : NULL,
+	    .workers = (unsigned)dm->o.workers,
+	    .events_config = dm->cfg};
+	struct pk_httpd_probes_config pc = dm->o.probes;
+	pc.ready = probe_ready;
+	pc.metrics = probe_metrics;
+	if (pk_controller_new(&opts, &dm->ctl, &err) == PK_OK) {
+		pc.ud = dm->ctl;
+		if (pk_httpd_probes_start(&pc, &dm->probes, &err) == PK_OK) {
+			pk_httpd_log_probes(&pc, pk_httpd_probes_port(dm->probes, false),
+			                    pk_httpd_probes_port(dm->probes, true));
+			if (pk_controller_start(dm->ctl, &err) == PK_OK)
+				return true;
+		}
 	}
-	/* However long the first lists take (100,000 objects on a busy API server may take
-	 * minutes): /readyz answers 503 meanwhile, and a signal still ends the process. */
+	pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
+	return false;
+}
+
+/*
+ * Runs the controller until its informers have synced: 1. However long the
+ * first lists take (100,000 objects on a busy API server may take minutes):
+ * /readyz answers 503 meanwhile, and a signal still ends the process (0).
+ * -1 (logged) on failure.
+ */
+static int wait_synced(struct daemon *dm)
+{
+	struct pk_err err = {{0}};
 	struct timespec began;
 	clock_gettime(CLOCK_MONOTONIC, &began);
 	for (long noted_s = 0;;) {
-		int run = pk_controller_run(ctl, 1000, &err);
+		int run = pk_controller_run(dm->ctl, 1000, &err);
 		if (run < 0) {
 			pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
-			goto out;
+			return -1;
 		}
 		if (run > 0)
-			break;
-		struct timespec now = {0, 0};
-		int sig = sigtimedwait(&sigs, NULL, &now);
-		if (sig == SIGTERM || sig == SIGINT) {
+			return 1;
+		int sig = pk_daemon_wait_signal(0);
+		if (sig != 0) {
 			pk_log_info("shutting down before the informers synced",
-			            PK_LOG_STR("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
-			status = 0;
-			goto out;
+			            PK_LOG_STR("signal", pk_daemon_signal_name(sig)));
+			return 0;
 		}
 		struct timespec t;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		long waited_s = (long)(t.tv_sec - began.tv_sec);
 		if (waited_s >= noted_s + 30) {
 			char which[128];
-			pk_controller_listing(ctl, which, sizeof(which));
+			pk_controller_listing(dm->ctl, which, sizeof(which));
 			pk_log_warn("informers still listing (is the CRD installed, may this "
 			            "identity list and watch it?); not ready until they are",
 			            PK_LOG_STR("resources", which),
@@ -419,65 +381,89 @@ int main(int argc, char **argv)
 			noted_s = waited_s;
 		}
 	}
-	pk_log_info("informers synced");
-	ld.ctl = ctl;
-	ld.lease = o.leader_id;
-	if (o.leader_elect) {
-		char lns[256];
-		lease_namespace(o.leader_ns, lns, sizeof(lns));
-		struct pk_kube_elector_opts eo = {.namespace = lns,
-		                                  .name = o.leader_id,
-		                                  .lease_duration_ms = o.lease_ms,
-		                                  .renew_deadline_ms = o.renew_ms,
-		                                  .retry_period_ms = o.retry_ms,
-		                                  .on_started = on_started,
-		                                  .on_stopped = on_stopped,
-		                                  .on_new_leader = on_new_leader,
-		                                  .ud = &ld};
-		if (pk_kube_elector_new(client, &eo, &el, &err) != PK_OK ||
-		    pk_kube_elector_start(el, &err) != PK_OK) {
-			pk_log_error("cannot start leader election", PK_LOG_STR("error", err.msg));
-			goto out;
-		}
-		pk_log_info("leader election", PK_LOG_STR("lease", o.leader_id),
-		            PK_LOG_STR("namespace", lns),
-		            PK_LOG_STR("identity", pk_kube_elector_identity(el)));
-	} else {
-		pk_log_info("leader election off: this process allocates");
-		pk_controller_set_leading(ctl, true);
-	}
+}
 
-	/* Wait for a signal, or for leadership to be lost (one term per process). */
-	struct timespec tick = {1, 0};
+/* Leader election, or leading at once with --leader-elect=false; false (logged) on failure. */
+static bool start_leading(struct daemon *dm)
+{
+	dm->ld.ctl = dm->ctl;
+	dm->ld.lease = dm->o.leader_id;
+	if (!dm->o.leader_elect) {
+		pk_log_info("leader election off: this process allocates");
+		pk_controller_set_leading(dm->ctl, true);
+		return true;
+	}
+	struct pk_err err = {{0}};
+	char lns[256];
+	lease_namespace(dm->o.leader_ns, lns, sizeof(lns));
+	struct pk_kube_elector_opts eo = {.namespace = lns,
+	                                  .name = dm->o.leader_id,
+	                                  .lease_duration_ms = dm->o.lease_ms,
+	                                  .renew_deadline_ms = dm->o.renew_ms,
+	                                  .retry_period_ms = dm->o.retry_ms,
+	                                  .on_started = on_started,
+	                                  .on_stopped = on_stopped,
+	                                  .on_new_leader = on_new_leader,
+	                                  .ud = &dm->ld};
+	if (pk_kube_elector_new(dm->client, &eo, &dm->el, &err) != PK_OK ||
+	    pk_kube_elector_start(dm->el, &err) != PK_OK) {
+		pk_log_error("cannot start leader election", PK_LOG_STR("error", err.msg));
+		return false;
+	}
+	pk_log_info("leader election", PK_LOG_STR("lease", dm->o.leader_id),
+	            PK_LOG_STR("namespace", lns),
+	            PK_LOG_STR("identity", pk_kube_elector_identity(dm->el)));
+	return true;
+}
+
+/* Start-up, then waits for a signal (0), or for leadership to be lost (1): one term per process. */
+static int run(void *ud)
+{
+	struct daemon *dm = ud;
+	if (!api_access(dm) || !discover(dm) || !start_controller(dm))
+		return 1;
+	int synced = wait_synced(dm);
+	if (synced <= 0)
+		return synced == 0 ? 0 : 1;
+	pk_log_info("informers synced");
+	if (!start_leading(dm))
+		return 1;
 	for (;;) {
-		int sig = sigtimedwait(&sigs, NULL, &tick);
-		if (sig == SIGTERM || sig == SIGINT) {
+		int sig = pk_daemon_wait_signal(1000);
+		if (sig != 0) {
 			pk_log_info("shutting down",
-			            PK_LOG_STR("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"));
-			status = 0;
-			break;
+			            PK_LOG_STR("signal", pk_daemon_signal_name(sig)));
+			return 0;
 		}
-		if (atomic_load(&ld.lost)) {
+		if (atomic_load(&dm->ld.lost)) {
 			pk_log_error(
 			    "leadership lost: exiting so that a fresh process competes again");
-			status = 1;
-			break;
+			return 1;
 		}
 	}
-out:
+}
+
+static void stop(void *ud)
+{
+	struct daemon *dm = ud;
 	/* In-flight work ends first, then the Lease is given up. */
-	if (ctl != NULL)
-		pk_controller_stop(ctl);
-	if (el != NULL) {
-		pk_kube_elector_stop(el);
-		pk_kube_elector_free(el);
+	if (dm->ctl != NULL)
+		pk_controller_stop(dm->ctl);
+	if (dm->el != NULL) {
+		pk_kube_elector_stop(dm->el);
+		pk_kube_elector_free(dm->el);
 	}
 	/* The listeners read the controller: they stop before it is freed. */
-	pk_httpd_probes_stop(probes);
-	pk_controller_free(ctl);
-	pk_kube_client_free(client);
-	pk_kube_config_free(cfg);
-	if (status == 0)
-		pk_log_info("stopped");
-	return status;
+	pk_httpd_probes_stop(dm->probes);
+	pk_controller_free(dm->ctl);
+	pk_kube_client_free(dm->client);
+	pk_kube_config_free(dm->cfg);
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon dm;
+	const struct pk_daemon d = {PROGRAM, PK_VERSION,   USAGE, SUMMARY, flags,
+	                            F_COUNT, read_options, &dm.o, true};
+	return pk_daemon_main(&d, argc, argv, run, stop, &dm);
 }

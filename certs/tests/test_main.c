@@ -12,22 +12,19 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <libgen.h>
-#include <netinet/in.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
+
+#include "proc.h"
 
 static char bin[PATH_MAX];
 static char dir[256];
@@ -51,61 +48,19 @@ static int setup(void **state)
 		fprintf(stderr, "poolkeeper-certs not found at %s (set PK_CERTS_BIN)\n", bin);
 		return -1;
 	}
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/pk-certs-main-XXXXXX", tmp ? tmp : "/tmp");
-	return mkdtemp(dir) != NULL ? 0 : -1;
+	return proc_mkdtemp(dir, sizeof(dir), "pk-certs-main") ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return;
-	size_t n = fread(buf, 1, cap - 1, f);
-	buf[n] = '\0';
-	fclose(f);
+	return proc_rm_rf(dir) ? 0 : -1;
 }
 
 /* Runs the binary with args; returns its exit status, stdout and stderr. */
 static int run(const char *const *args, char *out, size_t ocap, char *err, size_t ecap)
 {
-	char op[400], ep[400];
-	snprintf(op, sizeof(op), "%s/stdout", dir);
-	snprintf(ep, sizeof(ep), "%s/stderr", dir);
-	const char *argv[40];
-	size_t n = 0;
-	argv[n++] = bin;
-	for (size_t i = 0; args[i] != NULL && n < 39; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int o = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int e = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(o, 1);
-		dup2(e, 2);
-		unsetenv("KUBECONFIG");
-		unsetenv("KUBERNETES_SERVICE_HOST");
-		execv(bin, (char *const *)(uintptr_t)argv);
-		_exit(127);
-	}
-	int st = 0;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (!WIFEXITED(st))
-		fail_msg("poolkeeper-certs did not exit normally (status %d)", st);
-	slurp(op, out, ocap);
-	slurp(ep, err, ecap);
-	return WEXITSTATUS(st);
+	return proc_run(dir, bin, args, out, ocap, err, ecap);
 }
 
 static void test_version_and_help(void **state)
@@ -212,6 +167,43 @@ static void test_usage_errors(void **state)
 	assert_int_equal(access(d, F_OK), -1);
 }
 
+/* The day counts' ranges in --help and in the errors; a repeatable flag past its limit. */
+static void test_ranges_and_repeats(void **state)
+{
+	(void)state;
+	char out[16384], err[4096], d[300];
+	assert_int_equal(
+	    run((const char *const[]){"--help", NULL}, out, sizeof(out), err, sizeof(err)), 0);
+	static const char *const ranges[] = {
+	    "--validity-days N",        "(1..36500, default 365)", "--ca-validity-days N",
+	    "(1..36500, default 3650)", "--renew-before-days N",   "(0..36500, default 30)",
+	    "--ca-renew-before-days N", "(0..36500, default 90)",  "-v, --v N",
+	    "(0..10, default 0)",       "--key-type ecdsa-p256|",  "(default ecdsa-p256)",
+	    "--cluster-domain DOMAIN",  "(default cluster.local)",
+	};
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (strstr(out, ranges[i]) == NULL)
+			fail_msg("--help lacks \"%s\":\n%s", ranges[i], out);
+	snprintf(d, sizeof(d), "%s/never", dir);
+	const char *a1[] = {"--out-dir", d, "--ip", "1.1.1.1", "--ca-validity-days=36501", NULL};
+	assert_int_equal(run(a1, out, sizeof(out), err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "--ca-validity-days must be an integer in 1..36500"));
+	assert_non_null(strstr(err, "36501"));
+	const char *a2[] = {"--out-dir", d, "--ip", "1.1.1.1", "--renew-before-days", "-1", NULL};
+	assert_int_equal(run(a2, out, sizeof(out), err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "--renew-before-days must be an integer in 0..36500"));
+	/* 17 webhook configurations, one past the limit. */
+	char cfg[17][40];
+	const char *a3[24] = {"--out-dir", d, "--ip", "1.1.1.1"};
+	for (size_t i = 0; i < 17; i++) {
+		snprintf(cfg[i], sizeof(cfg[i]), "--webhook-configuration=validating/w%zu", i);
+		a3[4 + i] = cfg[i];
+	}
+	assert_int_equal(run(a3, out, sizeof(out), err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "--webhook-configuration is given more than 16 times"));
+	assert_int_equal(access(d, F_OK), -1);
+}
+
 static X509 *read_cert(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -301,13 +293,7 @@ static void test_api_failures(void **state)
 {
 	(void)state;
 	/* A kubeconfig pointing at a port nobody listens on. */
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	a.sin_addr.s_addr = htonl(0x7f000001);
-	socklen_t al = sizeof(a);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-	close(fd);
+	uint16_t port = proc_free_port();
 	char kc[400];
 	snprintf(kc, sizeof(kc), "%s/kubeconfig", dir);
 	FILE *f = fopen(kc, "w");
@@ -315,7 +301,7 @@ static void test_api_failures(void **state)
 	        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "
 	        "\"http://127.0.0.1:%d\"}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- "
 	        "name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
-	        ntohs(a.sin_port));
+	        port);
 	fclose(f);
 	const char *down[] = {"--kubeconfig", kc,         "--namespace", "ns", "--service",
 	                      "web",          "--secret", "web-tls",     NULL};
@@ -343,9 +329,8 @@ static void test_api_failures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_version_and_help),
-	    cmocka_unit_test(test_usage_errors),
-	    cmocka_unit_test(test_files_run),
+	    cmocka_unit_test(test_version_and_help),   cmocka_unit_test(test_usage_errors),
+	    cmocka_unit_test(test_ranges_and_repeats), cmocka_unit_test(test_files_run),
 	    cmocka_unit_test(test_api_failures),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -147,94 +147,167 @@ static const struct pk_flag *find_short(const struct pk_flag *table, size_t n, c
 	return NULL;
 }
 
+/* One walk over argv; pk_flags_parse and pk_flags_collect share it. */
+struct parser {
+	const struct pk_flag *table;
+	size_t n;
+	int argc;
+	char *const *argv;
+	int i; /* the argument being read */
+	struct pk_flag_value *vals;
+	const char **pos; /* positional arguments; NULL: not kept */
+	size_t *npos;
+	size_t want;      /* pk_flags_collect: the flag whose values are kept */
+	const char **got; /* ... into got[0..max); NULL when not collecting */
+	size_t max, ngot; /* ngot counts past max */
+	struct pk_err *err;
+};
+
+/* A value-taking flag's value, checked; a collecting walk keeps it too. */
+static int take_value(struct parser *p, size_t idx, const char *value)
+{
+	int rc = set_value(&p->table[idx], &p->vals[idx], value, p->err);
+	if (rc == PK_OK && p->got != NULL && idx == p->want) {
+		if (p->ngot < p->max)
+			p->got[p->ngot] = value;
+		p->ngot++;
+	}
+	return rc;
+}
+
+/* The value after the flag: after "=" (`inline`), else the next argument. */
+static int next_value(struct parser *p, size_t idx, const char *inline_value, const char *spelling)
+{
+	if (inline_value == NULL) {
+		if (p->i + 1 >= p->argc)
+			return pk_err_set(p->err, PK_ERR_INVALID, "%s needs a value", spelling);
+		inline_value = p->argv[++p->i];
+	}
+	return take_value(p, idx, inline_value);
+}
+
+/* A boolean in its long spelling: bare, or with "=true"/"=false". */
+static int parse_long_bool(struct parser *p, size_t idx, const char *eq)
+{
+	const struct pk_flag *f = &p->table[idx];
+	/* "--x false" would be the flag and a stray argument: say so. */
+	if (eq == NULL && p->i + 1 < p->argc &&
+	    (!strcmp(p->argv[p->i + 1], "true") || !strcmp(p->argv[p->i + 1], "false")))
+		return pk_err_set(p->err, PK_ERR_INVALID,
+		                  "--%s takes its value after \"=\" (--%s=%s), not as the next "
+		                  "argument",
+		                  f->name, f->name, p->argv[p->i + 1]);
+	int rc = parse_bool(f, eq ? eq + 1 : NULL, &p->vals[idx].on, p->err);
+	if (rc != PK_OK)
+		return rc;
+	p->vals[idx].set = true;
+	p->vals[idx].count++;
+	return PK_OK;
+}
+
+/* --name, --name=value, --name value. */
+static int parse_long(struct parser *p, const char *name)
+{
+	const char *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name), idx;
+	const struct pk_flag *f = find_long(p->table, p->n, name, len, &idx);
+	if (f == NULL)
+		return pk_err_set(p->err, PK_ERR_INVALID, "unknown flag --%.*s",
+		                  (int)(len > 64 ? 64 : len), name);
+	if (f->type == PK_FLAG_BOOL)
+		return parse_long_bool(p, idx, eq);
+	if (!takes_value(f)) {
+		if (eq != NULL)
+			return pk_err_set(p->err, PK_ERR_INVALID, "--%s takes no value", f->name);
+		p->vals[idx].set = true;
+		p->vals[idx].count++;
+		return PK_OK;
+	}
+	char spelling[80];
+	snprintf(spelling, sizeof(spelling), "--%s", f->name);
+	return next_value(p, idx, eq ? eq + 1 : NULL, spelling);
+}
+
+/* One or more short flags: -v, -vR, -o json, -ojson, -o=json. */
+static int parse_short(struct parser *p, const char *letters)
+{
+	for (const char *c = letters; *c != '\0'; c++) {
+		size_t idx;
+		const struct pk_flag *f = find_short(p->table, p->n, *c, &idx);
+		if (f == NULL)
+			return pk_err_set(p->err, PK_ERR_INVALID, "unknown flag -%c", *c);
+		if (!takes_value(f)) {
+			p->vals[idx].set = true;
+			p->vals[idx].count++;
+			p->vals[idx].on = true;
+			continue;
+		}
+		char spelling[4] = {'-', *c, '\0', '\0'};
+		return next_value(p, idx, c[1] != '\0' ? c + 1 + (c[1] == '=') : NULL, spelling);
+	}
+	return PK_OK;
+}
+
+static int walk(struct parser *p)
+{
+	memset(p->vals, 0, p->n * sizeof(*p->vals));
+	*p->npos = 0;
+	int rc = set_defaults(p->table, p->n, p->vals, p->err);
+	bool flags_done = false;
+	for (p->i = 0; rc == PK_OK && p->i < p->argc; p->i++) {
+		const char *a = p->argv[p->i];
+		if (flags_done || a[0] != '-' || a[1] == '\0') {
+			if (p->pos != NULL)
+				p->pos[*p->npos] = a;
+			(*p->npos)++;
+		} else if (!strcmp(a, "--")) {
+			flags_done = true;
+		} else {
+			rc = a[1] == '-' ? parse_long(p, a + 2) : parse_short(p, a + 1);
+		}
+	}
+	return rc;
+}
+
 int pk_flags_parse(const struct pk_flag *table, size_t n, int argc, char *const argv[],
                    struct pk_flag_value *vals, const char **pos, size_t *npos, struct pk_err *err)
 {
-	memset(vals, 0, n * sizeof(*vals));
-	*npos = 0;
-	int drc = set_defaults(table, n, vals, err);
-	if (drc != PK_OK)
-		return drc;
-	bool flags_done = false;
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		if (flags_done || a[0] != '-' || a[1] == '\0') {
-			pos[(*npos)++] = a;
-			continue;
-		}
-		if (!strcmp(a, "--")) {
-			flags_done = true;
-			continue;
-		}
-		size_t idx;
-		if (a[1] == '-') {
-			const char *name = a + 2;
-			const char *eq = strchr(name, '=');
-			size_t len = eq ? (size_t)(eq - name) : strlen(name);
-			const struct pk_flag *f = find_long(table, n, name, len, &idx);
-			if (f == NULL)
-				return pk_err_set(err, PK_ERR_INVALID, "unknown flag --%.*s",
-				                  (int)(len > 64 ? 64 : len), name);
-			if (f->type == PK_FLAG_BOOL) {
-				/* "--x false" would be the flag and a stray argument: say so. */
-				if (eq == NULL && i + 1 < argc &&
-				    (!strcmp(argv[i + 1], "true") || !strcmp(argv[i + 1], "false")))
-					return pk_err_set(err, PK_ERR_INVALID,
-					                  "--%s takes its value after \"=\" "
-					                  "(--%s=%s), not as the next argument",
-					                  f->name, f->name, argv[i + 1]);
-				int rc = parse_bool(f, eq ? eq + 1 : NULL, &vals[idx].on, err);
-				if (rc != PK_OK)
-					return rc;
-				vals[idx].set = true;
-				vals[idx].count++;
-				continue;
-			}
-			if (!takes_value(f)) {
-				if (eq != NULL)
-					return pk_err_set(err, PK_ERR_INVALID,
-					                  "--%s takes no value", f->name);
-				vals[idx].set = true;
-				vals[idx].count++;
-				continue;
-			}
-			const char *value = eq ? eq + 1 : NULL;
-			if (value == NULL) {
-				if (i + 1 >= argc)
-					return pk_err_set(err, PK_ERR_INVALID, "--%s needs a value",
-					                  f->name);
-				value = argv[++i];
-			}
-			int rc = set_value(f, &vals[idx], value, err);
-			if (rc != PK_OK)
-				return rc;
-			continue;
-		}
-		/* One or more short flags: -v, -vR, -o json, -ojson. */
-		for (const char *c = a + 1; *c != '\0'; c++) {
-			const struct pk_flag *f = find_short(table, n, *c, &idx);
-			if (f == NULL)
-				return pk_err_set(err, PK_ERR_INVALID, "unknown flag -%c", *c);
-			if (!takes_value(f)) {
-				vals[idx].set = true;
-				vals[idx].count++;
-				vals[idx].on = true;
-				continue;
-			}
-			const char *value = c[1] != '\0' ? c + 1 + (c[1] == '=') : NULL;
-			if (value == NULL) {
-				if (i + 1 >= argc)
-					return pk_err_set(err, PK_ERR_INVALID, "-%c needs a value",
-					                  *c);
-				value = argv[++i];
-			}
-			int rc = set_value(f, &vals[idx], value, err);
-			if (rc != PK_OK)
-				return rc;
-			break;
-		}
-	}
-	return PK_OK;
+	struct parser p = {.table = table,
+	                   .n = n,
+	                   .argc = argc,
+	                   .argv = argv,
+	                   .vals = vals,
+	                   .pos = pos,
+	                   .npos = npos,
+	                   .err = err};
+	return walk(&p);
+}
+
+int pk_flags_collect(const struct pk_flag *table, size_t n, int argc, char *const argv[],
+                     size_t idx, const char **out, size_t max, size_t *count, struct pk_err *err)
+{
+	*count = 0;
+	if (argc < 1 || idx >= n)
+		return pk_err_set(err, PK_ERR_INVALID, "no program name in argv, or no such flag");
+	struct pk_flag_value *vals = calloc(n, sizeof(*vals));
+	if (vals == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	size_t npos = 0;
+	struct parser p = {.table = table,
+	                   .n = n,
+	                   .argc = argc - 1,
+	                   .argv = argv + 1,
+	                   .vals = vals,
+	                   .npos = &npos,
+	                   .want = idx,
+	                   .got = out,
+	                   .max = max,
+	                   .err = err};
+	int rc = walk(&p);
+	free(vals);
+	if (rc == PK_OK)
+		*count = p.ngot;
+	return rc;
 }
 
 const char *pk_flags_get_string(const struct pk_flag *table, const struct pk_flag_value *vals,

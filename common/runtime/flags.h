@@ -48,32 +48,26 @@ struct pk_flag_value {
 };
 
 /*
- * The flags every poolkeeper daemon and poolkeeper-certs share, spelled once:
- * use them as initialisers in a program's table, e.g.
- * `[F_V] = PK_FLAG_DEF_V,`.
+ * Flags several poolkeeper programs share, spelled once: use them as
+ * initialisers in a program's table, e.g. `[F_KUBECONFIG] =
+ * PK_FLAG_DEF_KUBECONFIG,`. The flags every program has (--log-format, --v,
+ * --version, --help) are daemon.h's.
  */
 #define PK_FLAG_DEF_KUBECONFIG                                                                    \
 	{                                                                                         \
 		"kubeconfig", 0, PK_FLAG_STRING, NULL, "FILE",                                    \
 		    "kubeconfig for API access; else $KUBECONFIG, else the pod's service account" \
 	}
-#define PK_FLAG_DEF_LOG_FORMAT                                        \
-	{                                                             \
-		"log-format", 0, PK_FLAG_CHOICE, "text", "text|json", \
-		    "log lines as key=value text or JSON"             \
+#define PK_FLAG_DEF_HEALTH_ADDR                                                        \
+	{                                                                              \
+		"health-probe-bind-address", 0, PK_FLAG_STRING, ":8081", "HOST:PORT",  \
+		    "plain HTTP listener for /healthz and /readyz; empty HOST: every " \
+		    "address, port 0: any free port"                                   \
 	}
-#define PK_FLAG_DEF_V                                                 \
-	{                                                             \
-		"v", 'v', PK_FLAG_UINT, "0", "0..10",                 \
-		    "log verbosity: 1 or more also logs debug events" \
-	}
-#define PK_FLAG_DEF_VERSION                                                          \
-	{                                                                            \
-		"version", 0, PK_FLAG_BOOL, NULL, NULL, "print the version and exit" \
-	}
-#define PK_FLAG_DEF_HELP                                                          \
-	{                                                                         \
-		"help", 'h', PK_FLAG_BOOL, NULL, NULL, "print this help and exit" \
+#define PK_FLAG_DEF_METRICS_ADDR                                                 \
+	{                                                                        \
+		"metrics-bind-address", 0, PK_FLAG_STRING, ":8080", "HOST:PORT", \
+		    "plain HTTP listener for /metrics; 0 turns metrics off"      \
 	}
 
 /*
@@ -96,6 +90,17 @@ PK_MUST_CHECK int pk_flags_parse(const struct pk_flag *table, size_t n, int argc
 PK_MUST_CHECK int pk_flags_parse_only(const struct pk_flag *table, size_t n, int argc,
                                       char *const argv[], struct pk_flag_value *vals,
                                       struct pk_err *err);
+
+/*
+ * Every value a repeatable flag (`idx`, one that takes a value) was given,
+ * in order, from a daemon's command line (argv[0] the program) that
+ * pk_flags_parse_only has accepted: pk_flags_parse keeps only the last.
+ * The first `max` go into out; *count says how many were given, beyond
+ * `max` too. Returns PK_OK, PK_ERR_INVALID or PK_ERR_NOMEM.
+ */
+PK_MUST_CHECK int pk_flags_collect(const struct pk_flag *table, size_t n, int argc,
+                                   char *const argv[], size_t idx, const char **out, size_t max,
+                                   size_t *count, struct pk_err *err);
 
 /* The text of a flag: what was given, else its default. */
 const char *pk_flags_get_string(const struct pk_flag *table, const struct pk_flag_value *vals,

@@ -129,10 +129,32 @@ struct pk_httpd_probes_config {
 
 struct pk_httpd_probes;
 
+struct pk_flag;
+struct pk_flag_value;
+/*
+ * The listen addresses of the probes from a program's flags (health at
+ * `health`, PK_FLAG_DEF_HEALTH_ADDR; metrics at `metrics`,
+ * PK_FLAG_DEF_METRICS_ADDR, where "0" turns the listener off) into cfg. The
+ * error names the flag and the value.
+ */
+PK_MUST_CHECK int pk_httpd_probes_flags(const struct pk_flag *table,
+                                        const struct pk_flag_value *vals, size_t health,
+                                        size_t metrics, struct pk_httpd_probes_config *cfg,
+                                        struct pk_err *err);
+
 PK_MUST_CHECK int pk_httpd_probes_start(const struct pk_httpd_probes_config *cfg,
                                         struct pk_httpd_probes **out, struct pk_err *err);
 /* The health (false) or metrics (true) listener's port; 0 when off. */
 uint16_t pk_httpd_probes_port(const struct pk_httpd_probes *p, bool metrics);
 void pk_httpd_probes_stop(struct pk_httpd_probes *p);
+
+/*
+ * Logs "listening" with the listener's name, its bound port and its address
+ * ("all" for every address), as both daemons announce their listeners.
+ */
+void pk_httpd_log_listening(const char *name, uint16_t port, const struct pk_hostport *at);
+/* The health and metrics listeners of cfg, bound to these ports, or "metrics off". */
+void pk_httpd_log_probes(const struct pk_httpd_probes_config *cfg, uint16_t health_port,
+                         uint16_t metrics_port);
 
 #endif

@@ -309,6 +309,47 @@ static void test_parse_only(void **state)
 	assert_int_equal(pk_flags_parse_only(table, F_N, 0, NULL, vals, &err), PK_ERR_INVALID);
 }
 
+#define ARGV(...) ((char *const *)(uintptr_t)(const char *const[]){__VA_ARGS__})
+
+/* Every value of a repeated flag, in order, in both spellings; the count goes past `max`. */
+static void test_collect(void **state)
+{
+	(void)state;
+	const char *got[2];
+	size_t n = 9;
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_flags_collect(table, F_N, 9,
+	                                  ARGV("prog", "--name", "a", "-v", "1", "--name=b",
+	                                       "--strict", "--name", "c"),
+	                                  F_NAME, got, 2, &n, &err),
+	                 PK_OK);
+	assert_int_equal(n, 3);
+	assert_string_equal(got[0], "a");
+	assert_string_equal(got[1], "b");
+	/* A flag's value is never taken for another flag: "-o name" is -o's value. */
+	assert_int_equal(pk_flags_collect(table, F_N, 5, ARGV("prog", "-o", "json", "-ojson", "-V"),
+	                                  F_FORMAT, got, 2, &n, &err),
+	                 PK_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(pk_flags_collect(table, F_N, 4, ARGV("prog", "-o", "--name", "x"), F_NAME,
+	                                  got, 2, &n, &err),
+	                 PK_ERR_INVALID); /* -o's value "--name" is not a format */
+	assert_int_equal(pk_flags_collect(table, F_N, 5, ARGV("prog", "x", "--", "--name", "y"),
+	                                  F_NAME, got, 2, &n, &err),
+	                 PK_OK);
+	assert_int_equal(n, 0);
+	/* A bad command line is refused as pk_flags_parse refuses it. */
+	assert_int_equal(pk_flags_collect(table, F_N, 3, ARGV("prog", "--name=a", "--workers=0"),
+	                                  F_NAME, got, 2, &n, &err),
+	                 PK_ERR_INVALID);
+	assert_non_null(strstr(err.msg, "--workers"));
+	assert_int_equal(n, 0);
+	assert_int_equal(pk_flags_collect(table, F_N, 1, ARGV("prog"), F_N, got, 2, &n, &err),
+	                 PK_ERR_INVALID);
+	assert_int_equal(pk_flags_collect(table, F_N, 0, NULL, F_NAME, got, 2, &n, &err),
+	                 PK_ERR_INVALID);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -316,7 +357,7 @@ int main(void)
 	    cmocka_unit_test(test_bools),      cmocka_unit_test(test_numbers),
 	    cmocka_unit_test(test_hostports),  cmocka_unit_test(test_bad_tables),
 	    cmocka_unit_test(test_errors),     cmocka_unit_test(test_help_from_table),
-	    cmocka_unit_test(test_parse_only),
+	    cmocka_unit_test(test_parse_only), cmocka_unit_test(test_collect),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -447,6 +447,46 @@ static void test_start_errors(void **state)
 	pk_httpd_stop(h);
 }
 
+/* The lines both daemons announce their listeners with. */
+static void test_listening_lines(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/pk-httpd-log-XXXXXX", buf[2048];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	pk_log_set_fd(fd);
+	pk_log_set_level(PK_LOG_INFO);
+	struct pk_httpd_probes_config c = {.health_address = {"127.0.0.1", 0},
+	                                   .metrics_address = {"", 8080}};
+	pk_httpd_log_listening("webhook", 9443, &c.metrics_address);
+	pk_httpd_log_probes(&c, 41000, 8080);
+	c.metrics_off = true;
+	pk_httpd_log_probes(&c, 41001, 0);
+	pk_log_set_level(PK_LOG_ERROR);
+	pk_log_set_fd(2);
+	lseek(fd, 0, SEEK_SET);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	static const char *const want[] = {
+	    "msg=\"listening\" listener=webhook port=9443 address=all\n",
+	    "msg=\"listening\" listener=health port=41000 address=127.0.0.1\n",
+	    "msg=\"listening\" listener=metrics port=8080 address=all\n",
+	    "msg=\"listening\" listener=health port=41001 address=127.0.0.1\n",
+	    "msg=\"metrics off\" flag=\"--metrics-bind-address=0\"\n",
+	};
+	const char *at = buf;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *hit = strstr(at, want[i]);
+		if (hit == NULL)
+			fail_msg("no \"%s\" (in order) in:\n%s", want[i], buf);
+		at = hit + strlen(want[i]);
+	}
+	assert_null(strstr(at, "listener=metrics"));
+}
+
 int main(void)
 {
 	pk_log_set_level(PK_LOG_ERROR);
@@ -459,6 +499,7 @@ int main(void)
 	    cmocka_unit_test(test_limit_closes_at_once),
 	    cmocka_unit_test(test_library_errors),
 	    cmocka_unit_test(test_start_errors),
+	    cmocka_unit_test(test_listening_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

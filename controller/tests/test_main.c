@@ -11,15 +11,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc.h"
+
 static const char *bin;
-static char dir[] = "/tmp/pk-controller-main-XXXXXX";
+static char dir[200];
 
 static int setup(void **state)
 {
@@ -29,63 +29,19 @@ static int setup(void **state)
 		fprintf(stderr, "PK_CONTROLLER_BIN is not set\n");
 		return -1;
 	}
-	return mkdtemp(dir) != NULL ? 0 : -1;
+	return proc_mkdtemp(dir, sizeof(dir), "pk-controller-main") ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char path[128];
-	snprintf(path, sizeof(path), "%s/out", dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/err", dir);
-	unlink(path);
-	rmdir(dir);
-	return 0;
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return;
-	size_t n = fread(buf, 1, cap - 1, f);
-	buf[n] = '\0';
-	fclose(f);
+	return proc_rm_rf(dir) ? 0 : -1;
 }
 
 /* Runs the controller with args (NULL-terminated) and no API in reach; returns its status. */
 static int run(const char *const *args, char *out, size_t ocap, char *err, size_t ecap)
 {
-	char opath[128], epath[128];
-	snprintf(opath, sizeof(opath), "%s/out", dir);
-	snprintf(epath, sizeof(epath), "%s/err", dir);
-	const char *argv[40];
-	size_t n = 0;
-	argv[n++] = bin;
-	for (size_t i = 0; args[i] != NULL && n < 39; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int o = open(opath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int e = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(o, 1);
-		dup2(e, 2);
-		unsetenv("KUBECONFIG");
-		unsetenv("KUBERNETES_SERVICE_HOST");
-		execv(bin, (char *const *)(uintptr_t)argv);
-		_exit(127);
-	}
-	int st = 0;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (!WIFEXITED(st))
-		fail_msg("poolkeeper-controller did not exit normally (status %d)", st);
-	slurp(opath, out, ocap);
-	slurp(epath, err, ecap);
-	return WEXITSTATUS(st);
+	return proc_run(dir, bin, args, out, ocap, err, ecap);
 }
 
 static void test_help(void **state)
@@ -242,7 +198,7 @@ static void test_bad_flags(void **state)
 static void test_good_flags_reach_api_access(void **state)
 {
 	(void)state;
-	char out[4096], err[8192], missing[200];
+	char out[4096], err[8192], missing[400];
 	snprintf(missing, sizeof(missing), "%s/no-such-kubeconfig", dir);
 	const char *args[] = {"--kubeconfig",
 	                      missing,

@@ -11,17 +11,16 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include <gnutls/gnutls.h>
 #include <jansson.h>
 
+#include "proc.h"
 #include "testcerts.h"
 
 static struct testpki pki;
@@ -45,65 +44,26 @@ static int teardown(void **state)
 	return 0;
 }
 
-struct proc {
-	pid_t pid;
-	char out[400]; /* stdout file */
-	char err[400]; /* stderr file */
-};
-
 static void start(struct proc *p, const char *const *args)
 {
-	static unsigned seq;
-	snprintf(p->out, sizeof(p->out), "%s/out.%u", pki.dir, seq);
-	snprintf(p->err, sizeof(p->err), "%s/err.%u", pki.dir, seq++);
-	const char *argv[32];
-	size_t n = 0;
-	argv[n++] = bin;
-	for (size_t i = 0; args[i] != NULL && n < 31; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	p->pid = fork();
-	assert_true(p->pid >= 0);
-	if (p->pid == 0) {
-		int o = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int e = open(p->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(bin, (char *const *)(uintptr_t)argv);
-		_exit(127);
-	}
+	proc_start(p, pki.dir, bin, args);
 }
 
-static int finish(struct proc *p)
+/* Starts the webhook with the test pair and `extra` flags (NULL-terminated, at most 30). */
+static void start_with_pair(struct proc *p, const char *const *extra)
 {
-	int st = 0;
-	assert_int_equal(waitpid(p->pid, &st, 0), p->pid);
-	if (!WIFEXITED(st))
-		fail_msg("poolkeeper-webhook did not exit normally (status %d)", st);
-	return WEXITSTATUS(st);
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return;
-	size_t n = fread(buf, 1, cap - 1, f);
-	buf[n] = '\0';
-	fclose(f);
+	const char *args[36] = {"--tls-cert-file", pki.cert, "--tls-private-key-file", pki.key};
+	size_t n = 4;
+	for (size_t i = 0; extra[i] != NULL && n < 35; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	start(p, args);
 }
 
 /* Runs to completion; returns the exit status and stderr (and stdout) in buf. */
 static int run(const char *const *args, char *err, size_t cap, char *out, size_t ocap)
 {
-	struct proc p;
-	start(&p, args);
-	int rc = finish(&p);
-	slurp(p.err, err, cap);
-	if (out != NULL)
-		slurp(p.out, out, ocap);
-	return rc;
+	return proc_run(pki.dir, bin, args, out, ocap, err, cap);
 }
 
 static void expect_usage_error(const char *const *args, const char *want1, const char *want2)
@@ -139,8 +99,11 @@ static void test_help(void **state)
 	                      "--cert-poll-seconds N",
 	                      "(1..86400, default 10)",
 	                      "--thread-pool-size N",
+	                      "(0..1024, default 0)",
 	                      "--max-connections N",
+	                      "(1..100000, default 1000)",
 	                      "--shutdown-grace-seconds N",
+	                      "(0..3600, default 25)",
 	                      "--version",
 	                      "-h, --help"};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -200,6 +163,10 @@ static void test_bad_flags(void **state)
 	expect_usage_error(WITH("--max-connections=0"), "--max-connections", "1..100000");
 	expect_usage_error(WITH("--shutdown-grace-seconds", "1h"), "--shutdown-grace-seconds",
 	                   "1h");
+	expect_usage_error(WITH("--shutdown-grace-seconds=3601"),
+	                   "--shutdown-grace-seconds must be an integer in 0..3600", "3601");
+	expect_usage_error(WITH("--cert-poll-seconds", "86401"),
+	                   "--cert-poll-seconds must be an integer in 1..86400", "86401");
 	expect_usage_error(WITH("--v=11"), "--v must be an integer in 0..10", "11");
 	expect_usage_error(WITH("-v", "x"), "--v must be an integer in 0..10", "x");
 	expect_usage_error(WITH("-v"), "-v needs a value", NULL);
@@ -258,42 +225,13 @@ static void test_bad_files(void **state)
 	assert_non_null(strstr(err, "private key file"));
 }
 
-static uint16_t free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	socklen_t len = sizeof(sa);
-	getsockname(fd, (struct sockaddr *)&sa, &len);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
-/* Waits (up to 20 s) until stderr holds `want`; returns the text. */
-static bool wait_for(const struct proc *p, const char *want, char *buf, size_t cap)
-{
-	for (int i = 0; i < 200; i++) {
-		slurp(p->err, buf, cap);
-		if (strstr(buf, want) != NULL)
-			return true;
-		struct timespec t = {0, 100 * 1000 * 1000};
-		nanosleep(&t, NULL);
-	}
-	return false;
-}
-
 static void test_start_and_stop(void **state)
 {
 	(void)state;
 	char buf[16384], port[64], want[128];
-	uint16_t n = free_port();
+	uint16_t n = proc_free_port();
 	snprintf(port, sizeof(port), "--webhook-bind-address=127.0.0.1:%u", n);
-	const char *a1[] = {"--tls-cert-file",
-	                    pki.cert,
-	                    "--tls-private-key-file",
-	                    pki.key,
-	                    port,
+	const char *a1[] = {port,
 	                    "--health-probe-bind-address=127.0.0.1:0",
 	                    "--metrics-bind-address",
 	                    "127.0.0.1:0",
@@ -301,26 +239,21 @@ static void test_start_and_stop(void **state)
 	                    "1",
 	                    NULL};
 	struct proc p;
-	start(&p, a1);
+	start_with_pair(&p, a1);
 	snprintf(want, sizeof(want), "msg=\"listening\" listener=webhook port=%u ", n);
-	if (!wait_for(&p, want, buf, sizeof(buf))) {
-		kill(p.pid, SIGKILL);
-		finish(&p);
-		fail_msg("no \"%s\" in: %s", want, buf);
-	}
+	proc_expect(&p, want, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "msg=\"listening\" listener=health port="));
 	assert_non_null(strstr(buf, "msg=\"listening\" listener=metrics port="));
 	assert_non_null(strstr(buf, "address=127.0.0.1"));
 	assert_null(strstr(buf, "listener=health port=0 "));
 	assert_null(strstr(buf, "listener=metrics port=0 "));
-	kill(p.pid, SIGTERM);
-	assert_int_equal(finish(&p), 0);
-	slurp(p.err, buf, sizeof(buf));
+	assert_int_equal(proc_stop(&p, SIGTERM), 0);
+	proc_slurp(p.err, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "msg=\"shutting down\" signal=SIGTERM"));
 	assert_non_null(strstr(buf, "msg=\"stopped\""));
 
 	/* The other spelling, JSON logs, SIGINT. */
-	n = free_port();
+	n = proc_free_port();
 	snprintf(port, sizeof(port), "127.0.0.1:%u", n);
 	char certflag[400];
 	snprintf(certflag, sizeof(certflag), "--tls-cert-file=%s", pki.cert);
@@ -341,14 +274,9 @@ static void test_start_and_stop(void **state)
 	                    NULL};
 	start(&p, a3);
 	snprintf(want, sizeof(want), "\"listener\":\"webhook\",\"port\":%u,", n);
-	if (!wait_for(&p, want, buf, sizeof(buf))) {
-		kill(p.pid, SIGKILL);
-		finish(&p);
-		fail_msg("no \"%s\" in: %s", want, buf);
-	}
-	kill(p.pid, SIGINT);
-	assert_int_equal(finish(&p), 0);
-	slurp(p.err, buf, sizeof(buf));
+	proc_expect(&p, want, buf, sizeof(buf));
+	assert_int_equal(proc_stop(&p, SIGINT), 0);
+	proc_slurp(p.err, buf, sizeof(buf));
 	/* Every line is one JSON object. */
 	for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
 		*nl = '\0';
@@ -364,24 +292,14 @@ static void test_metrics_off(void **state)
 {
 	(void)state;
 	char buf[16384];
-	const char *args[] = {"--tls-cert-file",
-	                      pki.cert,
-	                      "--tls-private-key-file",
-	                      pki.key,
-	                      "--webhook-bind-address=127.0.0.1:0",
-	                      "--health-probe-bind-address=127.0.0.1:0",
-	                      "--metrics-bind-address=0",
+	const char *args[] = {"--webhook-bind-address=127.0.0.1:0",
+	                      "--health-probe-bind-address=127.0.0.1:0", "--metrics-bind-address=0",
 	                      NULL};
 	struct proc p;
-	start(&p, args);
-	if (!wait_for(&p, "listener=health port=", buf, sizeof(buf))) {
-		kill(p.pid, SIGKILL);
-		finish(&p);
-		fail_msg("no health listener in: %s", buf);
-	}
-	kill(p.pid, SIGTERM);
-	assert_int_equal(finish(&p), 0);
-	slurp(p.err, buf, sizeof(buf));
+	start_with_pair(&p, args);
+	proc_expect(&p, "listener=health port=", buf, sizeof(buf));
+	assert_int_equal(proc_stop(&p, SIGTERM), 0);
+	proc_slurp(p.err, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "listener=webhook port="));
 	assert_null(strstr(buf, "listener=metrics"));
 	const char *off = strstr(buf, "msg=\"metrics off\"");
@@ -399,75 +317,76 @@ static void serve(struct proc *p, uint16_t port, char *buf, size_t cap)
 {
 	char addr[64], want[128];
 	snprintf(addr, sizeof(addr), "--webhook-bind-address=127.0.0.1:%u", port);
-	const char *args[] = {"--tls-cert-file",
-	                      pki.cert,
-	                      "--tls-private-key-file",
-	                      pki.key,
-	                      addr,
-	                      "--health-probe-bind-address=127.0.0.1:0",
-	                      "--metrics-bind-address=0",
-	                      NULL};
-	start(p, args);
+	const char *args[] = {addr, "--health-probe-bind-address=127.0.0.1:0",
+	                      "--metrics-bind-address=0", NULL};
+	start_with_pair(p, args);
 	snprintf(want, sizeof(want), "listener=webhook port=%u ", port);
-	if (!wait_for(p, want, buf, cap)) {
-		kill(p->pid, SIGKILL);
-		finish(p);
-		fail_msg("no \"%s\" in: %s", want, buf);
-	}
+	proc_expect(p, want, buf, cap);
 }
 
+/* A TLS client connection to the webhook. */
+struct tls {
+	struct sockaddr_in sa;
+	int fd;
+	gnutls_certificate_credentials_t cred;
+	gnutls_session_t s;
+};
+
 /* A TLS client session with the webhook on 127.0.0.1:port, handshake done. */
-static void tls_connect(uint16_t port, struct sockaddr_in *sa, int *fd,
-                        gnutls_certificate_credentials_t *cred, gnutls_session_t *s)
+static void tls_connect(uint16_t port, struct tls *t)
 {
-	*fd = socket(AF_INET, SOCK_STREAM, 0);
-	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(port)};
-	inet_pton(AF_INET, "127.0.0.1", &sa->sin_addr);
-	assert_int_equal(connect(*fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
-	assert_int_equal(gnutls_certificate_allocate_credentials(cred), 0);
-	assert_int_equal(gnutls_init(s, GNUTLS_CLIENT), 0);
-	assert_int_equal(gnutls_set_default_priority(*s), 0);
-	gnutls_credentials_set(*s, GNUTLS_CRD_CERTIFICATE, *cred);
-	gnutls_transport_set_int(*s, *fd);
-	gnutls_handshake_set_timeout(*s, 10000);
-	gnutls_record_set_timeout(*s, 10000);
+	t->fd = socket(AF_INET, SOCK_STREAM, 0);
+	t->sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, "127.0.0.1", &t->sa.sin_addr);
+	assert_int_equal(connect(t->fd, (struct sockaddr *)&t->sa, sizeof(t->sa)), 0);
+	assert_int_equal(gnutls_certificate_allocate_credentials(&t->cred), 0);
+	assert_int_equal(gnutls_init(&t->s, GNUTLS_CLIENT), 0);
+	assert_int_equal(gnutls_set_default_priority(t->s), 0);
+	gnutls_credentials_set(t->s, GNUTLS_CRD_CERTIFICATE, t->cred);
+	gnutls_transport_set_int(t->s, t->fd);
+	gnutls_handshake_set_timeout(t->s, 10000);
+	gnutls_record_set_timeout(t->s, 10000);
 	int rc;
 	do
-		rc = gnutls_handshake(*s);
+		rc = gnutls_handshake(t->s);
 	while (rc < 0 && !gnutls_error_is_fatal(rc));
 	assert_int_equal(rc, 0);
+}
+
+static void tls_close(struct tls *t)
+{
+	gnutls_deinit(t->s);
+	gnutls_certificate_free_credentials(t->cred);
+	close(t->fd);
 }
 
 static void test_graceful_stop(void **state)
 {
 	(void)state;
 	char buf[16384];
-	uint16_t n = free_port();
+	uint16_t n = proc_free_port();
 	struct proc p;
 	serve(&p, n, buf, sizeof(buf));
 
-	struct sockaddr_in sa;
-	int fd;
-	gnutls_certificate_credentials_t cred;
-	gnutls_session_t s;
-	tls_connect(n, &sa, &fd, &cred, &s);
+	struct tls c;
+	tls_connect(n, &c);
 	const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{";
-	assert_true(gnutls_record_send(s, head, strlen(head)) > 0);
+	assert_true(gnutls_record_send(c.s, head, strlen(head)) > 0);
 	/* Let the server see the headers, then ask it to stop. */
 	struct timespec t = {0, 300 * 1000 * 1000};
 	nanosleep(&t, NULL);
 	kill(p.pid, SIGTERM);
-	assert_true(wait_for(&p, "shutting down", buf, sizeof(buf)));
+	assert_true(proc_wait_for(&p, "shutting down", buf, sizeof(buf)));
 	nanosleep(&t, NULL);
 	/* The listener is closed: a new connection is refused. */
 	int fd2 = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_not_equal(connect(fd2, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_not_equal(connect(fd2, (struct sockaddr *)&c.sa, sizeof(c.sa)), 0);
 	close(fd2);
 	/* The request in flight still gets its answer, with Connection: close. */
-	assert_true(gnutls_record_send(s, "}", 1) == 1);
+	assert_true(gnutls_record_send(c.s, "}", 1) == 1);
 	size_t len = 0;
 	for (;;) {
-		ssize_t r = gnutls_record_recv(s, buf + len, sizeof(buf) - 1 - len);
+		ssize_t r = gnutls_record_recv(c.s, buf + len, sizeof(buf) - 1 - len);
 		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
 			continue;
 		if (r <= 0)
@@ -478,10 +397,8 @@ static void test_graceful_stop(void **state)
 	if (strncmp(buf, "HTTP/1.1 400", 12) != 0)
 		fail_msg("want the in-flight answer, got: %s", buf);
 	assert_non_null(strstr(buf, "Connection: close"));
-	gnutls_deinit(s);
-	gnutls_certificate_free_credentials(cred);
-	close(fd);
-	assert_int_equal(finish(&p), 0);
+	tls_close(&c);
+	assert_int_equal(proc_finish(&p), 0);
 }
 
 /*
@@ -493,7 +410,7 @@ static void test_keylog_cleared(void **state)
 {
 	(void)state;
 	char buf[16384], keylog[512];
-	uint16_t n = free_port();
+	uint16_t n = proc_free_port();
 	snprintf(keylog, sizeof(keylog), "%s/keylog.txt", pki.dir);
 	unlink(keylog);
 	struct proc p;
@@ -502,23 +419,17 @@ static void test_keylog_cleared(void **state)
 	serve(&p, n, buf, sizeof(buf));
 	unsetenv("SSLKEYLOGFILE");
 	assert_non_null(strstr(buf, "SSLKEYLOGFILE was set; it was removed"));
-	struct sockaddr_in sa;
-	int fd;
-	gnutls_certificate_credentials_t cred;
-	gnutls_session_t s;
-	tls_connect(n, &sa, &fd, &cred, &s);
+	struct tls c;
+	tls_connect(n, &c);
 	const char *req = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
-	assert_true(gnutls_record_send(s, req, strlen(req)) > 0);
+	assert_true(gnutls_record_send(c.s, req, strlen(req)) > 0);
 	ssize_t r;
 	do
-		r = gnutls_record_recv(s, buf, sizeof(buf) - 1);
+		r = gnutls_record_recv(c.s, buf, sizeof(buf) - 1);
 	while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED);
 	assert_true(r > 0);
-	gnutls_deinit(s);
-	gnutls_certificate_free_credentials(cred);
-	close(fd);
-	kill(p.pid, SIGTERM);
-	assert_int_equal(finish(&p), 0);
+	tls_close(&c);
+	assert_int_equal(proc_stop(&p, SIGTERM), 0);
 	if (access(keylog, F_OK) == 0)
 		fail_msg("the webhook wrote TLS secrets to %s", keylog);
 }
@@ -550,29 +461,24 @@ static size_t tls_read(gnutls_session_t s, char *buf, size_t cap)
 /* One TLS POST on a new connection; the answer into buf. */
 static void tls_post(uint16_t port, const char *body, size_t len, char *buf, size_t cap)
 {
-	struct sockaddr_in sa;
-	int fd;
-	gnutls_certificate_credentials_t cred;
-	gnutls_session_t s;
-	tls_connect(port, &sa, &fd, &cred, &s);
+	struct tls c;
+	tls_connect(port, &c);
 	char head[160];
 	snprintf(head, sizeof(head),
 	         "POST /validate HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: "
 	         "%zu\r\n\r\n",
 	         len);
-	assert_true(gnutls_record_send(s, head, strlen(head)) > 0);
+	assert_true(gnutls_record_send(c.s, head, strlen(head)) > 0);
 	for (size_t off = 0; off < len;) {
 		ssize_t w =
-		    gnutls_record_send(s, body + off, len - off > 16384 ? 16384 : len - off);
+		    gnutls_record_send(c.s, body + off, len - off > 16384 ? 16384 : len - off);
 		if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
 			continue;
 		assert_true(w > 0);
 		off += (size_t)w;
 	}
-	tls_read(s, buf, cap);
-	gnutls_deinit(s);
-	gnutls_certificate_free_credentials(cred);
-	close(fd);
+	tls_read(c.s, buf, cap);
+	tls_close(&c);
 }
 
 static int tcp_dial(uint16_t port)
@@ -597,36 +503,9 @@ static bool closed_within(int fd, int ms)
 	return false;
 }
 
-/*
- * The real binary against hostile clients, with generous limits: a body of
- * a million empty objects is refused naming the parse limit; with every
- * connection busy a new one is closed at once; /healthz answers while slow
- * clients fill the health listener; a valid review still gets through.
- */
-static void test_hostile_clients(void **state)
+/* A body of a million empty objects is refused naming the parse limit; smaller ones parse. */
+static void post_large_bodies(uint16_t n, char *buf, size_t cap)
 {
-	(void)state;
-	char buf[16384], addr[64], health[64];
-	uint16_t n = free_port(), hp = free_port();
-	snprintf(addr, sizeof(addr), "--webhook-bind-address=127.0.0.1:%u", n);
-	snprintf(health, sizeof(health), "--health-probe-bind-address=127.0.0.1:%u", hp);
-	const char *args[] = {"--tls-cert-file",
-	                      pki.cert,
-	                      "--tls-private-key-file",
-	                      pki.key,
-	                      addr,
-	                      health,
-	                      "--metrics-bind-address=0",
-	                      "--max-connections=4",
-	                      NULL};
-	struct proc p;
-	start(&p, args);
-	if (!wait_for(&p, "listener=webhook port=", buf, sizeof(buf))) {
-		kill(p.pid, SIGKILL);
-		finish(&p);
-		fail_msg("the webhook did not start: %s", buf);
-	}
-
 	/* [{},{},...]: 3 MB, a million values. */
 	size_t len = 3000000;
 	char *many = malloc(len);
@@ -636,7 +515,7 @@ static void test_hostile_clients(void **state)
 		memcpy(many + i, "{},", 3);
 	len = 1 + (len - 4) / 3 * 3;
 	many[len - 1] = ']';
-	tls_post(n, many, len, buf, sizeof(buf));
+	tls_post(n, many, len, buf, cap);
 	if (strncmp(buf, "HTTP/1.1 413", 12) != 0 || strstr(buf, "application/json") == NULL ||
 	    strstr(buf, "8388608 are allowed") == NULL)
 		fail_msg("want a 413 JSON error naming the parse limit, got: %.400s", buf);
@@ -645,7 +524,7 @@ static void test_hostile_clients(void **state)
 	memcpy(many, "{\"a\":\"", 6);
 	memcpy(many + 1400006, "\",\"b\":\"", 7);
 	memcpy(many + 2800013, "\"}", 2);
-	tls_post(n, many, 2800015, buf, sizeof(buf));
+	tls_post(n, many, 2800015, buf, cap);
 	if (strncmp(buf, "HTTP/1.1 400", 12) != 0 ||
 	    strstr(buf, "not an admission.k8s.io/v1 AdmissionReview") == NULL)
 		fail_msg("want 400 naming the AdmissionReview, got: %.400s", buf);
@@ -654,22 +533,20 @@ static void test_hostile_clients(void **state)
 	for (size_t i = 1; i + 3 < len; i += 3)
 		memcpy(many + i, "{},", 3);
 	many[30000] = ']';
-	tls_post(n, many, 30001, buf, sizeof(buf));
+	tls_post(n, many, 30001, buf, cap);
 	if (strncmp(buf, "HTTP/1.1 400", 12) != 0 ||
 	    strstr(buf, "not an admission.k8s.io/v1 AdmissionReview") == NULL)
 		fail_msg("want 400 naming the AdmissionReview, got: %.400s", buf);
 	free(many);
+}
 
-	/* Four requests in progress fill --max-connections=4: a fifth is closed at once. */
-	struct {
-		struct sockaddr_in sa;
-		int fd;
-		gnutls_certificate_credentials_t cred;
-		gnutls_session_t s;
-	} busy[4];
+/* Four requests in progress fill --max-connections=4: a fifth is closed at once. */
+static void fill_connections(uint16_t n)
+{
+	struct tls busy[4];
 	const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
 	for (int i = 0; i < 4; i++) {
-		tls_connect(n, &busy[i].sa, &busy[i].fd, &busy[i].cred, &busy[i].s);
+		tls_connect(n, &busy[i]);
 		assert_true(gnutls_record_send(busy[i].s, head, strlen(head)) > 0);
 	}
 	struct timespec t = {0, 300 * 1000 * 1000};
@@ -677,13 +554,13 @@ static void test_hostile_clients(void **state)
 	int extra = tcp_dial(n);
 	assert_true(closed_within(extra, 1000));
 	close(extra);
-	for (int i = 0; i < 4; i++) {
-		gnutls_deinit(busy[i].s);
-		gnutls_certificate_free_credentials(busy[i].cred);
-		close(busy[i].fd);
-	}
+	for (int i = 0; i < 4; i++)
+		tls_close(&busy[i]);
+}
 
-	/* Slow clients on the health port, more than it takes at once. */
+/* /healthz answers while slow clients hold more connections than the listener takes. */
+static void probe_past_slow_clients(uint16_t hp, char *buf, size_t cap)
+{
 	int slow[80];
 	for (int i = 0; i < 80; i++) {
 		slow[i] = tcp_dial(hp);
@@ -695,7 +572,7 @@ static void test_hostile_clients(void **state)
 		assert_int_equal(send(fd, get, strlen(get), MSG_NOSIGNAL), (ssize_t)strlen(get));
 		struct pollfd pf = {.fd = fd, .events = POLLIN};
 		assert_int_equal(poll(&pf, 1, 5000), 1);
-		ssize_t r = recv(fd, buf, sizeof(buf) - 1, 0);
+		ssize_t r = recv(fd, buf, cap - 1, 0);
 		assert_true(r > 0);
 		buf[r] = '\0';
 		if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
@@ -704,12 +581,35 @@ static void test_hostile_clients(void **state)
 	}
 	for (int i = 0; i < 80; i++)
 		close(slow[i]);
+}
+
+/*
+ * The real binary against hostile clients, with generous limits: a body of
+ * a million empty objects is refused naming the parse limit; with every
+ * connection busy a new one is closed at once; /healthz answers while slow
+ * clients fill the health listener; a valid review still gets through.
+ */
+static void test_hostile_clients(void **state)
+{
+	(void)state;
+	char buf[16384], addr[64], health[64];
+	uint16_t n = proc_free_port(), hp = proc_free_port();
+	snprintf(addr, sizeof(addr), "--webhook-bind-address=127.0.0.1:%u", n);
+	snprintf(health, sizeof(health), "--health-probe-bind-address=127.0.0.1:%u", hp);
+	const char *args[] = {addr, health, "--metrics-bind-address=0", "--max-connections=4",
+	                      NULL};
+	struct proc p;
+	start_with_pair(&p, args);
+	proc_expect(&p, "listener=webhook port=", buf, sizeof(buf));
+
+	post_large_bodies(n, buf, sizeof(buf));
+	fill_connections(n);
+	probe_past_slow_clients(hp, buf, sizeof(buf));
 
 	/* After all that, a valid request is answered. */
 	tls_post(n, "{}", 2, buf, sizeof(buf));
 	assert_true(strncmp(buf, "HTTP/1.1 400", 12) == 0);
-	kill(p.pid, SIGTERM);
-	assert_int_equal(finish(&p), 0);
+	assert_int_equal(proc_stop(&p, SIGTERM), 0);
 }
 
 int main(void)
