@@ -687,9 +687,11 @@ static const char conf_summary[] =
 static bool connect_cluster(struct run *r, const char *kubeconfig, struct pk_kube_config **cfg)
 {
 	struct pk_kube_config_opts co = {.path = kubeconfig, .allow_exec = true};
+	/* A poll reads two objects per claim of the burst, 4 times a second. */
+	struct pk_kube_client_opts o = {.qps = 100, .burst = 200};
 	struct pk_err err = {{0}};
 	if (pk_kube_config_load(&co, cfg, &err) != PK_OK ||
-	    pk_kube_client_new(*cfg, NULL, &r->c, &err) != PK_OK) {
+	    pk_kube_client_new(*cfg, &o, &r->c, &err) != PK_OK) {
 		fprintf(stderr, "poolkeeper conformance: %s\n", err.msg);
 		return false;
 	}
