@@ -460,37 +460,50 @@ static void check_burst(struct run *r)
 
 /* ---- setting up and cleaning up ---- */
 
-/* The pool's resource, version and scope from discovery, then its uid. */
-static bool find_pool(struct run *r, const char *ns)
+/* Whether /apis/GROUP/version serves the pool's kind; sets its resource and scope. */
+static bool serves_kind(struct run *r, const char *version, struct pk_kube_error *e)
 {
-	json_t *versions = NULL, *doc = NULL, *pool = NULL;
-	struct pk_kube_error e = {0};
 	char path[512];
-	bool ok = false;
-	if (pk_kube_client_group_versions(r->c, r->pool.group, &versions, &e) != PK_KUBE_OK) {
-		fprintf(stderr, "poolkeeper conformance: API group %s: %s\n", r->pool.group,
-		        e.message);
+	json_t *doc = NULL;
+	bool found = false;
+	snprintf(path, sizeof(path), "/apis/%s/%s", r->pool.group, version);
+	if (pk_kube_client_request(r->c, "GET", path, NULL, NULL, 0, 0, &doc, e) != PK_KUBE_OK)
 		return false;
-	}
-	snprintf(r->pool_version, sizeof(r->pool_version), "%s",
-	         pk_conf_or_none(pk_json_cstr(json_array_get(versions, 0))));
-	snprintf(path, sizeof(path), "/apis/%s/%s", r->pool.group, r->pool_version);
-	if (pk_kube_client_request(r->c, "GET", path, NULL, NULL, 0, 0, &doc, &e) != PK_KUBE_OK)
-		goto out;
 	size_t i;
 	const json_t *res;
 	json_array_foreach(json_object_get(doc, "resources"), i, res)
 	{
 		const char *k = pk_json_cstr_at(res, "kind"), *n = pk_json_cstr_at(res, "name");
-		if (k && n && !strcmp(k, r->pool.kind) && !strchr(n, '/')) {
+		if (!found && k && n && !strcmp(k, r->pool.kind) && !strchr(n, '/')) {
 			snprintf(r->pool_resource, sizeof(r->pool_resource), "%s", n);
+			snprintf(r->pool_version, sizeof(r->pool_version), "%s", version);
 			r->namespaced = json_is_true(json_object_get(res, "namespaced"));
-			ok = true;
+			found = true;
 		}
 	}
+	json_decref(doc);
+	return found;
+}
+
+/*
+ * The pool's resource, version and scope from discovery (the first of the group's
+ * versions, preferred first, that serves the kind: a group such as
+ * ipam.cluster.x-k8s.io holds kinds of several versions), then its uid.
+ */
+static bool find_pool(struct run *r, const char *ns)
+{
+	json_t *versions = NULL, *pool = NULL;
+	struct pk_kube_error e = {0};
+	bool ok = false;
+	if (pk_kube_client_group_versions(r->c, r->pool.group, &versions, &e) != PK_KUBE_OK)
+		goto out;
+	for (size_t i = 0; !ok && i < json_array_size(versions); i++) {
+		const char *v = pk_json_cstr(json_array_get(versions, i));
+		ok = v != NULL && serves_kind(r, v, &e);
+	}
 	if (!ok) {
-		snprintf(e.message, sizeof(e.message), "%.300s serves no kind %.63s", path,
-		         r->pool.kind);
+		snprintf(e.message, sizeof(e.message), "API group %.253s serves no kind %.63s",
+		         r->pool.group, r->pool.kind);
 		goto out;
 	}
 	ok = false;
@@ -515,7 +528,6 @@ out:
 		fprintf(stderr, "poolkeeper conformance: pool %s/%s/%s: %s\n", r->pool.group,
 		        r->pool.kind, r->pool.name, e.message);
 	json_decref(versions);
-	json_decref(doc);
 	json_decref(pool);
 	return ok;
 }
@@ -577,13 +589,20 @@ static bool set_up(struct run *r, const char *ns)
 /* Removes every finalizer of ref's object, for what the provider left behind. */
 static void drop_finalizers(struct run *r, const struct pk_kube_ref *ref)
 {
+	json_t *obj = get(r, ref);
+	size_t n = json_array_size(json_object_get(json_object_get(obj, "metadata"), "finalizers"));
+	json_decref(obj);
+	if (n == 0)
+		return;
 	json_t *patch = json_pack("{s:{s:n}}", "metadata", "finalizers");
 	struct pk_kube_error e;
 	if (patch && pk_kube_client_patch(r->c, ref, PK_KUBE_PATCH_MERGE, patch, NULL, NULL, &e) ==
 	                 PK_KUBE_OK)
-		fprintf(stderr,
-		        "poolkeeper conformance: clean-up: removed the finalizers of %s %s\n",
-		        ref->resource, ref->name);
+		fprintf(
+		    stderr,
+		    "poolkeeper conformance: clean-up: removed %zu finalizer(s) the provider left "
+		    "on %s %s\n",
+		    n, ref->resource, ref->name);
 	json_decref(patch);
 }
 

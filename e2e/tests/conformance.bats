@@ -41,7 +41,7 @@ setup_file() {
   pk_start_controller controller
   _incluster_crds || return 1
   _hand_crd || return 1
-  _start_incluster || return 1
+  _incluster_account || return 1
 }
 
 teardown_file() {
@@ -62,6 +62,7 @@ setup() {
 
 teardown() {
   pk_stop hand
+  pk_stop incluster
   if [[ -f $BATS_FILE_TMPDIR/controller-stopped ]]; then
     rm -f "$BATS_FILE_TMPDIR/controller-stopped"
     pk_start_controller controller
@@ -94,11 +95,9 @@ _hand_crd() {
   kubectl wait --for=condition=Established --timeout=60s "crd/handpools.$HAND_GROUP" >/dev/null
 }
 
-# _start_incluster: ServiceAccount incluster in $ICP_NS bound to the ClusterRole the
-# provider ships, and its manager running as it: webhooks off (--webhook-port=0), no
-# leader election, no diagnostics listener; returns once its claim controller runs.
-_start_incluster() {
-  local kc=$PK_E2E_STATE/kubeconfigs/incluster port
+# _incluster_account: ServiceAccount incluster in $ICP_NS bound to the ClusterRole the
+# provider ships, and a kubeconfig for it.
+_incluster_account() {
   kubectl create namespace "$ICP_NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   kubectl -n "$ICP_NS" create serviceaccount incluster --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   kubectl create --dry-run=client --validate=false -o json -f "$ICP_DIR/config/rbac/role.yaml" |
@@ -108,7 +107,14 @@ _start_incluster() {
     --serviceaccount="$ICP_NS:incluster" --dry-run=client -o json |
     jq -c --arg l "${SUITE_LABEL%%=*}" '.metadata.labels[$l] = "conformance"' | kubectl apply -f - >/dev/null || return 1
   mkdir -p "$PK_E2E_STATE/kubeconfigs"
-  pk_sa_kubeconfig "$ICP_NS" incluster "$kc" 4h || return 1
+  pk_sa_kubeconfig "$ICP_NS" incluster "$PK_E2E_STATE/kubeconfigs/incluster" 4h
+}
+
+# _start_incluster: the provider's manager running as that ServiceAccount: webhooks off
+# (--webhook-port=0), no leader election, no diagnostics listener; returns once its claim
+# controller runs. Only the tests that need it run it (see the last test for why).
+_start_incluster() {
+  local kc=$PK_E2E_STATE/kubeconfigs/incluster port
   port=$(pk_free_port)
   : >"$PK_E2E_LOG_DIR/incluster.log"
   PK_START_AS=$kc pk_start incluster "$ICP_BIN" --webhook-port=0 --leader-elect=false \
@@ -177,6 +183,7 @@ ALL_CHECKS=(address-name owner-claim owner-pool claim-finalizer address-finalize
 @test "the in-cluster provider's InClusterIPPool: the results docs/compatibility.md records" {
   jq -n '{apiVersion: "ipam.cluster.x-k8s.io/v1alpha2", kind: "InClusterIPPool", metadata: {name: "nodes"},
     spec: {addresses: ["10.80.0.10-10.80.0.60"], prefix: 24, gateway: "10.80.0.1"}}' | kubectl -n "$NS" apply -f - >/dev/null
+  _start_incluster
   _conformance ipam.cluster.x-k8s.io/InClusterIPPool/nodes --timeout 30s
   [ "$status" -eq 1 ]
   _expect pass address-name owner-claim owner-pool claim-finalizer address-finalizer address-ref \
@@ -235,6 +242,36 @@ _hand_provider() {
   pk_stop hand
   # the run removed the IPAddresses the stand-in provider left behind
   pk_wait_for -t 30 "the run's objects to be gone" _clean
+}
+
+_finalizers() { kubectl -n "$NS" get "$CLAIMS" "$1" -o 'jsonpath={.metadata.finalizers}'; }
+_has_icp_finalizer() { [[ $(_finalizers "$1") == *'"ipam.cluster.x-k8s.io/ReleaseAddress"'* ]]; }
+
+@test "both providers installed: the in-cluster provider puts its finalizer on a poolkeeper claim whose Cluster is unpaused, and never removes it" {
+  jq -n '{apiVersion: "ipam.poolkeeper.io/v1alpha1", kind: "IPPool", metadata: {name: "nodes"},
+    spec: {addresses: ["10.73.0.0/24"], prefix: 24}}' | kubectl -n "$NS" apply -f - >/dev/null
+  jq -n '{apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: {name: "held"}, spec: {paused: true}}' |
+    kubectl -n "$NS" apply -f - >/dev/null
+  local uid
+  uid=$(kubectl -n "$NS" create configmap m1 -o 'jsonpath={.metadata.uid}')
+  jq -n --arg u "$uid" '{apiVersion: "ipam.cluster.x-k8s.io/v1beta2", kind: "IPAddressClaim",
+    metadata: {name: "c1", ownerReferences: [{apiVersion: "v1", kind: "ConfigMap", name: "m1", uid: $u,
+      controller: true, blockOwnerDeletion: true}]},
+    spec: {clusterName: "held", poolRef: {apiGroup: "ipam.poolkeeper.io", kind: "IPPool", name: "nodes"}}}' |
+    kubectl -n "$NS" create -f - >/dev/null
+  _start_incluster
+  kubectl -n "$NS" patch clusters.cluster.x-k8s.io held --type=merge -p '{"spec":{"paused":false}}' >/dev/null
+  # pkg/ipamutil/reconciler.go: clusterToIPClaims maps the Cluster to every claim naming it,
+  # whatever its pool; Reconcile adds its finalizer before it looks at the pool
+  pk_wait_for -t 30 "the in-cluster provider's finalizer on c1" _has_icp_finalizer c1
+  pk_wait_for -t 30 "poolkeeper to bind c1" pk_jsonpath -n "$NS" "$CLAIMS" c1 '{.status.addressRef.name}'
+  kubectl -n "$NS" delete "$CLAIMS" c1 --wait=false >/dev/null
+  # poolkeeper releases the address and drops its own finalizer; the in-cluster provider's stays
+  pk_wait_gone -t 30 -n "$NS" "$ADDRS" c1
+  sleep 3
+  [[ $(_finalizers c1) == '["ipam.cluster.x-k8s.io/ReleaseAddress"]' ]]
+  kubectl -n "$NS" patch "$CLAIMS" c1 --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+  pk_wait_gone -t 30 -n "$NS" "$CLAIMS" c1
 }
 
 @test "usage errors and an unreachable cluster exit 2" {
