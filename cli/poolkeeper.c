@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conformance.h"
 #include "flags.h"
 #include "inputs.h"
 #include "lint.h"
@@ -217,6 +218,8 @@ int main(int argc, char *argv[])
 	}
 	if (!strcmp(cmd, "lint"))
 		return cmd_lint(argc - 2, argv + 2);
+	if (!strcmp(cmd, "conformance"))
+		return pk_conformance_main(argc - 2, argv + 2);
 	fprintf(stderr, "poolkeeper: unknown command \"%s\"\nRun 'poolkeeper --help' for usage.\n",
 	        cmd);
 	return EXIT_USAGE;
