@@ -265,24 +265,43 @@ const char *pk_claim_cluster_name(const json_t *claim)
 	return n != NULL && n[0] != '\0' ? n : NULL;
 }
 
+void pk_pool_facts_from(const json_t *claim, const json_t *pool, struct pk_pool_facts *out)
+{
+	const char *ns = str_at(json_object_get(claim, "metadata"), "namespace", NULL);
+	const char *kind =
+	    str_at(json_object_get(json_object_get(claim, "spec"), "poolRef"), "kind", NULL);
+	bool global = kind != NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
+	out->served = pk_rules_is_poolkeeper_pool_ref(
+	    json_object_get(json_object_get(claim, "spec"), "poolRef"));
+	if (pool == NULL)
+		out->state = PK_POOL_MISSING;
+	else if (deleting(pool))
+		out->state = PK_POOL_DELETING;
+	else if (annotated(pool, PK_PAUSED_ANNOTATION))
+		out->state = PK_POOL_PAUSED;
+	else
+		out->state = PK_POOL_ACTIVE; /* a backend says INVALID when it cannot decode it */
+	const char *pool_ns = str_at(json_object_get(pool, "metadata"), "namespace", NULL);
+	out->in_scope =
+	    global || pool == NULL || (pool_ns != NULL && ns != NULL && strcmp(pool_ns, ns) == 0);
+}
+
 void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_named,
                          const json_t *cluster, const json_t *address, struct pk_claim_facts *f)
 {
-	memset(f, 0, sizeof(*f));
+	struct pk_pool_facts p;
+	pk_pool_facts_from(claim, pool, &p);
+	pk_claim_facts_build(claim, &p, cluster_named, cluster, address, f);
+}
+
+/* The texts for messages: pool, Cluster and claim. */
+static void facts_texts(const json_t *claim, struct pk_claim_facts *f)
+{
 	const json_t *md = json_object_get(claim, "metadata");
 	const json_t *ref = json_object_get(json_object_get(claim, "spec"), "poolRef");
 	const char *ns = str_at(md, "namespace", NULL), *name = str_at(md, "name", NULL);
-	const char *uid = str_at(md, "uid", NULL);
 	const char *kind = str_at(ref, "kind", NULL), *pool_name = str_at(ref, "name", NULL);
 	bool global = kind != NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
-
-	f->ours = pk_rules_is_poolkeeper_pool_ref(ref);
-	f->deleting = deleting(claim);
-	f->has_finalizer = has_string(json_object_get(md, "finalizers"), PK_CLAIM_FINALIZER);
-	f->delete_for_move = annotated(claim, PK_DELETE_FOR_MOVE_ANNOTATION);
-	f->paused = annotated(claim, PK_PAUSED_ANNOTATION); /* CAPI's HasPaused: the key alone */
-	f->address_delete_for_move =
-	    address != NULL && annotated(address, PK_DELETE_FOR_MOVE_ANNOTATION);
 	snprintf(f->pool_text, sizeof(f->pool_text), "%s %s%s%s", kind ? kind : "pool",
 	         global ? "" : (ns ? ns : ""), global ? "" : "/", pool_name ? pool_name : "?");
 	const char *cname = pk_claim_cluster_name(claim);
@@ -290,6 +309,25 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 	         cname ? cname : "?");
 	snprintf(f->claim_text, sizeof(f->claim_text), "IPAddressClaim %s/%s", ns ? ns : "",
 	         name ? name : "?");
+}
+
+void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
+                          bool cluster_named, const json_t *cluster, const json_t *address,
+                          struct pk_claim_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	const json_t *md = json_object_get(claim, "metadata");
+	const char *name = str_at(md, "name", NULL);
+	const char *uid = str_at(md, "uid", NULL);
+
+	f->ours = pool->served;
+	f->deleting = deleting(claim);
+	f->has_finalizer = has_string(json_object_get(md, "finalizers"), PK_CLAIM_FINALIZER);
+	f->delete_for_move = annotated(claim, PK_DELETE_FOR_MOVE_ANNOTATION);
+	f->paused = annotated(claim, PK_PAUSED_ANNOTATION); /* CAPI's HasPaused: the key alone */
+	f->address_delete_for_move =
+	    address != NULL && annotated(address, PK_DELETE_FOR_MOVE_ANNOTATION);
+	facts_texts(claim, f);
 
 	/* Bound: status.addressRef names the IPAddress and Ready is True. */
 	const json_t *status = json_object_get(claim, "status");
@@ -306,19 +344,8 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 		f->cluster = PK_CLUSTER_PAUSED;
 	else
 		f->cluster = PK_CLUSTER_ACTIVE;
-
-	if (pool == NULL)
-		f->pool = PK_POOL_MISSING;
-	else if (deleting(pool))
-		f->pool = PK_POOL_DELETING;
-	else if (annotated(pool, PK_PAUSED_ANNOTATION))
-		f->pool = PK_POOL_PAUSED;
-	else
-		f->pool =
-		    PK_POOL_ACTIVE; /* the caller downgrades to INVALID when it cannot decode */
-	const char *pool_ns = str_at(json_object_get(pool, "metadata"), "namespace", NULL);
-	f->pool_in_scope =
-	    global || pool == NULL || (pool_ns != NULL && ns != NULL && strcmp(pool_ns, ns) == 0);
+	f->pool = pool->state;
+	f->pool_in_scope = pool->in_scope;
 
 	if (address == NULL) {
 		f->address = PK_ADDRESS_NONE;
