@@ -63,7 +63,7 @@ struct pk_backend_host {
 
 /* A claim's pool, as the backend sees it: read once per pass. */
 struct pk_pool_view {
-	struct pk_pool_facts facts; /* missing, deleting, paused, invalid or active */
+	struct pk_pool_facts facts;  /* missing, deleting, paused, invalid or active */
 	char key[PK_OBJECT_KEY_MAX]; /* "<kind>/<ns>/<name>" */
 	char text[PK_ERR_MSG_MAX];   /* why it is invalid, for its status; else "" */
 	json_t *obj;                 /* the pool as cached (owned), or NULL */
@@ -105,8 +105,7 @@ struct pk_backend_ops {
 	/* Facts the backend adds before an IPAddress of the claim's is adopted: whether it is
 	 * one the pool hands out and no other IPAddress holds (pk_claim_facts_check_address). */
 	void (*check_address)(void *self, const struct pk_pool_view *pool, const char *claim_key,
-	                      const json_t *claim, const json_t *address,
-	                      struct pk_claim_facts *f);
+	                      const json_t *claim, const json_t *address, struct pk_claim_facts *f);
 	/* The claim's address, recorded as held before its IPAddress is created (so that no
 	 * other claim gets it). Exhaustion is a result, not an error: *result and message.
 	 * PK_ERR_NOMEM, or PK_ERR_INVALID (the pool is not active). */

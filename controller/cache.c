@@ -72,9 +72,8 @@ void *pk_cache_keep_claim(void *ud, const json_t *o)
 	const char *ns = pk_kube_meta_str(o, "namespace");
 	char pk[PK_OBJECT_KEY_MAX], ck[PK_OBJECT_KEY_MAX];
 	uint64_t ph = 0, ch = 0;
-	if (pk_backend_pool_key(c->backend,
-	                        json_object_get(json_object_get(o, "spec"), "poolRef"), ns, pk,
-	                        sizeof(pk)))
+	if (pk_backend_pool_key(c->backend, json_object_get(json_object_get(o, "spec"), "poolRef"),
+	                        ns, pk, sizeof(pk)))
 		ph = pk_strmap_hash(pk);
 	const char *cn = pk_claim_cluster_name(o);
 	if (cn != NULL) {
@@ -177,7 +176,8 @@ static bool scan_match(const struct claim_scan *s, const json_t *claim, const ch
 	}
 	if (s->cluster_name != NULL) {
 		const char *cn = pk_claim_cluster_name(claim);
-		if (cn == NULL || strcmp(ns, s->cluster_ns) != 0 || strcmp(cn, s->cluster_name) != 0)
+		if (cn == NULL || strcmp(ns, s->cluster_ns) != 0 ||
+		    strcmp(cn, s->cluster_name) != 0)
 			return false;
 	}
 	return true;
@@ -215,8 +215,7 @@ void pk_cache_claims_of_pool(struct pk_cache *c, const char *pool_key, bool unbo
 }
 
 void pk_cache_claims_of_cluster(struct pk_cache *c, const char *ns, const char *name,
-                                void (*fn)(void *ud, const char *ns, const char *name),
-                                void *ud)
+                                void (*fn)(void *ud, const char *ns, const char *name), void *ud)
 {
 	char hk[PK_OBJECT_KEY_MAX];
 	pk_object_key(ns, name, hk, sizeof(hk));

@@ -78,8 +78,7 @@ void pk_cache_claims_of_pool(struct pk_cache *c, const char *pool_key, bool unbo
 
 /* Calls fn for each claim that names the Cluster ns/name. */
 void pk_cache_claims_of_cluster(struct pk_cache *c, const char *ns, const char *name,
-                                void (*fn)(void *ud, const char *ns, const char *name),
-                                void *ud);
+                                void (*fn)(void *ud, const char *ns, const char *name), void *ud);
 
 /* Whether the informer is still in its first list. */
 bool pk_cache_first_list(struct pk_kube_informer *inf);

@@ -16,7 +16,7 @@ struct pass {
 	char key[PK_OBJECT_KEY_MAX];
 	struct pk_claim_view v;
 	struct pk_pool_view pool;
-	bool held; /* the backend holds an address for the claim */
+	bool held;          /* the backend holds an address for the claim */
 	json_t *retired[3]; /* replaced by a write's answer; alive until the pass ends */
 	size_t nretired;
 };
@@ -42,8 +42,8 @@ static struct pk_kube_ref claim_ref(const struct pass *p, const char *resource)
 }
 
 /* An Event about the claim (posted; written by the events thread). */
-static void claim_event(const struct pass *p, const json_t *claim, bool warning,
-                        const char *reason, const char *action, const char *message)
+static void claim_event(const struct pass *p, const json_t *claim, bool warning, const char *reason,
+                        const char *action, const char *message)
 {
 	char api[64];
 	claim_api(p->r, api, sizeof(api));
@@ -291,15 +291,15 @@ static void facts(struct pass *p, struct pk_claim_facts *f)
 	pk_claim_facts_build(p->v.claim, &p->pool.facts, p->v.cluster_named, p->v.cluster,
 	                     p->v.address, f);
 	if (f->pool == PK_POOL_ACTIVE)
-		p->r->backend->ops->check_address(p->r->backend->self, &p->pool, p->key,
-		                                  p->v.claim, p->v.address, f);
+		p->r->backend->ops->check_address(p->r->backend->self, &p->pool, p->key, p->v.claim,
+		                                  p->v.address, f);
 	else
 		pk_claim_facts_check_address(f, p->v.claim, p->v.address, NULL, false);
 }
 
 /* Performs d; true (and *rc PK_OK) when the pass goes on with the object written. */
-static bool act(struct pass *p, const struct pk_claim_facts *f,
-                const struct pk_claim_decision *d, int *rc)
+static bool act(struct pass *p, const struct pk_claim_facts *f, const struct pk_claim_decision *d,
+                int *rc)
 {
 	struct pk_kube_ref ref;
 	json_t *now = NULL;
@@ -310,9 +310,10 @@ static bool act(struct pass *p, const struct pk_claim_facts *f,
 		return false;
 	case PK_ACT_ADD_FINALIZER:
 		ref = claim_ref(p, "ipaddressclaims");
-		*rc = pk_writer_patch(p->r->writer, &ref, false,
-		                      pk_objects_finalizer_add_patch(p->v.claim, PK_CLAIM_FINALIZER),
-		                      "add claim finalizer", p->key, &now);
+		*rc =
+		    pk_writer_patch(p->r->writer, &ref, false,
+		                    pk_objects_finalizer_add_patch(p->v.claim, PK_CLAIM_FINALIZER),
+		                    "add claim finalizer", p->key, &now);
 		if (*rc != PK_OK || now == NULL)
 			return false;
 		/* Go on with the claim as written: its next step does not wait for the watch. */
@@ -357,9 +358,9 @@ static bool act(struct pass *p, const struct pk_claim_facts *f,
  * their events, or when the wait ends). */
 static bool cache_behind(struct pass *p)
 {
-	long wait = pk_expect_wait(p->r->expect, p->key, p->v.claim != NULL,
-	                           pk_expect_rv_hash(p->v.claim), pk_expect_rv_hash(p->v.address),
-	                           pk_metrics_now_ns());
+	long wait =
+	    pk_expect_wait(p->r->expect, p->key, p->v.claim != NULL, pk_expect_rv_hash(p->v.claim),
+	                   pk_expect_rv_hash(p->v.address), pk_metrics_now_ns());
 	if (wait > 0)
 		requeue(p, wait);
 	return wait > 0;

@@ -237,8 +237,7 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 }
 
 /* Every informer (some may be NULL); returns how many slots were filled. */
-static size_t informers(struct pk_controller *c, struct pk_kube_informer **all,
-                        const char **names)
+static size_t informers(struct pk_controller *c, struct pk_kube_informer **all, const char **names)
 {
 	size_t n = 0;
 	all[n] = c->cache.claims;
@@ -404,8 +403,9 @@ char *pk_controller_metrics(struct pk_controller *c, size_t *len)
 	                "Kubernetes Events written (result=written) or dropped from a full queue.");
 	fprintf(f, "poolkeeper_events_total{result=\"written\"} %llu\n", written);
 	fprintf(f, "poolkeeper_events_total{result=\"dropped\"} %llu\n", dropped);
-	pk_metrics_head(f, "poolkeeper_api_requests_total", "counter",
-	                "Kubernetes API requests answered, by verb and HTTP code (none: no answer).");
+	pk_metrics_head(
+	    f, "poolkeeper_api_requests_total", "counter",
+	    "Kubernetes API requests answered, by verb and HTTP code (none: no answer).");
 	pk_kube_client_request_stats(c->client, request_metric, f);
 	c->backend.ops->write_metrics(c->backend.self, f);
 	if (fclose(f) != 0) {

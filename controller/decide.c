@@ -99,6 +99,82 @@ static void decide_deleting(const struct pk_claim_facts *f, struct pk_claim_deci
 	}
 }
 
+/* The claim has an IPAddress named like it: true (d set), or false (none: allocate). */
+static bool decide_address(const struct pk_claim_facts *f, struct pk_claim_decision *d)
+{
+	switch (f->address) {
+	case PK_ADDRESS_OURS:
+		/* An address already held stays held, whatever became of the pool. */
+		if (f->bound) {
+			set(d, PK_ACT_NONE, "Allocated", "bound");
+		} else if (f->address_check == PK_ADDRESS_INCONSISTENT) {
+			/* Never adopted, never changed: it may be someone's by mistake, and the
+			 * address it names may be another claim's. */
+			set(d, PK_ACT_NOT_READY, PK_REASON_INCONSISTENT,
+			    "the IPAddress named like the claim is not adopted: %s; it is left as "
+			    "it is, and the claim gets an address once it is deleted",
+			    f->address_problem);
+		} else if (f->address_check == PK_ADDRESS_UNCHECKED) {
+			set(d, PK_ACT_NOT_READY, "PoolNotReady",
+			    "%s %s; the existing IPAddress is adopted once it can be checked "
+			    "against the pool",
+			    f->pool_text,
+			    f->pool == PK_POOL_MISSING    ? "does not exist"
+			    : f->pool == PK_POOL_DELETING ? "is being deleted"
+			                                  : "has an invalid spec");
+		} else {
+			set(d, PK_ACT_SET_READY, "Allocated", "adopting the existing IPAddress");
+		}
+		return true;
+	case PK_ADDRESS_OURS_DELETING:
+		/* Deleted under a live claim: let it go, then re-create it identically. */
+		if (f->address_has_finalizer)
+			set(d, PK_ACT_UNPROTECT_ADDRESS, "AddressDeleted",
+			    "the IPAddress was deleted while its claim exists; it is re-created "
+			    "with the same address once it is gone");
+		else
+			set(d, PK_ACT_WAIT, "AddressDeleted",
+			    "waiting for the deleted IPAddress to be gone to re-create it");
+		return true;
+	case PK_ADDRESS_FOREIGN:
+		set(d, PK_ACT_NOT_READY, "AllocationFailed",
+		    "an IPAddress named like the claim exists and is not owned by it; delete it or "
+		    "rename the claim");
+		return true;
+	case PK_ADDRESS_NONE:
+		break;
+	}
+	return false;
+}
+
+/* No IPAddress yet: allocate from an active pool in scope, or say why not. */
+static void decide_allocate(const struct pk_claim_facts *f, struct pk_claim_decision *d)
+{
+	switch (f->pool) {
+	case PK_POOL_MISSING:
+		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s does not exist", f->pool_text);
+		return;
+	case PK_POOL_DELETING:
+		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s is being deleted", f->pool_text);
+		return;
+	case PK_POOL_INVALID:
+		set(d, PK_ACT_NOT_READY, "PoolNotReady",
+		    "%s has an invalid spec; see its Ready condition", f->pool_text);
+		return;
+	case PK_POOL_PAUSED: /* handled above */
+	case PK_POOL_ACTIVE:
+		break;
+	}
+	if (!f->pool_in_scope) {
+		set(d, PK_ACT_NOT_READY, "PoolNotReady",
+		    "%s serves claims of its own namespace only; use a GlobalIPPool to share "
+		    "addresses across namespaces",
+		    f->pool_text);
+		return;
+	}
+	set(d, PK_ACT_ALLOCATE, "Allocating", "allocating from %s", f->pool_text);
+}
+
 void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d)
 {
 	d->message[0] = '\0';
@@ -142,71 +218,8 @@ void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d
 		    PK_CLAIM_FINALIZER);
 		return;
 	}
-	switch (f->address) {
-	case PK_ADDRESS_OURS:
-		/* An address already held stays held, whatever became of the pool. */
-		if (f->bound) {
-			set(d, PK_ACT_NONE, "Allocated", "bound");
-		} else if (f->address_check == PK_ADDRESS_INCONSISTENT) {
-			/* Never adopted, never changed: it may be someone's by mistake, and the
-			 * address it names may be another claim's. */
-			set(d, PK_ACT_NOT_READY, PK_REASON_INCONSISTENT,
-			    "the IPAddress named like the claim is not adopted: %s; it is left as "
-			    "it is, and the claim gets an address once it is deleted",
-			    f->address_problem);
-		} else if (f->address_check == PK_ADDRESS_UNCHECKED) {
-			set(d, PK_ACT_NOT_READY, "PoolNotReady",
-			    "%s %s; the existing IPAddress is adopted once it can be checked "
-			    "against the pool",
-			    f->pool_text,
-			    f->pool == PK_POOL_MISSING    ? "does not exist"
-			    : f->pool == PK_POOL_DELETING ? "is being deleted"
-			                                  : "has an invalid spec");
-		} else {
-			set(d, PK_ACT_SET_READY, "Allocated", "adopting the existing IPAddress");
-		}
-		return;
-	case PK_ADDRESS_OURS_DELETING:
-		/* Deleted under a live claim: let it go, then re-create it identically. */
-		if (f->address_has_finalizer)
-			set(d, PK_ACT_UNPROTECT_ADDRESS, "AddressDeleted",
-			    "the IPAddress was deleted while its claim exists; it is re-created "
-			    "with the same address once it is gone");
-		else
-			set(d, PK_ACT_WAIT, "AddressDeleted",
-			    "waiting for the deleted IPAddress to be gone to re-create it");
-		return;
-	case PK_ADDRESS_FOREIGN:
-		set(d, PK_ACT_NOT_READY, "AllocationFailed",
-		    "an IPAddress named like the claim exists and is not owned by it; delete it or "
-		    "rename the claim");
-		return;
-	case PK_ADDRESS_NONE:
-		break;
-	}
-	switch (f->pool) {
-	case PK_POOL_MISSING:
-		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s does not exist", f->pool_text);
-		return;
-	case PK_POOL_DELETING:
-		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s is being deleted", f->pool_text);
-		return;
-	case PK_POOL_INVALID:
-		set(d, PK_ACT_NOT_READY, "PoolNotReady",
-		    "%s has an invalid spec; see its Ready condition", f->pool_text);
-		return;
-	case PK_POOL_PAUSED: /* handled above */
-	case PK_POOL_ACTIVE:
-		break;
-	}
-	if (!f->pool_in_scope) {
-		set(d, PK_ACT_NOT_READY, "PoolNotReady",
-		    "%s serves claims of its own namespace only; use a GlobalIPPool to share "
-		    "addresses across namespaces",
-		    f->pool_text);
-		return;
-	}
-	set(d, PK_ACT_ALLOCATE, "Allocating", "allocating from %s", f->pool_text);
+	if (!decide_address(f, d))
+		decide_allocate(f, d);
 }
 
 /* ---- facts from objects ---- */
@@ -311,9 +324,8 @@ static void facts_texts(const json_t *claim, struct pk_claim_facts *f)
 	         name ? name : "?");
 }
 
-void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
-                          bool cluster_named, const json_t *cluster, const json_t *address,
-                          struct pk_claim_facts *f)
+void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool, bool cluster_named,
+                          const json_t *cluster, const json_t *address, struct pk_claim_facts *f)
 {
 	memset(f, 0, sizeof(*f));
 	const json_t *md = json_object_get(claim, "metadata");

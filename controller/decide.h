@@ -147,9 +147,8 @@ void pk_pool_facts_from(const json_t *claim, const json_t *pool, struct pk_pool_
  * the pool's facts. The caller finds the objects; this only reads them,
  * checking JSON types.
  */
-void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
-                          bool cluster_named, const json_t *cluster, const json_t *address,
-                          struct pk_claim_facts *f);
+void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool, bool cluster_named,
+                          const json_t *cluster, const json_t *address, struct pk_claim_facts *f);
 
 /* pk_claim_facts_build with the pool's facts from pk_pool_facts_from. */
 void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_named,

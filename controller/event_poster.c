@@ -85,14 +85,16 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-int pk_event_poster_new(struct pk_kube_config *cfg, struct pk_event_poster **out, struct pk_err *err)
+int pk_event_poster_new(struct pk_kube_config *cfg, struct pk_event_poster **out,
+                        struct pk_err *err)
 {
 	struct pk_event_poster *ev = calloc(1, sizeof(*ev));
 	if (ev == NULL || (ev->ring = calloc(PK_EVENT_POSTER_QUEUE, sizeof(*ev->ring))) == NULL) {
 		free(ev);
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
-	struct pk_kube_client_opts co = {.qps = PK_EVENT_POSTER_QPS, .burst = PK_EVENT_POSTER_BURST};
+	struct pk_kube_client_opts co = {.qps = PK_EVENT_POSTER_QPS,
+	                                 .burst = PK_EVENT_POSTER_BURST};
 	struct pk_kube_recorder_opts ro = {.controller = CONTROLLER};
 	if (pk_kube_client_new(cfg, &co, &ev->client, err) != PK_OK ||
 	    pk_kube_recorder_new(ev->client, &ro, &ev->rec, err) != PK_OK) {
@@ -122,7 +124,8 @@ static void copy(char *dst, size_t len, const char *src)
 }
 
 bool pk_event_poster_post(struct pk_event_poster *ev, const struct pk_kube_object_ref *regarding,
-                        bool warning, const char *reason, const char *action, const char *fmt, ...)
+                          bool warning, const char *reason, const char *action, const char *fmt,
+                          ...)
 {
 	if (ev == NULL)
 		return false;
@@ -172,7 +175,7 @@ void pk_event_poster_free(struct pk_event_poster *ev, long drain_ms)
 }
 
 void pk_event_poster_stats(struct pk_event_poster *ev, unsigned long long *written,
-                         unsigned long long *dropped)
+                           unsigned long long *dropped)
 {
 	*written = ev ? atomic_load(&ev->written) : 0;
 	*dropped = ev ? atomic_load(&ev->dropped) : 0;

@@ -25,18 +25,18 @@ struct pk_event_poster;
 
 /* Starts the writer thread; cfg is borrowed and must outlive the result. */
 PK_MUST_CHECK int pk_event_poster_new(struct pk_kube_config *cfg, struct pk_event_poster **out,
-                                    struct pk_err *err);
+                                      struct pk_err *err);
 
 /* Queues one event (strings copied); false when the queue was full and it was dropped. */
 bool pk_event_poster_post(struct pk_event_poster *ev, const struct pk_kube_object_ref *regarding,
-                        bool warning, const char *reason, const char *action, const char *fmt, ...)
-    PK_PRINTF(6, 7);
+                          bool warning, const char *reason, const char *action, const char *fmt,
+                          ...) PK_PRINTF(6, 7);
 
 /* Writes what is queued (for at most drain_ms), flushes series counts, stops. NULL is fine. */
 void pk_event_poster_free(struct pk_event_poster *ev, long drain_ms);
 
 /* Events written (created or counted in a series) and dropped so far. */
 void pk_event_poster_stats(struct pk_event_poster *ev, unsigned long long *written,
-                         unsigned long long *dropped);
+                           unsigned long long *dropped);
 
 #endif

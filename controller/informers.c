@@ -89,8 +89,8 @@ static bool pool_changed(const json_t *old, const json_t *now)
 }
 
 /* Queues the pool's key, and its claims when they should look again. */
-static void pool_event(struct pk_controller *c, const json_t *pool,
-                       const struct pk_pool_kind *kind, bool claims)
+static void pool_event(struct pk_controller *c, const json_t *pool, const struct pk_pool_kind *kind,
+                       bool claims)
 {
 	const char *name = pk_kube_meta_str(pool, "name"),
 	           *ns = pk_kube_meta_str(pool, "namespace");
@@ -172,8 +172,7 @@ struct informer_spec {
 	struct pk_kube_informer_handlers h;
 };
 
-static int informer_new(struct pk_controller *c, const struct informer_spec *s,
-                        struct pk_err *err)
+static int informer_new(struct pk_controller *c, const struct informer_spec *s, struct pk_err *err)
 {
 	if (s->version == NULL)
 		return PK_OK; /* Clusters not served */
@@ -195,8 +194,7 @@ static int informer_new(struct pk_controller *c, const struct informer_spec *s,
 	    .release = NULL, /* free() */
 	    .handlers = s->h,
 	};
-	return pk_kube_informer_new(c->client, &io, s->slot, err) == PK_OK ? PK_OK
-	                                                                    : PK_ERR_INVALID;
+	return pk_kube_informer_new(c->client, &io, s->slot, err) == PK_OK ? PK_OK : PK_ERR_INVALID;
 }
 
 int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
@@ -204,10 +202,21 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 	/* IPAddresses are never filtered: every address of a pool served must be seen to be
 	 * held, whoever created it. */
 	const struct informer_spec fixed[] = {
-	    {&c->cache.claims, PK_CAPI_IPAM_GROUP, c->claim_version, "ipaddressclaims", true, true,
-	     pk_cache_keep_claim, {on_claim, on_claim_update, on_claim_delete, NULL, c}},
-	    {&c->cache.addresses, PK_CAPI_IPAM_GROUP, c->claim_version, "ipaddresses", true,
-	     false, pk_cache_keep_address,
+	    {&c->cache.claims,
+	     PK_CAPI_IPAM_GROUP,
+	     c->claim_version,
+	     "ipaddressclaims",
+	     true,
+	     true,
+	     pk_cache_keep_claim,
+	     {on_claim, on_claim_update, on_claim_delete, NULL, c}},
+	    {&c->cache.addresses,
+	     PK_CAPI_IPAM_GROUP,
+	     c->claim_version,
+	     "ipaddresses",
+	     true,
+	     false,
+	     pk_cache_keep_address,
 	     {on_address, on_address_update, on_address_delete, NULL, c}},
 	};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
@@ -219,15 +228,24 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 		c->watches[i] = (struct pool_watch){c, &kinds[i]};
 		c->cache.pools[i].kind = &kinds[i];
 		c->cache.npools = i + 1;
-		struct informer_spec s = {&c->cache.pools[i].inf, kinds[i].group, kinds[i].version,
-		                          kinds[i].resource, kinds[i].namespaced, true,
+		struct informer_spec s = {&c->cache.pools[i].inf,
+		                          kinds[i].group,
+		                          kinds[i].version,
+		                          kinds[i].resource,
+		                          kinds[i].namespaced,
+		                          true,
 		                          pk_cache_keep_pool,
 		                          {on_pool, on_pool_update, on_pool, NULL, &c->watches[i]}};
 		if (informer_new(c, &s, err) != PK_OK)
 			return PK_ERR_INVALID;
 	}
-	struct informer_spec cl = {&c->cache.clusters, "cluster.x-k8s.io", c->cluster_version,
-	                           "clusters", true, true, pk_cache_keep_cluster,
+	struct informer_spec cl = {&c->cache.clusters,
+	                           "cluster.x-k8s.io",
+	                           c->cluster_version,
+	                           "clusters",
+	                           true,
+	                           true,
+	                           pk_cache_keep_cluster,
 	                           {on_cluster, on_cluster_update, on_cluster, NULL, c}};
 	return informer_new(c, &cl, err);
 }

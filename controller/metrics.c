@@ -8,9 +8,8 @@
 #include "strmap.h"
 
 /* Seconds from a claim being seen to Ready: the histogram's upper bounds. */
-static const double ready_buckets[PK_READY_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
-                                                       0.25,  0.5,  1,     2.5,  5,
-                                                       10,    30,   60,    300};
+static const double ready_buckets[PK_READY_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                                       1,     2.5,  5,     10,   30,  60,   300};
 
 struct pk_metrics_seen {
 	pthread_mutex_t mu;

@@ -51,9 +51,8 @@ static enum pk_kube_reason api_get(void *self, const struct pk_kube_ref *r, json
 	return pk_kube_client_get(w->client, r, out, e);
 }
 
-static enum pk_kube_reason api_list(void *self, const struct pk_kube_ref *r,
-                                    pk_kube_page_fn *fn, void *ud,
-                                    struct pk_kube_error *e)
+static enum pk_kube_reason api_list(void *self, const struct pk_kube_ref *r, pk_kube_page_fn *fn,
+                                    void *ud, struct pk_kube_error *e)
 {
 	struct pk_api_writer *w = self;
 	/* resourceVersion unset: a consistent read. Pages of 250: a page of whole objects is
@@ -63,8 +62,7 @@ static enum pk_kube_reason api_list(void *self, const struct pk_kube_ref *r,
 	return pk_kube_client_list_pages(w->client, r, &o, fn, ud, NULL, 0, e);
 }
 
-static const struct pk_writer_ops api_ops = {api_create, api_patch, api_delete, api_get,
-                                             api_list};
+static const struct pk_writer_ops api_ops = {api_create, api_patch, api_delete, api_get, api_list};
 
 struct pk_writer pk_api_writer(struct pk_api_writer *w)
 {
@@ -102,7 +100,7 @@ int pk_writer_delete(struct pk_writer *w, const struct pk_kube_ref *r, const cha
                      const char *what, const char *key)
 {
 	struct pk_kube_error e;
-	enum pk_kube_reason rc = w->ops->delete(w->self, r, uid, &e);
+	enum pk_kube_reason rc = w->ops->delete (w->self, r, uid, &e);
 	if (rc != PK_KUBE_OK && rc != PK_KUBE_NOT_FOUND)
 		return pk_writer_failed(what, key, &e);
 	return PK_OK;

@@ -35,9 +35,8 @@ struct pk_writer_ops {
 	enum pk_kube_reason (*get)(void *self, const struct pk_kube_ref *r, json_t **out,
 	                           struct pk_kube_error *e);
 	/* A consistent read of every object of r, page by page; fn's non-zero return stops it. */
-	enum pk_kube_reason (*list)(void *self, const struct pk_kube_ref *r,
-	                            pk_kube_page_fn *fn, void *ud,
-	                            struct pk_kube_error *e);
+	enum pk_kube_reason (*list)(void *self, const struct pk_kube_ref *r, pk_kube_page_fn *fn,
+	                            void *ud, struct pk_kube_error *e);
 };
 
 struct pk_writer {
@@ -72,7 +71,6 @@ int pk_writer_delete(struct pk_writer *w, const struct pk_kube_ref *r, const cha
                      const char *what, const char *key);
 
 /* Whether r is gone by a consistent read: PK_OK and *gone, or logged and PK_ERR_INVALID. */
-int pk_writer_gone(struct pk_writer *w, const struct pk_kube_ref *r, const char *key,
-                   bool *gone);
+int pk_writer_gone(struct pk_writer *w, const struct pk_kube_ref *r, const char *key, bool *gone);
 
 #endif

@@ -96,8 +96,7 @@ int incl_records_init(struct incluster *b)
 	b->held = pk_strmap_new();
 	b->states = pk_strmap_new();
 	b->pool_names = pk_strmap_new();
-	return b->held != NULL && b->states != NULL && b->pool_names != NULL ? PK_OK
-	                                                                      : PK_ERR_NOMEM;
+	return b->held != NULL && b->states != NULL && b->pool_names != NULL ? PK_OK : PK_ERR_NOMEM;
 }
 
 void incl_records_free(struct incluster *b)

@@ -53,9 +53,8 @@ static int incl_fetch_pool(void *self, const json_t *claim, struct pk_pool_view 
 	return s != NULL ? PK_OK : PK_ERR_NOMEM;
 }
 
-static void incl_check_address(void *self, const struct pk_pool_view *pool,
-                               const char *claim_key, const json_t *claim,
-                               const json_t *address, struct pk_claim_facts *f)
+static void incl_check_address(void *self, const struct pk_pool_view *pool, const char *claim_key,
+                               const json_t *claim, const json_t *address, struct pk_claim_facts *f)
 {
 	struct incluster *b = self;
 	pthread_mutex_lock(&b->mu);
@@ -79,8 +78,8 @@ static void lease_of(const struct pool_state *s, const struct tentative *t,
 	l->fresh = t->fresh;
 }
 
-static void exhausted_message(const struct pk_pool_view *pool, const struct tentative *t,
-                              char *msg, size_t len)
+static void exhausted_message(const struct pk_pool_view *pool, const struct tentative *t, char *msg,
+                              size_t len)
 {
 	struct pk_work_key k;
 	if (!pk_pool_key_parse(pool->key, &k))
@@ -91,9 +90,9 @@ static void exhausted_message(const struct pk_pool_view *pool, const struct tent
 	         k.pool_kind, k.namespace, k.namespace[0] != '\0' ? "/" : "", k.name, t->total);
 }
 
-static int incl_ensure_address(void *self, const struct pk_pool_view *pool,
-                               const char *claim_key, struct pk_address_lease *lease,
-                               enum pk_ensure_result *result, char *message, size_t len)
+static int incl_ensure_address(void *self, const struct pk_pool_view *pool, const char *claim_key,
+                               struct pk_address_lease *lease, enum pk_ensure_result *result,
+                               char *message, size_t len)
 {
 	struct incluster *b = self;
 	struct tentative t;

@@ -64,8 +64,8 @@ struct released {
 /* What a lease takes from the pool state under mu. */
 struct tentative {
 	pk_u128 v;
-	bool fresh;     /* newly handed out (else: re-creating the held address) */
-	bool exhausted; /* none free */
+	bool fresh;                  /* newly handed out (else: re-creating the held address) */
+	bool exhausted;              /* none free */
 	char total[PK_COUNT_STRLEN]; /* usable addresses, when exhausted */
 };
 
@@ -76,8 +76,7 @@ int incl_records_init(struct incluster *b);
 void incl_records_free(struct incluster *b);
 int incl_records_reset(struct incluster *b);
 struct pool_state *incl_state_find(struct incluster *b, const char *pool_key);
-struct pool_state *incl_pool_state(struct incluster *b, const char *pool_key,
-                                   const json_t *pool);
+struct pool_state *incl_pool_state(struct incluster *b, const char *pool_key, const json_t *pool);
 size_t incl_pool_held(struct incluster *b, const char *pool_key);
 bool incl_held_record(struct incluster *b, const json_t *address, char *pool_key, size_t len);
 bool incl_held_elsewhere(struct incluster *b, const char *key);

@@ -66,8 +66,8 @@ static void ready_condition(const struct pool_state *s, struct pool_report *r)
 		r->cond.status = true;
 		r->cond.reason = "AddressesOutOfRange";
 		snprintf(r->msg, sizeof(r->msg),
-		         "%s address(es) in use lie outside the pool's addresses; %s of %s free", oor,
-		         fr, tot);
+		         "%s address(es) in use lie outside the pool's addresses; %s of %s free",
+		         oor, fr, tot);
 	} else {
 		r->cond.status = true;
 		r->cond.reason = "Ready";
