@@ -195,26 +195,21 @@ static int teardown(void **state)
 
 static json_t *claim_with(const char *meta_extra, const char *spec_extra)
 {
-	char text[1024];
-	snprintf(text, sizeof(text),
-	         "{'apiVersion': 'ipam.cluster.x-k8s.io/v1beta2', 'kind': 'IPAddressClaim', "
-	         "'metadata': {" CLAIM_META "%s}, 'spec': {" POOL_REF "%s}}",
-	         meta_extra, spec_extra);
-	return load(text);
+	return loadf("{'apiVersion': 'ipam.cluster.x-k8s.io/v1beta2', 'kind': 'IPAddressClaim', "
+	             "'metadata': {" CLAIM_META "%s}, 'spec': {" POOL_REF "%s}}",
+	             meta_extra, spec_extra);
 }
 
 /* The claim's IPAddress, owned by it, with the protect finalizer. */
 static json_t *address_of_claim(const char *extra)
 {
-	char text[1024];
-	snprintf(text, sizeof(text),
-	         "{'metadata': {'name': 'c1', 'namespace': 'ns', 'uid': 'au', "
-	         "'resourceVersion': '7', 'finalizers': ['ipam.poolkeeper.io/protect-address'], "
-	         "'ownerReferences': [{'kind': 'IPAddressClaim', 'uid': 'cu', 'controller': "
-	         "true}]%s}, 'spec': {'address': '10.0.0.5', 'prefix': 24, " POOL_REF
-	         ", 'claimRef': {'name': 'c1'}}}",
-	         extra);
-	return load(text);
+	return loadf(
+	    "{'metadata': {'name': 'c1', 'namespace': 'ns', 'uid': 'au', "
+	    "'resourceVersion': '7', 'finalizers': ['ipam.poolkeeper.io/protect-address'], "
+	    "'ownerReferences': [{'kind': 'IPAddressClaim', 'uid': 'cu', 'controller': "
+	    "true}]%s}, 'spec': {'address': '10.0.0.5', 'prefix': 24, " POOL_REF
+	    ", 'claimRef': {'name': 'c1'}}}",
+	    extra);
 }
 
 static int run(struct fixture *fx, json_t *claim, json_t *address, json_t *cluster,

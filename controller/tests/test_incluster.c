@@ -79,13 +79,10 @@ static void post_event(void *ud, const struct pk_kube_object_ref *r, bool warnin
 
 static json_t *pool_with(const char *spec, const char *meta_extra)
 {
-	char text[1024];
-	snprintf(text, sizeof(text),
-	         "{'apiVersion': 'ipam.poolkeeper.io/v1alpha1', 'kind': 'IPPool', 'metadata': "
-	         "{'name': 'pool', 'namespace': 'ns', 'uid': 'pu', 'generation': 1, "
-	         "'resourceVersion': '3'%s}, 'spec': %s}",
-	         meta_extra, spec);
-	return load(text);
+	return loadf("{'apiVersion': 'ipam.poolkeeper.io/v1alpha1', 'kind': 'IPPool', 'metadata': "
+	             "{'name': 'pool', 'namespace': 'ns', 'uid': 'pu', 'generation': 1, "
+	             "'resourceVersion': '3'%s}, 'spec': %s}",
+	             meta_extra, spec);
 }
 
 static int setup(void **state)
@@ -119,24 +116,19 @@ static int teardown(void **state)
 
 static json_t *claim_named(const char *name)
 {
-	char text[512];
-	snprintf(text, sizeof(text),
-	         "{'metadata': {'name': '%s', 'namespace': 'ns', 'uid': 'u-%s'}, 'spec': "
-	         "{'poolRef': {'apiGroup': 'ipam.poolkeeper.io', 'kind': 'IPPool', 'name': "
-	         "'pool'}}}",
-	         name, name);
-	return load(text);
+	return loadf("{'metadata': {'name': '%s', 'namespace': 'ns', 'uid': 'u-%s'}, 'spec': "
+	             "{'poolRef': {'apiGroup': 'ipam.poolkeeper.io', 'kind': 'IPPool', 'name': "
+	             "'pool'}}}",
+	             name, name);
 }
 
 static json_t *ipaddress(const char *name, const char *address)
 {
-	char text[512];
-	snprintf(text, sizeof(text),
-	         "{'metadata': {'name': '%s', 'namespace': 'ns'}, 'spec': {'address': '%s', "
-	         "'prefix': 29, 'poolRef': {'apiGroup': 'ipam.poolkeeper.io', 'kind': 'IPPool', "
-	         "'name': 'pool'}}}",
-	         name, address);
-	return load(text);
+	return loadf(
+	    "{'metadata': {'name': '%s', 'namespace': 'ns'}, 'spec': {'address': '%s', "
+	    "'prefix': 29, 'poolRef': {'apiGroup': 'ipam.poolkeeper.io', 'kind': 'IPPool', "
+	    "'name': 'pool'}}}",
+	    name, address);
 }
 
 /* The claim's pool view (the test releases it). */
