@@ -84,7 +84,7 @@ enum pk_address_check {
 
 /* What the controller knows about one claim. */
 struct pk_claim_facts {
-	bool ours;            /* poolRef names an IPPool or GlobalIPPool of ipam.poolkeeper.io */
+	bool ours;            /* poolRef names a pool the backend serves (pk_pool_facts.served) */
 	bool pool_in_scope;   /* an IPPool serves only its own namespace */
 	bool deleting;        /* metadata.deletionTimestamp is set */
 	bool has_finalizer;   /* PK_CLAIM_FINALIZER */
