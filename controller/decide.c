@@ -99,6 +99,82 @@ static void decide_deleting(const struct pk_claim_facts *f, struct pk_claim_deci
 	}
 }
 
+/* The claim has an IPAddress named like it: true (d set), or false (none: allocate). */
+static bool decide_address(const struct pk_claim_facts *f, struct pk_claim_decision *d)
+{
+	switch (f->address) {
+	case PK_ADDRESS_OURS:
+		/* An address already held stays held, whatever became of the pool. */
+		if (f->bound) {
+			set(d, PK_ACT_NONE, "Allocated", "bound");
+		} else if (f->address_check == PK_ADDRESS_INCONSISTENT) {
+			/* Never adopted, never changed: it may be someone's by mistake, and the
+			 * address it names may be another claim's. */
+			set(d, PK_ACT_NOT_READY, PK_REASON_INCONSISTENT,
+			    "the IPAddress named like the claim is not adopted: %s; it is left as "
+			    "it is, and the claim gets an address once it is deleted",
+			    f->address_problem);
+		} else if (f->address_check == PK_ADDRESS_UNCHECKED) {
+			set(d, PK_ACT_NOT_READY, "PoolNotReady",
+			    "%s %s; the existing IPAddress is adopted once it can be checked "
+			    "against the pool",
+			    f->pool_text,
+			    f->pool == PK_POOL_MISSING    ? "does not exist"
+			    : f->pool == PK_POOL_DELETING ? "is being deleted"
+			                                  : "has an invalid spec");
+		} else {
+			set(d, PK_ACT_SET_READY, "Allocated", "adopting the existing IPAddress");
+		}
+		return true;
+	case PK_ADDRESS_OURS_DELETING:
+		/* Deleted under a live claim: let it go, then re-create it identically. */
+		if (f->address_has_finalizer)
+			set(d, PK_ACT_UNPROTECT_ADDRESS, "AddressDeleted",
+			    "the IPAddress was deleted while its claim exists; it is re-created "
+			    "with the same address once it is gone");
+		else
+			set(d, PK_ACT_WAIT, "AddressDeleted",
+			    "waiting for the deleted IPAddress to be gone to re-create it");
+		return true;
+	case PK_ADDRESS_FOREIGN:
+		set(d, PK_ACT_NOT_READY, "AllocationFailed",
+		    "an IPAddress named like the claim exists and is not owned by it; delete it or "
+		    "rename the claim");
+		return true;
+	case PK_ADDRESS_NONE:
+		break;
+	}
+	return false;
+}
+
+/* No IPAddress yet: allocate from an active pool in scope, or say why not. */
+static void decide_allocate(const struct pk_claim_facts *f, struct pk_claim_decision *d)
+{
+	switch (f->pool) {
+	case PK_POOL_MISSING:
+		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s does not exist", f->pool_text);
+		return;
+	case PK_POOL_DELETING:
+		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s is being deleted", f->pool_text);
+		return;
+	case PK_POOL_INVALID:
+		set(d, PK_ACT_NOT_READY, "PoolNotReady",
+		    "%s has an invalid spec; see its Ready condition", f->pool_text);
+		return;
+	case PK_POOL_PAUSED: /* handled above */
+	case PK_POOL_ACTIVE:
+		break;
+	}
+	if (!f->pool_in_scope) {
+		set(d, PK_ACT_NOT_READY, "PoolNotReady",
+		    "%s serves claims of its own namespace only; use a GlobalIPPool to share "
+		    "addresses across namespaces",
+		    f->pool_text);
+		return;
+	}
+	set(d, PK_ACT_ALLOCATE, "Allocating", "allocating from %s", f->pool_text);
+}
+
 void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d)
 {
 	d->message[0] = '\0';
@@ -142,71 +218,8 @@ void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d
 		    PK_CLAIM_FINALIZER);
 		return;
 	}
-	switch (f->address) {
-	case PK_ADDRESS_OURS:
-		/* An address already held stays held, whatever became of the pool. */
-		if (f->bound) {
-			set(d, PK_ACT_NONE, "Allocated", "bound");
-		} else if (f->address_check == PK_ADDRESS_INCONSISTENT) {
-			/* Never adopted, never changed: it may be someone's by mistake, and the
-			 * address it names may be another claim's. */
-			set(d, PK_ACT_NOT_READY, PK_REASON_INCONSISTENT,
-			    "the IPAddress named like the claim is not adopted: %s; it is left as "
-			    "it is, and the claim gets an address once it is deleted",
-			    f->address_problem);
-		} else if (f->address_check == PK_ADDRESS_UNCHECKED) {
-			set(d, PK_ACT_NOT_READY, "PoolNotReady",
-			    "%s %s; the existing IPAddress is adopted once it can be checked "
-			    "against the pool",
-			    f->pool_text,
-			    f->pool == PK_POOL_MISSING    ? "does not exist"
-			    : f->pool == PK_POOL_DELETING ? "is being deleted"
-			                                  : "has an invalid spec");
-		} else {
-			set(d, PK_ACT_SET_READY, "Allocated", "adopting the existing IPAddress");
-		}
-		return;
-	case PK_ADDRESS_OURS_DELETING:
-		/* Deleted under a live claim: let it go, then re-create it identically. */
-		if (f->address_has_finalizer)
-			set(d, PK_ACT_UNPROTECT_ADDRESS, "AddressDeleted",
-			    "the IPAddress was deleted while its claim exists; it is re-created "
-			    "with the same address once it is gone");
-		else
-			set(d, PK_ACT_WAIT, "AddressDeleted",
-			    "waiting for the deleted IPAddress to be gone to re-create it");
-		return;
-	case PK_ADDRESS_FOREIGN:
-		set(d, PK_ACT_NOT_READY, "AllocationFailed",
-		    "an IPAddress named like the claim exists and is not owned by it; delete it or "
-		    "rename the claim");
-		return;
-	case PK_ADDRESS_NONE:
-		break;
-	}
-	switch (f->pool) {
-	case PK_POOL_MISSING:
-		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s does not exist", f->pool_text);
-		return;
-	case PK_POOL_DELETING:
-		set(d, PK_ACT_NOT_READY, "PoolNotReady", "%s is being deleted", f->pool_text);
-		return;
-	case PK_POOL_INVALID:
-		set(d, PK_ACT_NOT_READY, "PoolNotReady",
-		    "%s has an invalid spec; see its Ready condition", f->pool_text);
-		return;
-	case PK_POOL_PAUSED: /* handled above */
-	case PK_POOL_ACTIVE:
-		break;
-	}
-	if (!f->pool_in_scope) {
-		set(d, PK_ACT_NOT_READY, "PoolNotReady",
-		    "%s serves claims of its own namespace only; use a GlobalIPPool to share "
-		    "addresses across namespaces",
-		    f->pool_text);
-		return;
-	}
-	set(d, PK_ACT_ALLOCATE, "Allocating", "allocating from %s", f->pool_text);
+	if (!decide_address(f, d))
+		decide_allocate(f, d);
 }
 
 /* ---- facts from objects ---- */
@@ -265,24 +278,43 @@ const char *pk_claim_cluster_name(const json_t *claim)
 	return n != NULL && n[0] != '\0' ? n : NULL;
 }
 
+void pk_pool_facts_from(const json_t *claim, const json_t *pool, struct pk_pool_facts *out)
+{
+	const char *ns = str_at(json_object_get(claim, "metadata"), "namespace", NULL);
+	const char *kind =
+	    str_at(json_object_get(json_object_get(claim, "spec"), "poolRef"), "kind", NULL);
+	bool global = kind != NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
+	out->served = pk_rules_is_poolkeeper_pool_ref(
+	    json_object_get(json_object_get(claim, "spec"), "poolRef"));
+	if (pool == NULL)
+		out->state = PK_POOL_MISSING;
+	else if (deleting(pool))
+		out->state = PK_POOL_DELETING;
+	else if (annotated(pool, PK_PAUSED_ANNOTATION))
+		out->state = PK_POOL_PAUSED;
+	else
+		out->state = PK_POOL_ACTIVE; /* a backend says INVALID when it cannot decode it */
+	const char *pool_ns = str_at(json_object_get(pool, "metadata"), "namespace", NULL);
+	out->in_scope =
+	    global || pool == NULL || (pool_ns != NULL && ns != NULL && strcmp(pool_ns, ns) == 0);
+}
+
 void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_named,
                          const json_t *cluster, const json_t *address, struct pk_claim_facts *f)
 {
-	memset(f, 0, sizeof(*f));
+	struct pk_pool_facts p;
+	pk_pool_facts_from(claim, pool, &p);
+	pk_claim_facts_build(claim, &p, cluster_named, cluster, address, f);
+}
+
+/* The texts for messages: pool, Cluster and claim. */
+static void facts_texts(const json_t *claim, struct pk_claim_facts *f)
+{
 	const json_t *md = json_object_get(claim, "metadata");
 	const json_t *ref = json_object_get(json_object_get(claim, "spec"), "poolRef");
 	const char *ns = str_at(md, "namespace", NULL), *name = str_at(md, "name", NULL);
-	const char *uid = str_at(md, "uid", NULL);
 	const char *kind = str_at(ref, "kind", NULL), *pool_name = str_at(ref, "name", NULL);
 	bool global = kind != NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
-
-	f->ours = pk_rules_is_poolkeeper_pool_ref(ref);
-	f->deleting = deleting(claim);
-	f->has_finalizer = has_string(json_object_get(md, "finalizers"), PK_CLAIM_FINALIZER);
-	f->delete_for_move = annotated(claim, PK_DELETE_FOR_MOVE_ANNOTATION);
-	f->paused = annotated(claim, PK_PAUSED_ANNOTATION); /* CAPI's HasPaused: the key alone */
-	f->address_delete_for_move =
-	    address != NULL && annotated(address, PK_DELETE_FOR_MOVE_ANNOTATION);
 	snprintf(f->pool_text, sizeof(f->pool_text), "%s %s%s%s", kind ? kind : "pool",
 	         global ? "" : (ns ? ns : ""), global ? "" : "/", pool_name ? pool_name : "?");
 	const char *cname = pk_claim_cluster_name(claim);
@@ -290,6 +322,24 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 	         cname ? cname : "?");
 	snprintf(f->claim_text, sizeof(f->claim_text), "IPAddressClaim %s/%s", ns ? ns : "",
 	         name ? name : "?");
+}
+
+void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool, bool cluster_named,
+                          const json_t *cluster, const json_t *address, struct pk_claim_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	const json_t *md = json_object_get(claim, "metadata");
+	const char *name = str_at(md, "name", NULL);
+	const char *uid = str_at(md, "uid", NULL);
+
+	f->ours = pool->served;
+	f->deleting = deleting(claim);
+	f->has_finalizer = has_string(json_object_get(md, "finalizers"), PK_CLAIM_FINALIZER);
+	f->delete_for_move = annotated(claim, PK_DELETE_FOR_MOVE_ANNOTATION);
+	f->paused = annotated(claim, PK_PAUSED_ANNOTATION); /* CAPI's HasPaused: the key alone */
+	f->address_delete_for_move =
+	    address != NULL && annotated(address, PK_DELETE_FOR_MOVE_ANNOTATION);
+	facts_texts(claim, f);
 
 	/* Bound: status.addressRef names the IPAddress and Ready is True. */
 	const json_t *status = json_object_get(claim, "status");
@@ -306,19 +356,8 @@ void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_n
 		f->cluster = PK_CLUSTER_PAUSED;
 	else
 		f->cluster = PK_CLUSTER_ACTIVE;
-
-	if (pool == NULL)
-		f->pool = PK_POOL_MISSING;
-	else if (deleting(pool))
-		f->pool = PK_POOL_DELETING;
-	else if (annotated(pool, PK_PAUSED_ANNOTATION))
-		f->pool = PK_POOL_PAUSED;
-	else
-		f->pool =
-		    PK_POOL_ACTIVE; /* the caller downgrades to INVALID when it cannot decode */
-	const char *pool_ns = str_at(json_object_get(pool, "metadata"), "namespace", NULL);
-	f->pool_in_scope =
-	    global || pool == NULL || (pool_ns != NULL && ns != NULL && strcmp(pool_ns, ns) == 0);
+	f->pool = pool->state;
+	f->pool_in_scope = pool->in_scope;
 
 	if (address == NULL) {
 		f->address = PK_ADDRESS_NONE;

@@ -82,7 +82,7 @@ enum pk_address_check {
 
 /* What the controller knows about one claim. */
 struct pk_claim_facts {
-	bool ours;            /* poolRef names an IPPool or GlobalIPPool of ipam.poolkeeper.io */
+	bool ours;            /* poolRef names a pool the backend serves (pk_pool_facts.served) */
 	bool pool_in_scope;   /* an IPPool serves only its own namespace */
 	bool deleting;        /* metadata.deletionTimestamp is set */
 	bool has_finalizer;   /* PK_CLAIM_FINALIZER */
@@ -125,11 +125,30 @@ void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d
 /* "add finalizer", "allocate", ...: for logs and events. */
 const char *pk_claim_action_name(enum pk_claim_action a);
 
+/* What a claim's pool contributes to its facts (a pool backend's view of it). */
+struct pk_pool_facts {
+	bool served; /* the poolRef names a pool kind of the backend's (f->ours) */
+	enum pk_pool_state state;
+	bool in_scope; /* an IPPool serves only its own namespace */
+};
+
+/*
+ * The pool's facts from the pool object (NULL: missing) for the claim:
+ * missing, deleting, paused or active (a backend says INVALID when it
+ * cannot use an active pool's spec). Pure.
+ */
+void pk_pool_facts_from(const json_t *claim, const json_t *pool, struct pk_pool_facts *out);
+
 /*
  * The facts from the objects as read from the API (any may be NULL when
- * it does not exist; cluster_named says whether the claim names one). The
- * caller finds the objects; this only reads them, checking JSON types.
+ * it does not exist; cluster_named says whether the claim names one) and
+ * the pool's facts. The caller finds the objects; this only reads them,
+ * checking JSON types.
  */
+void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool, bool cluster_named,
+                          const json_t *cluster, const json_t *address, struct pk_claim_facts *f);
+
+/* pk_claim_facts_build with the pool's facts from pk_pool_facts_from. */
 void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_named,
                          const json_t *cluster, const json_t *address, struct pk_claim_facts *f);
 

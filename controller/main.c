@@ -1,8 +1,8 @@
 /*
  * main.c - poolkeeper-controller: flags, API access, leader election, the
  * health and metrics listeners, signals. The start every program shares
- * (flags, --help, logs, signals) is daemon.h's; the reconciler is
- * reconcile.c's.
+ * (flags, --help, logs, signals) is daemon.h's; the controller is
+ * controller.c's (docs/architecture.md).
  */
 #include <stdatomic.h>
 #include <stdio.h>

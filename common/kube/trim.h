@@ -1,6 +1,6 @@
 /*
  * trim.h - the informers' cached copy of an API object: only the members
- * the controller reads (decide.c, objects.c, reconcile.c), so that the
+ * the controller reads (decide.c, objects.c and the claim reconciler), so that the
  * informers' stores stay small (the webhook's caches keep the same copies),
  * and the packed item that holds one (pk_trim_pack). A claim as the API server returns it is
  * mostly metadata.managedFields and the last-applied annotation; neither

@@ -7,6 +7,8 @@
 #define PK_TEST_JSON_FIXTURE_H
 
 #include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,20 @@ static inline json_t *load(const char *text)
 		fail_msg("fixture does not parse: %s: %s", e.text, s);
 	free(s);
 	return j;
+}
+
+/* load() of a fixture formatted with printf's rules (at most 2 KB). */
+static inline json_t *loadf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline json_t *loadf(const char *fmt, ...)
+{
+	char text[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(text))
+		fail_msg("fixture too long: %s", fmt);
+	return load(text);
 }
 
 /* Fails unless got is the JSON value want_text (a fixture) stands for, keys in any order. */

@@ -620,6 +620,43 @@ static void test_claim_ready(void **state)
 	assert_false(pk_claim_ready(NULL));
 }
 
+/* The pool's facts come from a backend's view: what it serves, and INVALID when it cannot use
+ * the pool; the claim's facts take them as they are. */
+static void test_facts_with_a_backend_view(void **state)
+{
+	(void)state;
+	json_t *claim = load("{'metadata': {'name': 'c', 'namespace': 'ns', 'uid': 'u', "
+	                     "'finalizers': ['ipam.poolkeeper.io/release-address']}, 'spec': "
+	                     "{'poolRef': {'apiGroup': 'ipam.poolkeeper.io', 'kind': 'IPPool', "
+	                     "'name': 'p'}}}");
+	json_t *pool = load("{'metadata': {'name': 'p', 'namespace': 'other'}}");
+	struct pk_pool_facts p;
+	pk_pool_facts_from(claim, pool, &p);
+	assert_true(p.served);
+	assert_int_equal(p.state, PK_POOL_ACTIVE);
+	assert_false(p.in_scope); /* an IPPool of another namespace */
+	pk_pool_facts_from(claim, NULL, &p);
+	assert_int_equal(p.state, PK_POOL_MISSING);
+
+	struct pk_claim_facts f;
+	struct pk_claim_decision d;
+	struct pk_pool_facts invalid = {.served = true, .state = PK_POOL_INVALID, .in_scope = true};
+	pk_claim_facts_build(claim, &invalid, false, NULL, NULL, &f);
+	pk_decide_claim(&f, &d);
+	assert_int_equal(d.action, PK_ACT_NOT_READY);
+	assert_string_equal(d.reason, "PoolNotReady");
+	struct pk_pool_facts not_served = {.served = false, .state = PK_POOL_ACTIVE};
+	pk_claim_facts_build(claim, &not_served, false, NULL, NULL, &f);
+	pk_decide_claim(&f, &d);
+	assert_int_equal(d.action, PK_ACT_NONE);
+	struct pk_pool_facts active = {.served = true, .state = PK_POOL_ACTIVE, .in_scope = true};
+	pk_claim_facts_build(claim, &active, false, NULL, NULL, &f);
+	pk_decide_claim(&f, &d);
+	assert_int_equal(d.action, PK_ACT_ALLOCATE);
+	json_decref(claim);
+	json_decref(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -629,6 +666,7 @@ int main(void)
 	    cmocka_unit_test(test_claim_pause_from_objects),
 	    cmocka_unit_test(test_check_address),
 	    cmocka_unit_test(test_claim_ready),
+	    cmocka_unit_test(test_facts_with_a_backend_view),
 	};
 	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* events.c - Events posted by the reconcilers, written by one thread; see events.h. */
+/* event_poster.c - Events posted by the reconcilers, written by one thread; see event_poster.h. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "events.h"
+#include "event_poster.h"
 #include "kube_client.h"
 #include "log.h"
 
@@ -20,12 +20,12 @@ struct pending {
 	char note[PK_KUBE_EVENT_NOTE_MAX];
 };
 
-struct pk_ctl_events {
+struct pk_event_poster {
 	struct pk_kube_client *client;
 	struct pk_kube_recorder *rec;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct pending *ring; /* PK_CTL_EVENTS_QUEUE slots */
+	struct pending *ring; /* PK_EVENT_POSTER_QUEUE slots */
 	size_t head, n;
 	bool stopping;
 	long long drain_until_ns;
@@ -42,7 +42,7 @@ static long long mono_ns(void)
 
 static void *writer_main(void *arg)
 {
-	struct pk_ctl_events *ev = arg;
+	struct pk_event_poster *ev = arg;
 	struct pending p;
 	long long last_flush = mono_ns();
 	pthread_mutex_lock(&ev->mu);
@@ -60,7 +60,7 @@ static void *writer_main(void *arg)
 		bool have = ev->n > 0;
 		if (have) {
 			p = ev->ring[ev->head];
-			ev->head = (ev->head + 1) % PK_CTL_EVENTS_QUEUE;
+			ev->head = (ev->head + 1) % PK_EVENT_POSTER_QUEUE;
 			ev->n--;
 		}
 		pthread_mutex_unlock(&ev->mu);
@@ -85,14 +85,16 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-int pk_ctl_events_new(struct pk_kube_config *cfg, struct pk_ctl_events **out, struct pk_err *err)
+int pk_event_poster_new(struct pk_kube_config *cfg, struct pk_event_poster **out,
+                        struct pk_err *err)
 {
-	struct pk_ctl_events *ev = calloc(1, sizeof(*ev));
-	if (ev == NULL || (ev->ring = calloc(PK_CTL_EVENTS_QUEUE, sizeof(*ev->ring))) == NULL) {
+	struct pk_event_poster *ev = calloc(1, sizeof(*ev));
+	if (ev == NULL || (ev->ring = calloc(PK_EVENT_POSTER_QUEUE, sizeof(*ev->ring))) == NULL) {
 		free(ev);
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
-	struct pk_kube_client_opts co = {.qps = PK_CTL_EVENTS_QPS, .burst = PK_CTL_EVENTS_BURST};
+	struct pk_kube_client_opts co = {.qps = PK_EVENT_POSTER_QPS,
+	                                 .burst = PK_EVENT_POSTER_BURST};
 	struct pk_kube_recorder_opts ro = {.controller = CONTROLLER};
 	if (pk_kube_client_new(cfg, &co, &ev->client, err) != PK_OK ||
 	    pk_kube_recorder_new(ev->client, &ro, &ev->rec, err) != PK_OK) {
@@ -121,18 +123,19 @@ static void copy(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src != NULL ? src : "");
 }
 
-bool pk_ctl_events_post(struct pk_ctl_events *ev, const struct pk_kube_object_ref *regarding,
-                        bool warning, const char *reason, const char *action, const char *fmt, ...)
+bool pk_event_poster_post(struct pk_event_poster *ev, const struct pk_kube_object_ref *regarding,
+                          bool warning, const char *reason, const char *action, const char *fmt,
+                          ...)
 {
 	if (ev == NULL)
 		return false;
 	pthread_mutex_lock(&ev->mu);
-	if (ev->n == PK_CTL_EVENTS_QUEUE || ev->stopping) {
+	if (ev->n == PK_EVENT_POSTER_QUEUE || ev->stopping) {
 		pthread_mutex_unlock(&ev->mu);
 		atomic_fetch_add(&ev->dropped, 1);
 		return false;
 	}
-	struct pending *p = &ev->ring[(ev->head + ev->n) % PK_CTL_EVENTS_QUEUE];
+	struct pending *p = &ev->ring[(ev->head + ev->n) % PK_EVENT_POSTER_QUEUE];
 	copy(p->api_version, sizeof(p->api_version), regarding->api_version);
 	copy(p->kind, sizeof(p->kind), regarding->kind);
 	copy(p->ns, sizeof(p->ns), regarding->namespace);
@@ -151,7 +154,7 @@ bool pk_ctl_events_post(struct pk_ctl_events *ev, const struct pk_kube_object_re
 	return true;
 }
 
-void pk_ctl_events_free(struct pk_ctl_events *ev, long drain_ms)
+void pk_event_poster_free(struct pk_event_poster *ev, long drain_ms)
 {
 	if (ev == NULL)
 		return;
@@ -171,8 +174,8 @@ void pk_ctl_events_free(struct pk_ctl_events *ev, long drain_ms)
 	free(ev);
 }
 
-void pk_ctl_events_stats(struct pk_ctl_events *ev, unsigned long long *written,
-                         unsigned long long *dropped)
+void pk_event_poster_stats(struct pk_event_poster *ev, unsigned long long *written,
+                           unsigned long long *dropped)
 {
 	*written = ev ? atomic_load(&ev->written) : 0;
 	*dropped = ev ? atomic_load(&ev->dropped) : 0;

@@ -1,0 +1,37 @@
+/* backend.c - what every pool backend shares; see backend.h. */
+#include <string.h>
+
+#include "backend.h"
+#include "kube.h"
+
+void pk_pool_view_clear(struct pk_pool_view *v)
+{
+	if (v == NULL)
+		return;
+	json_decref(v->obj);
+	v->obj = NULL;
+}
+
+const struct pk_pool_kind *pk_backend_kind(const struct pk_backend *b, const char *kind)
+{
+	size_t n = 0;
+	const struct pk_pool_kind *k = b->ops->kinds(b->self, &n);
+	for (size_t i = 0; kind != NULL && i < n; i++)
+		if (strcmp(k[i].kind, kind) == 0)
+			return &k[i];
+	return NULL;
+}
+
+bool pk_backend_pool_key(const struct pk_backend *b, const json_t *pool_ref, const char *ns,
+                         char *out, size_t len)
+{
+	if (!b->ops->serves(b->self, pool_ref))
+		return false;
+	const char *kind = pk_kube_json_str(pool_ref, "kind"),
+	           *name = pk_kube_json_str(pool_ref, "name");
+	const struct pk_pool_kind *k = pk_backend_kind(b, kind);
+	if (k == NULL || name == NULL)
+		return false;
+	pk_pool_key(kind, k->namespaced ? ns : "", name, out, len);
+	return true;
+}

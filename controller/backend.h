@@ -1,0 +1,148 @@
+/*
+ * backend.h - the seam between the CAPI IPAM contract and where addresses
+ * come from. The claim reconciler (claim_reconciler.h) speaks the
+ * contract: it reads claims, IPAddresses and Clusters, decides
+ * (decide.h), writes claims and creates IPAddresses. A pool backend
+ * answers the questions only the address source can: which pools it
+ * serves, what state a pool is in, which address a claim gets, and when an
+ * address is free again. The in-process allocator is one backend
+ * (backends/incluster/); an external IPAM would be another, in a folder of
+ * its own, with no change to the reconciler.
+ *
+ * A backend makes no API call of its own: what it needs of the cluster
+ * comes through the host (struct pk_backend_host) the controller hands it
+ * at creation: the cached pools, the writer (writer.h), the work queue and
+ * Events.
+ *
+ * Threading: every op may be called from any worker thread at once, but
+ * never twice at once for one claim key (the queue hands a key to one
+ * worker at a time). A backend guards its own state.
+ */
+#ifndef PK_BACKEND_H
+#define PK_BACKEND_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "address.h"
+#include "decide.h"
+#include "pk.h"
+#include "work_key.h"
+#include "writer.h"
+
+struct pk_kube_object_ref;
+
+/* A pool resource the backend serves: the controller watches it and keys its work on it. */
+struct pk_pool_kind {
+	const char *kind; /* "IPPool" */
+	const char *group, *version, *resource;
+	bool namespaced; /* false: a poolRef from any namespace names the one pool */
+};
+
+/* What the controller offers a backend (all borrowed; valid while the controller lives). */
+struct pk_backend_host {
+	void *ud;
+	struct pk_writer *writer;
+	/* A new reference to the cached pool (ns "" for a kind not namespaced), or NULL. */
+	json_t *(*get_pool)(void *ud, const char *kind, const char *ns, const char *name);
+	/* Queues work on a pool (PK_WORK_POOL or PK_WORK_POOL_GRACE) after delay_ms. */
+	void (*queue_pool)(void *ud, const struct pk_work_key *k, long delay_ms);
+	/* Queues the claim (its "<ns>/<name>") after delay_ms. */
+	void (*queue_claim)(void *ud, const char *claim_key, long delay_ms);
+	/* Queues the claims of a pool ("<kind>/<ns>/<name>"): all, or only the unbound ones. */
+	void (*queue_claims_of_pool)(void *ud, const char *pool_key, bool unbound_only);
+	/* Posts an Event about an object (written off the work path; dropped when full). */
+	void (*post_event)(void *ud, const struct pk_kube_object_ref *regarding, bool warning,
+	                   const char *reason, const char *action, const char *message);
+	/* The IPAddresses' resource (for the consistent read at on_leading). */
+	const char *ipam_version; /* "v1beta2" or "v1beta1" */
+	const char *namespace;    /* NULL: every namespace */
+};
+
+/* A claim's pool, as the backend sees it: read once per pass. */
+struct pk_pool_view {
+	struct pk_pool_facts facts;  /* missing, deleting, paused, invalid or active */
+	char key[PK_OBJECT_KEY_MAX]; /* "<kind>/<ns>/<name>" */
+	char text[PK_ERR_MSG_MAX];   /* why it is invalid, for its status; else "" */
+	json_t *obj;                 /* the pool as cached (owned), or NULL */
+};
+
+/* Releases what a view holds (NULL is fine). */
+void pk_pool_view_clear(struct pk_pool_view *v);
+
+/* The address a claim gets, for its IPAddress. */
+struct pk_address_lease {
+	char address[PK_ADDR_STRLEN];
+	unsigned prefix;
+	char gateway[PK_ADDR_STRLEN]; /* "" : none */
+	bool fresh; /* newly handed out (else: the address already held, re-created) */
+};
+
+enum pk_ensure_result {
+	PK_ENSURE_LEASED = 0, /* lease filled */
+	PK_ENSURE_EXHAUSTED,  /* nothing free: message says so; the claim waits for a release */
+	PK_ENSURE_STALE,      /* the address recorded for the claim may not be handed to it
+	                         again: release it once its IPAddress is gone, then ask again */
+};
+
+/* What a release gave back (for the reconciler's log, metric and Event). */
+struct pk_release_note {
+	bool released; /* false: the backend held nothing for the claim */
+	char address[PK_ADDR_STRLEN];
+	char pool_key[PK_OBJECT_KEY_MAX];
+	long long grace_seconds; /* the address waits that long before it is handed out again */
+};
+
+struct pk_backend_ops {
+	/* The pool kinds served (static); the controller watches each. */
+	const struct pk_pool_kind *(*kinds)(void *self, size_t *n);
+	/* Whether a poolRef names a pool of this backend. */
+	bool (*serves)(void *self, const json_t *pool_ref);
+	/* The claim's pool (its poolRef, seen from the claim's namespace). PK_ERR_NOMEM. */
+	int (*fetch_pool)(void *self, const json_t *claim, struct pk_pool_view *out);
+	/* Facts the backend adds before an IPAddress of the claim's is adopted: whether it is
+	 * one the pool hands out and no other IPAddress holds (pk_claim_facts_check_address). */
+	void (*check_address)(void *self, const struct pk_pool_view *pool, const char *claim_key,
+	                      const json_t *claim, const json_t *address, struct pk_claim_facts *f);
+	/* The claim's address, recorded as held before its IPAddress is created (so that no
+	 * other claim gets it). Exhaustion is a result, not an error: *result and message.
+	 * PK_ERR_NOMEM, or PK_ERR_INVALID (the pool is not active). */
+	int (*ensure_address)(void *self, const struct pk_pool_view *pool, const char *claim_key,
+	                      struct pk_address_lease *lease, enum pk_ensure_result *result,
+	                      char *message, size_t len);
+	/* The IPAddress of a fresh lease was surely not created: the address is free at once. */
+	void (*abandon_address)(void *self, const char *claim_key,
+	                        const struct pk_address_lease *lease);
+	/* Whether an address is held for the claim (its IPAddress). */
+	bool (*holds)(void *self, const char *claim_key);
+	/* The claim's IPAddress is gone (a consistent read said so): release its address. */
+	void (*release_address)(void *self, const char *claim_key, struct pk_release_note *out);
+	/* An IPAddress was seen (the cache or a create's answer): record what it holds, adopting
+	 * an address created elsewhere and counting duplicates. */
+	void (*address_seen)(void *self, const json_t *address);
+	/* Leadership started: rebuild every record from a consistent read, before any key is
+	 * processed. PK_OK, or an error (tried again). */
+	int (*on_leading)(void *self);
+	/* Work on one pool (PK_WORK_POOL, PK_WORK_POOL_GRACE): its status and finalizer. */
+	int (*reconcile_pool)(void *self, const struct pk_work_key *k);
+	/* Prometheus text of the pools' gauges. */
+	void (*write_metrics)(void *self, FILE *f);
+	void (*free)(void *self);
+};
+
+struct pk_backend {
+	const struct pk_backend_ops *ops;
+	void *self;
+};
+
+/* The pool key of a poolRef seen from namespace ns, for a backend's kinds; false when the
+ * backend does not serve it or it names no pool. */
+bool pk_backend_pool_key(const struct pk_backend *b, const json_t *pool_ref, const char *ns,
+                         char *out, size_t len);
+
+/* The kind of b's whose name is kind, or NULL. */
+const struct pk_pool_kind *pk_backend_kind(const struct pk_backend *b, const char *kind);
+
+#endif

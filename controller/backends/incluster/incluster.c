@@ -1,0 +1,275 @@
+/* incluster.c - the in-process allocator backend's side of the seam; see incluster.h. */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "incluster.h"
+#include "incluster_internal.h"
+#include "kube.h"
+#include "log.h"
+#include "rules.h"
+
+static const struct pk_pool_kind kinds[] = {
+    {PK_POOL_KIND, PK_POOL_GROUP, INCLUSTER_POOL_VERSION, "ippools", true},
+    {PK_GLOBAL_POOL_KIND, PK_POOL_GROUP, INCLUSTER_POOL_VERSION, "globalippools", false},
+};
+
+static const struct pk_pool_kind *incl_kinds(void *self, size_t *n)
+{
+	(void)self;
+	*n = sizeof(kinds) / sizeof(kinds[0]);
+	return kinds;
+}
+
+static bool incl_serves(void *self, const json_t *pool_ref)
+{
+	(void)self;
+	return pk_rules_is_poolkeeper_pool_ref(pool_ref);
+}
+
+static int incl_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *out)
+{
+	struct incluster *b = self;
+	const json_t *ref = json_object_get(json_object_get(claim, "spec"), "poolRef");
+	const char *ns = pk_kube_meta_str(claim, "namespace");
+	memset(out, 0, sizeof(*out));
+	if (pk_backend_pool_key(&b->seam, ref, ns, out->key, sizeof(out->key))) {
+		struct pk_work_key k;
+		if (pk_pool_key_parse(out->key, &k))
+			out->obj = b->host.get_pool(b->host.ud, k.pool_kind, k.namespace, k.name);
+	}
+	pk_pool_facts_from(claim, out->obj, &out->facts);
+	out->facts.served = incl_serves(self, ref);
+	if (out->facts.state != PK_POOL_ACTIVE)
+		return PK_OK;
+	pthread_mutex_lock(&b->mu);
+	struct pool_state *s = incl_pool_state(b, out->key, out->obj);
+	if (s != NULL && !s->valid) {
+		out->facts.state = PK_POOL_INVALID;
+		snprintf(out->text, sizeof(out->text), "%s", s->invalid);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return s != NULL ? PK_OK : PK_ERR_NOMEM;
+}
+
+static void incl_check_address(void *self, const struct pk_pool_view *pool, const char *claim_key,
+                               const json_t *claim, const json_t *address, struct pk_claim_facts *f)
+{
+	struct incluster *b = self;
+	pthread_mutex_lock(&b->mu);
+	struct pool_state *s = incl_state_find(b, pool->key);
+	bool valid = s != NULL && s->valid;
+	/* Before an existing IPAddress is taken as the claim's allocation. */
+	pk_claim_facts_check_address(f, claim, address, valid ? &s->pool : NULL,
+	                             valid && incl_held_elsewhere(b, claim_key));
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* The lease of t from s (under mu). */
+static void lease_of(const struct pool_state *s, const struct tentative *t,
+                     struct pk_address_lease *l)
+{
+	memset(l, 0, sizeof(*l));
+	pk_address_format_v(t->v, s->pool.family, l->address);
+	if (s->pool.has_gateway)
+		pk_address_format_v(s->pool.gateway, s->pool.family, l->gateway);
+	l->prefix = s->pool.has_prefix ? s->pool.prefix : pk_address_bits(s->pool.family);
+	l->fresh = t->fresh;
+}
+
+static void exhausted_message(const struct pk_pool_view *pool, const struct tentative *t, char *msg,
+                              size_t len)
+{
+	struct pk_work_key k;
+	if (!pk_pool_key_parse(pool->key, &k))
+		k.pool_kind[0] = k.namespace[0] = k.name[0] = '\0';
+	snprintf(msg, len,
+	         "%.20s %.63s%s%.253s has no free address (%s usable, all in use or in their "
+	         "reuse grace period); the claim is retried when one is released",
+	         k.pool_kind, k.namespace, k.namespace[0] != '\0' ? "/" : "", k.name, t->total);
+}
+
+static int incl_ensure_address(void *self, const struct pk_pool_view *pool, const char *claim_key,
+                               struct pk_address_lease *lease, enum pk_ensure_result *result,
+                               char *message, size_t len)
+{
+	struct incluster *b = self;
+	struct tentative t;
+	*result = PK_ENSURE_LEASED;
+	message[0] = '\0';
+	pthread_mutex_lock(&b->mu);
+	struct pool_state *s = incl_pool_state(b, pool->key, pool->obj);
+	int rc = s == NULL ? PK_ERR_NOMEM : !s->valid ? PK_ERR_INVALID : PK_OK;
+	if (rc == PK_OK && incl_held_stale(b, s, claim_key))
+		*result = PK_ENSURE_STALE;
+	else if (rc == PK_OK && (rc = incl_take_address(b, s, claim_key, &t)) == PK_OK) {
+		if (t.exhausted)
+			*result = PK_ENSURE_EXHAUSTED;
+		else
+			lease_of(s, &t, lease);
+	}
+	pthread_mutex_unlock(&b->mu);
+	if (rc != PK_OK || *result == PK_ENSURE_STALE)
+		return rc;
+	if (*result == PK_ENSURE_EXHAUSTED)
+		exhausted_message(pool, &t, message, len);
+	else
+		incl_sync_later(b, pool->key); /* the pool's counts move */
+	return PK_OK;
+}
+
+static void incl_abandon_address(void *self, const char *claim_key,
+                                 const struct pk_address_lease *lease)
+{
+	struct incluster *b = self;
+	if (!lease->fresh)
+		return; /* the address was the claim's before this lease: it stays */
+	pthread_mutex_lock(&b->mu);
+	incl_untake_address(b, claim_key);
+	pthread_mutex_unlock(&b->mu);
+}
+
+static bool incl_holds(void *self, const char *claim_key)
+{
+	struct incluster *b = self;
+	pthread_mutex_lock(&b->mu);
+	bool held = pk_strmap_get(b->held, claim_key) != NULL;
+	pthread_mutex_unlock(&b->mu);
+	return held;
+}
+
+static void incl_release_address(void *self, const char *claim_key, struct pk_release_note *out)
+{
+	struct incluster *b = self;
+	struct released r;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&b->mu);
+	incl_release_held(b, claim_key, &r);
+	pthread_mutex_unlock(&b->mu);
+	if (!r.done)
+		return;
+	out->released = true;
+	snprintf(out->address, sizeof(out->address), "%s", r.text);
+	snprintf(out->pool_key, sizeof(out->pool_key), "%s", r.pool_key);
+	out->grace_seconds = r.grace;
+	struct pk_work_key k;
+	if (r.grace > 0 && pk_pool_key_parse(r.pool_key, &k)) {
+		/* Its own key: the earlier status sync of the pool must not absorb it. */
+		k.kind = PK_WORK_POOL_GRACE;
+		b->host.queue_pool(b->host.ud, &k, (long)(r.grace * 1000 + 100));
+	}
+	incl_sync_later(b, r.pool_key);
+	if (r.wake)
+		b->host.queue_claims_of_pool(b->host.ud, r.pool_key, true);
+	if (r.still_held_by[0] != '\0')
+		b->host.queue_claim(b->host.ud, r.still_held_by, 0);
+}
+
+static void incl_address_seen(void *self, const json_t *address)
+{
+	struct incluster *b = self;
+	char pk[PK_OBJECT_KEY_MAX];
+	pthread_mutex_lock(&b->mu);
+	bool recorded = incl_held_record(b, address, pk, sizeof(pk));
+	pthread_mutex_unlock(&b->mu);
+	/* An IPAddress seen for the first time (by hand, moved, or ours): the pool's counts
+	 * move. */
+	if (recorded)
+		incl_sync_later(b, pk);
+}
+
+struct load_ctx {
+	struct incluster *b;
+	size_t n;
+};
+
+static int load_page(void *ud, const json_t *page)
+{
+	struct load_ctx *l = ud;
+	size_t i;
+	json_t *a;
+	char pk[PK_OBJECT_KEY_MAX];
+	pthread_mutex_lock(&l->b->mu);
+	json_array_foreach(json_object_get(page, "items"), i, a)
+	{
+		(void)incl_held_record(l->b, a, pk, sizeof(pk));
+		l->n++;
+	}
+	pthread_mutex_unlock(&l->b->mu);
+	return 0;
+}
+
+/*
+ * Every IPAddress, page by page (only one page of JSON in memory at a
+ * time), recorded as held in a fresh record with no pool states. The
+ * controller processes no key until this succeeded.
+ */
+static int incl_on_leading(void *self)
+{
+	struct incluster *b = self;
+	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
+	                        .version = b->host.ipam_version,
+	                        .resource = "ipaddresses",
+	                        .namespace = b->host.namespace};
+	struct pk_kube_error e;
+	struct load_ctx l = {b, 0};
+	pthread_mutex_lock(&b->mu);
+	int rc = incl_records_reset(b);
+	pthread_mutex_unlock(&b->mu);
+	if (rc != PK_OK)
+		return rc;
+	if (b->host.writer->ops->list(b->host.writer->self, &r, load_page, &l, &e) != PK_KUBE_OK) {
+		if (e.reason != PK_KUBE_CANCELLED)
+			pk_log_error("cannot list IPAddresses", PK_LOG_STR("error", e.message),
+			             PK_LOG_STR("reason", pk_kube_reason_name(e.reason)));
+		return PK_ERR_INVALID;
+	}
+	/* The pages' memory goes back to the system, not only to the heap. */
+	malloc_trim(0);
+	pk_log_info("leading: IPAddresses read", PK_LOG_UINT("ipaddresses", l.n));
+	return PK_OK;
+}
+
+static void incl_free(void *self)
+{
+	struct incluster *b = self;
+	if (b == NULL)
+		return;
+	incl_records_free(b);
+	pthread_mutex_destroy(&b->mu);
+	free(b);
+}
+
+static const struct pk_backend_ops incl_ops = {
+    .kinds = incl_kinds,
+    .serves = incl_serves,
+    .fetch_pool = incl_fetch_pool,
+    .check_address = incl_check_address,
+    .ensure_address = incl_ensure_address,
+    .abandon_address = incl_abandon_address,
+    .holds = incl_holds,
+    .release_address = incl_release_address,
+    .address_seen = incl_address_seen,
+    .on_leading = incl_on_leading,
+    .reconcile_pool = incl_reconcile_pool,
+    .write_metrics = incl_write_metrics,
+    .free = incl_free,
+};
+
+int pk_incluster_new(const struct pk_backend_host *host, struct pk_backend *out)
+{
+	struct incluster *b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return PK_ERR_NOMEM;
+	b->host = *host;
+	b->seam.ops = &incl_ops;
+	b->seam.self = b;
+	pthread_mutex_init(&b->mu, NULL);
+	if (incl_records_init(b) != PK_OK) {
+		incl_free(b);
+		return PK_ERR_NOMEM;
+	}
+	*out = b->seam;
+	return PK_OK;
+}

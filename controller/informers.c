@@ -1,0 +1,275 @@
+/*
+ * informers.c - the controller's informers and their handlers. Handlers
+ * only queue keys (and note what the expectations and the time-to-Ready
+ * histogram need); the workers do the rest.
+ */
+#include <string.h>
+
+#include "controller_internal.h"
+#include "kube.h"
+#include "log.h"
+#include "rules.h"
+
+/*
+ * An informer's first list: its events queue nothing, since the first
+ * leadership queues every claim and pool anyway (ctl_queue_everything), and
+ * 100,000 queued keys made while the objects are stored would leave the
+ * heap full of holes between them once the queue drains.
+ */
+static void on_claim(void *ud, const char *key, const void *item)
+{
+	struct pk_controller *c = ud;
+	struct pk_work_key k;
+	pk_object_key_parse(key, &k);
+	if (!pk_cache_item_ready(item) && !pk_cache_item_deleting(item))
+		pk_metrics_seen(&c->metrics, key, pk_metrics_now_ns());
+	pk_expect_seen(c->expect, key, false, pk_cache_item_rv_hash(item));
+	if (!pk_cache_first_list(c->cache.claims))
+		ctl_queue(c, &k, 0);
+}
+
+static void on_claim_update(void *ud, const char *key, const void *old, const void *item)
+{
+	(void)old;
+	on_claim(ud, key, item);
+}
+
+static void on_claim_delete(void *ud, const char *key, const void *item)
+{
+	struct pk_controller *c = ud;
+	struct pk_work_key k;
+	(void)item;
+	pk_object_key_parse(key, &k);
+	pk_metrics_forget(&c->metrics, key);
+	pk_expect_seen(c->expect, key, false, 0);
+	ctl_queue(c, &k, 0);
+}
+
+/* An IPAddress's events go to the claim named like it: one key, one worker at a time. */
+static void address_event(struct pk_controller *c, const char *key, uint64_t rv_hash)
+{
+	struct pk_work_key k;
+	pk_object_key_parse(key, &k);
+	pk_expect_seen(c->expect, key, true, rv_hash);
+	if (!pk_cache_first_list(c->cache.addresses))
+		ctl_queue(c, &k, 0);
+}
+
+static void on_address(void *ud, const char *key, const void *item)
+{
+	address_event(ud, key, pk_cache_item_rv_hash(item));
+}
+
+static void on_address_update(void *ud, const char *key, const void *old, const void *item)
+{
+	(void)old;
+	on_address(ud, key, item);
+}
+
+static void on_address_delete(void *ud, const char *key, const void *item)
+{
+	(void)item;
+	address_event(ud, key, 0);
+}
+
+/* What of a pool makes its waiting claims worth another look (not its status). */
+static bool pool_changed(const json_t *old, const json_t *now)
+{
+	const json_t *om = json_object_get(old, "metadata"), *nm = json_object_get(now, "metadata");
+	if (!json_equal(json_object_get(om, "generation"), json_object_get(nm, "generation")))
+		return true;
+	if ((pk_kube_json_str(om, "deletionTimestamp") == NULL) !=
+	    (pk_kube_json_str(nm, "deletionTimestamp") == NULL))
+		return true;
+	const json_t *oa =
+	    json_object_get(json_object_get(om, "annotations"), PK_PAUSED_ANNOTATION);
+	const json_t *na =
+	    json_object_get(json_object_get(nm, "annotations"), PK_PAUSED_ANNOTATION);
+	return (oa == NULL) != (na == NULL);
+}
+
+/* Queues the pool's key, and its claims when they should look again. */
+static void pool_event(struct pk_controller *c, const json_t *pool, const struct pk_pool_kind *kind,
+                       bool claims)
+{
+	const char *name = pk_kube_meta_str(pool, "name"),
+	           *ns = pk_kube_meta_str(pool, "namespace");
+	if (name == NULL)
+		return;
+	struct pk_work_key k;
+	pk_work_key_pool(&k, PK_WORK_POOL, kind->kind, ns, name);
+	ctl_queue(c, &k, 0);
+	if (claims) {
+		char pk[PK_OBJECT_KEY_MAX];
+		pk_pool_key(kind->kind, ns, name, pk, sizeof(pk));
+		pk_cache_claims_of_pool(&c->cache, pk, false, ctl_queue_claim, c);
+	}
+}
+
+static void pool_item_event(struct pool_watch *w, const void *old_item, const void *item)
+{
+	if (pk_cache_first_list(pk_cache_pool_informer(&w->c->cache, w->kind->kind)))
+		return;
+	json_t *now = pk_cache_item_json(item);
+	json_t *old = old_item != NULL ? pk_cache_item_json(old_item) : NULL;
+	if (now != NULL)
+		pool_event(w->c, now, w->kind,
+		           old_item == NULL || old == NULL || pool_changed(old, now));
+	json_decref(now);
+	json_decref(old);
+}
+
+static void on_pool(void *ud, const char *key, const void *item)
+{
+	(void)key;
+	pool_item_event(ud, NULL, item);
+}
+
+static void on_pool_update(void *ud, const char *key, const void *old, const void *item)
+{
+	(void)key;
+	pool_item_event(ud, old, item);
+}
+
+static void cluster_event(struct pk_controller *c, const char *key)
+{
+	struct pk_work_key k;
+	pk_object_key_parse(key, &k);
+	pk_cache_claims_of_cluster(&c->cache, k.namespace, k.name, ctl_queue_claim, c);
+}
+
+static void on_cluster(void *ud, const char *key, const void *item)
+{
+	struct pk_controller *c = ud;
+	(void)item;
+	if (!pk_cache_first_list(c->cache.clusters))
+		cluster_event(c, key);
+}
+
+/* Only a change of pause matters to the claims (not the Cluster's status). */
+static void on_cluster_update(void *ud, const char *key, const void *old_item, const void *item)
+{
+	json_t *old = pk_cache_item_json(old_item), *now = pk_cache_item_json(item);
+	const json_t *os = json_object_get(json_object_get(old, "spec"), "paused"),
+	             *ns = json_object_get(json_object_get(now, "spec"), "paused");
+	const json_t *oa = json_object_get(
+	    json_object_get(json_object_get(old, "metadata"), "annotations"), PK_PAUSED_ANNOTATION);
+	const json_t *na = json_object_get(
+	    json_object_get(json_object_get(now, "metadata"), "annotations"), PK_PAUSED_ANNOTATION);
+	bool changed = json_is_true(os) != json_is_true(ns) || (oa == NULL) != (na == NULL);
+	json_decref(old);
+	json_decref(now);
+	if (changed)
+		cluster_event(ud, key);
+}
+
+struct informer_spec {
+	struct pk_kube_informer **slot;
+	const char *group, *version, *resource;
+	bool namespaced;
+	bool filtered; /* by the label selector */
+	pk_kube_transform_fn *keep;
+	struct pk_kube_informer_handlers h;
+};
+
+static int informer_new(struct pk_controller *c, const struct informer_spec *s, struct pk_err *err)
+{
+	if (s->version == NULL)
+		return PK_OK; /* Clusters not served */
+	if (!s->namespaced && c->namespace != NULL) {
+		pk_log_warn("watching one namespace: pools of a kind that is not namespaced are "
+		            "ignored, since their addresses in other namespaces cannot be seen",
+		            PK_LOG_STR("namespace", c->namespace),
+		            PK_LOG_STR("resource", s->resource));
+		return PK_OK;
+	}
+	struct pk_kube_informer_opts io = {
+	    .ref = {.group = s->group,
+	            .version = s->version,
+	            .resource = s->resource,
+	            .namespace = s->namespaced ? c->namespace : NULL},
+	    .label_selector = s->filtered ? c->selector : NULL,
+	    .transform = s->keep,
+	    .transform_ud = &c->cache,
+	    .release = NULL, /* free() */
+	    .handlers = s->h,
+	};
+	return pk_kube_informer_new(c->client, &io, s->slot, err) == PK_OK ? PK_OK : PK_ERR_INVALID;
+}
+
+int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
+{
+	/* IPAddresses are never filtered: every address of a pool served must be seen to be
+	 * held, whoever created it. */
+	const struct informer_spec fixed[] = {
+	    {&c->cache.claims,
+	     PK_CAPI_IPAM_GROUP,
+	     c->claim_version,
+	     "ipaddressclaims",
+	     true,
+	     true,
+	     pk_cache_keep_claim,
+	     {on_claim, on_claim_update, on_claim_delete, NULL, c}},
+	    {&c->cache.addresses,
+	     PK_CAPI_IPAM_GROUP,
+	     c->claim_version,
+	     "ipaddresses",
+	     true,
+	     false,
+	     pk_cache_keep_address,
+	     {on_address, on_address_update, on_address_delete, NULL, c}},
+	};
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (informer_new(c, &fixed[i], err) != PK_OK)
+			return PK_ERR_INVALID;
+	size_t n = 0;
+	const struct pk_pool_kind *kinds = c->backend.ops->kinds(c->backend.self, &n);
+	for (size_t i = 0; i < n && i < PK_CACHE_MAX_POOL_KINDS; i++) {
+		c->watches[i] = (struct pool_watch){c, &kinds[i]};
+		c->cache.pools[i].kind = &kinds[i];
+		c->cache.npools = i + 1;
+		struct informer_spec s = {&c->cache.pools[i].inf,
+		                          kinds[i].group,
+		                          kinds[i].version,
+		                          kinds[i].resource,
+		                          kinds[i].namespaced,
+		                          true,
+		                          pk_cache_keep_pool,
+		                          {on_pool, on_pool_update, on_pool, NULL, &c->watches[i]}};
+		if (informer_new(c, &s, err) != PK_OK)
+			return PK_ERR_INVALID;
+	}
+	struct informer_spec cl = {&c->cache.clusters,
+	                           "cluster.x-k8s.io",
+	                           c->cluster_version,
+	                           "clusters",
+	                           true,
+	                           true,
+	                           pk_cache_keep_cluster,
+	                           {on_cluster, on_cluster_update, on_cluster, NULL, c}};
+	return informer_new(c, &cl, err);
+}
+
+static void queue_claim_item(void *ud, const char *key, const void *item)
+{
+	on_claim(ud, key, item);
+}
+
+static void queue_pool_item(void *ud, const char *key, const void *item)
+{
+	struct pool_watch *w = ud;
+	(void)key;
+	json_t *pool = pk_cache_item_json(item);
+	if (pool != NULL)
+		pool_event(w->c, pool, w->kind, false);
+	json_decref(pool);
+}
+
+void ctl_queue_everything(struct pk_controller *c)
+{
+	pk_kube_informer_foreach(c->cache.claims, queue_claim_item, c);
+	for (size_t i = 0; i < c->cache.npools; i++)
+		if (c->cache.pools[i].inf != NULL)
+			pk_kube_informer_foreach(c->cache.pools[i].inf, queue_pool_item,
+			                         &c->watches[i]);
+}

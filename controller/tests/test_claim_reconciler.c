@@ -1,0 +1,512 @@
+/*
+ * test_claim_reconciler.c - the generic claim reconciler against a fake
+ * pool backend and a fake writer: allocation in one pass, exhaustion as a
+ * result, a lease abandoned only when its create surely failed, release
+ * only once the IPAddress is confirmed gone, pauses (pool, Cluster,
+ * claim), deletion never blocked by a missing Cluster or pool, and the
+ * wait for the cache to catch up with the controller's own writes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "claim_reconciler.h"
+#include "json_fixture.h"
+#include "fake_writer.h"
+
+/* ---- the fake backend ---- */
+
+struct fake_backend {
+	enum pk_pool_state state;
+	enum pk_ensure_result result;
+	int ensure_rc;
+	bool held;
+	unsigned ensures, abandons, releases, seen, checks;
+	char abandoned[64];
+};
+
+static const struct pk_pool_kind fb_kinds[] = {
+    {"IPPool", "ipam.poolkeeper.io", "v1alpha1", "ippools", true}};
+
+static const struct pk_pool_kind *fb_kinds_fn(void *self, size_t *n)
+{
+	(void)self;
+	*n = 1;
+	return fb_kinds;
+}
+
+static bool fb_serves(void *self, const json_t *ref)
+{
+	(void)self;
+	const char *g = json_string_value(json_object_get(ref, "apiGroup"));
+	return g != NULL && strcmp(g, "ipam.poolkeeper.io") == 0;
+}
+
+static int fb_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *out)
+{
+	struct fake_backend *b = self;
+	memset(out, 0, sizeof(*out));
+	out->facts.served =
+	    fb_serves(self, json_object_get(json_object_get(claim, "spec"), "poolRef"));
+	out->facts.state = b->state;
+	out->facts.in_scope = true;
+	snprintf(out->key, sizeof(out->key), "IPPool/ns/pool");
+	if (b->state != PK_POOL_MISSING)
+		out->obj = load("{'metadata': {'name': 'pool', 'namespace': 'ns', 'uid': 'pu'}}");
+	return PK_OK;
+}
+
+static void fb_check_address(void *self, const struct pk_pool_view *pool, const char *key,
+                             const json_t *claim, const json_t *address, struct pk_claim_facts *f)
+{
+	struct fake_backend *b = self;
+	(void)pool;
+	(void)key;
+	(void)claim;
+	(void)address;
+	b->checks++;
+	f->address_check = PK_ADDRESS_CONSISTENT;
+}
+
+static int fb_ensure(void *self, const struct pk_pool_view *pool, const char *key,
+                     struct pk_address_lease *l, enum pk_ensure_result *res, char *msg, size_t len)
+{
+	struct fake_backend *b = self;
+	(void)pool;
+	(void)key;
+	b->ensures++;
+	*res = b->result;
+	snprintf(msg, len, "%s", b->result == PK_ENSURE_EXHAUSTED ? "pool is full" : "");
+	memset(l, 0, sizeof(*l));
+	snprintf(l->address, sizeof(l->address), "10.0.0.5");
+	l->prefix = 24;
+	l->fresh = !b->held;
+	if (b->ensure_rc == PK_OK && b->result == PK_ENSURE_LEASED)
+		b->held = true;
+	if (b->result == PK_ENSURE_STALE)
+		b->result = PK_ENSURE_LEASED; /* released by then: a fresh lease next */
+	return b->ensure_rc;
+}
+
+static void fb_abandon(void *self, const char *key, const struct pk_address_lease *l)
+{
+	struct fake_backend *b = self;
+	b->abandons++;
+	snprintf(b->abandoned, sizeof(b->abandoned), "%s %s", key, l->address);
+	b->held = false;
+}
+
+static bool fb_holds(void *self, const char *key)
+{
+	(void)key;
+	return ((struct fake_backend *)self)->held;
+}
+
+static void fb_release(void *self, const char *key, struct pk_release_note *out)
+{
+	struct fake_backend *b = self;
+	(void)key;
+	memset(out, 0, sizeof(*out));
+	b->releases++;
+	out->released = b->held;
+	snprintf(out->address, sizeof(out->address), "10.0.0.5");
+	b->held = false;
+}
+
+static void fb_seen(void *self, const json_t *address)
+{
+	(void)address;
+	((struct fake_backend *)self)->seen++;
+}
+
+static const struct pk_backend_ops fb_ops = {
+    .kinds = fb_kinds_fn,
+    .serves = fb_serves,
+    .fetch_pool = fb_fetch_pool,
+    .check_address = fb_check_address,
+    .ensure_address = fb_ensure,
+    .abandon_address = fb_abandon,
+    .holds = fb_holds,
+    .release_address = fb_release,
+    .address_seen = fb_seen,
+};
+
+/* ---- the fixture ---- */
+
+struct fixture {
+	struct fake_backend fb;
+	struct pk_backend backend;
+	struct fake_writer fw;
+	struct pk_writer writer;
+	struct pk_metrics metrics;
+	struct pk_claim_reconciler r;
+	unsigned requeued;
+	long requeue_delay;
+};
+
+static void queue_claim(void *ud, const char *ns, const char *name, long delay_ms)
+{
+	struct fixture *fx = ud;
+	(void)ns;
+	(void)name;
+	fx->requeued++;
+	fx->requeue_delay = delay_ms;
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	assert_non_null(fx);
+	fx->fb.state = PK_POOL_ACTIVE;
+	fx->backend = (struct pk_backend){&fb_ops, &fx->fb};
+	fx->writer = fake_writer_init(&fx->fw);
+	assert_int_equal(pk_metrics_init(&fx->metrics), PK_OK);
+	fx->r = (struct pk_claim_reconciler){.backend = &fx->backend,
+	                                     .writer = &fx->writer,
+	                                     .expect = pk_expect_new(),
+	                                     .metrics = &fx->metrics,
+	                                     .ipam_version = "v1beta2",
+	                                     .queue_claim = queue_claim,
+	                                     .ud = fx};
+	assert_non_null(fx->r.expect);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	fake_writer_release(&fx->fw);
+	json_decref(fx->fw.patched);
+	pk_expect_free(fx->r.expect);
+	pk_metrics_release(&fx->metrics);
+	free(fx);
+	return 0;
+}
+
+#define CLAIM_META \
+	"'name': 'c1', 'namespace': 'ns', 'uid': 'cu', 'resourceVersion': '1', 'generation': 1"
+#define POOL_REF  "'poolRef': {'apiGroup': 'ipam.poolkeeper.io', 'kind': 'IPPool', 'name': 'pool'}"
+#define FINALIZER "'finalizers': ['ipam.poolkeeper.io/release-address']"
+
+static json_t *claim_with(const char *meta_extra, const char *spec_extra)
+{
+	return loadf("{'apiVersion': 'ipam.cluster.x-k8s.io/v1beta2', 'kind': 'IPAddressClaim', "
+	             "'metadata': {" CLAIM_META "%s}, 'spec': {" POOL_REF "%s}}",
+	             meta_extra, spec_extra);
+}
+
+/* The claim's IPAddress, owned by it, with the protect finalizer. */
+static json_t *address_of_claim(const char *extra)
+{
+	return loadf(
+	    "{'metadata': {'name': 'c1', 'namespace': 'ns', 'uid': 'au', "
+	    "'resourceVersion': '7', 'finalizers': ['ipam.poolkeeper.io/protect-address'], "
+	    "'ownerReferences': [{'kind': 'IPAddressClaim', 'uid': 'cu', 'controller': "
+	    "true}]%s}, 'spec': {'address': '10.0.0.5', 'prefix': 24, " POOL_REF
+	    ", 'claimRef': {'name': 'c1'}}}",
+	    extra);
+}
+
+static int run(struct fixture *fx, json_t *claim, json_t *address, json_t *cluster,
+               bool cluster_named)
+{
+	struct pk_claim_view v = {claim, address, cluster, cluster_named};
+	return pk_claim_reconcile(&fx->r, "ns", "c1", &v);
+}
+
+/* ---- the tests ---- */
+
+static void allocates_and_sets_ready_in_one_pass(void **state)
+{
+	struct fixture *fx = *state;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.ensures, 1);
+	int create = fake_find(&fx->fw, "create", "ipaddresses ");
+	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_true(create >= 0);
+	assert_true(status > create);
+	assert_true(fake_body_has(&fx->fw, create, "\"address\":\"10.0.0.5\""));
+	assert_true(fake_body_has(&fx->fw, status, "\"addressRef\":{\"name\":\"c1\"}"));
+	assert_true(fake_body_has(&fx->fw, status, "\"status\":\"True\""));
+	assert_int_equal(fx->fw.ncalls, 2);
+	assert_int_equal(atomic_load(&fx->metrics.allocations), 1);
+	assert_int_equal(fx->fb.abandons, 0);
+}
+
+static void puts_the_finalizer_on_first(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fw.patched = claim_with(", " FINALIZER, "");
+	assert_int_equal(run(fx, claim_with("", ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), 0);
+	assert_true(fake_body_has(&fx->fw, 0, "release-address"));
+	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), 1);
+	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims/status c1"), 2);
+}
+
+static void exhaustion_is_a_result_not_a_create(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.result = PK_ENSURE_EXHAUSTED;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
+	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_true(status >= 0);
+	assert_true(fake_body_has(&fx->fw, status, "PoolExhausted"));
+	assert_true(fake_body_has(&fx->fw, status, "pool is full"));
+	assert_int_equal(atomic_load(&fx->metrics.failures_exhausted), 1);
+	assert_int_equal(atomic_load(&fx->metrics.allocations), 0);
+}
+
+static void a_refused_create_abandons_the_lease(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fw.create_reason = PK_KUBE_INVALID;
+	fx->fw.create_code = 422;
+	assert_int_not_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.abandons, 1);
+	assert_string_equal(fx->fb.abandoned, "ns/c1 10.0.0.5");
+	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_true(fake_body_has(&fx->fw, status, "AllocationFailed"));
+	assert_int_equal(atomic_load(&fx->metrics.failures_other), 1);
+}
+
+static void a_create_perhaps_done_keeps_the_lease(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fw.create_reason = PK_KUBE_SERVER_ERROR;
+	fx->fw.create_code = 503;
+	assert_int_not_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.abandons, 0);
+	assert_true(fx->fb.held);
+}
+
+static void a_create_without_an_answer_keeps_the_lease(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fw.create_reason = PK_KUBE_CONNECTION;
+	fx->fw.create_code = 0;
+	assert_int_not_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.abandons, 0);
+	assert_true(fx->fb.held);
+}
+
+static void already_exists_is_adopted_later(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fw.create_reason = PK_KUBE_ALREADY_EXISTS;
+	fx->fw.create_code = 409;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.abandons, 1);
+	assert_int_equal(fx->requeued, 1);
+	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims/status c1"), -1);
+}
+
+#define DELETING ", 'deletionTimestamp': '2026-01-01T00:00:00Z'"
+
+static void release_waits_for_the_ipaddress_to_be_gone(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.held = true;
+	fx->fw.get_reason = PK_KUBE_OK; /* the API still has it: the cache lags */
+	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
+	                 PK_OK);
+	assert_int_equal(fx->fb.releases, 0);
+	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), -1);
+	assert_int_equal(fx->requeued, 1);
+	assert_int_equal(fx->requeue_delay, 1000);
+
+	fake_writer_release(&fx->fw);
+	fx->fw.get_reason = PK_KUBE_NOT_FOUND;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
+	                 PK_OK);
+	assert_int_equal(fx->fb.releases, 1);
+	assert_int_equal(fake_find(&fx->fw, "get", "ipaddresses c1"), 0);
+	int fin = fake_find(&fx->fw, "patch", "ipaddressclaims c1");
+	assert_true(fin > 0);
+	assert_true(fake_body_has(&fx->fw, fin, "\"op\":\"remove\""));
+	assert_int_equal(atomic_load(&fx->metrics.releases), 1);
+}
+
+static void deleting_claim_with_its_ipaddress_deletes_it_first(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.held = true;
+	json_t *a = address_of_claim("");
+	json_object_del(json_object_get(a, "metadata"), "finalizers");
+	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), a, NULL, false), PK_OK);
+	assert_int_equal(fake_find(&fx->fw, "delete", "ipaddresses c1"), 0);
+	assert_int_equal(fx->fb.releases, 0);
+	assert_int_equal(fx->fb.seen, 1);
+}
+
+static void a_claim_gone_releases_once_its_ipaddress_is_gone(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.held = true;
+	assert_int_equal(run(fx, NULL, NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.releases, 1);
+	/* not held: no read, no release */
+	fake_writer_release(&fx->fw);
+	assert_int_equal(run(fx, NULL, NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(fx->fb.releases, 1);
+}
+
+static void deletion_not_blocked_by_missing_cluster_or_pool(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.state = PK_POOL_MISSING;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ", 'clusterName': 'gone'"),
+	                     NULL, NULL, true),
+	                 PK_OK);
+	int fin = fake_find(&fx->fw, "patch", "ipaddressclaims c1");
+	assert_true(fin >= 0);
+	assert_true(fake_body_has(&fx->fw, fin, "release-address"));
+	assert_int_equal(fx->fb.ensures, 0);
+}
+
+/* Nothing is allocated while something is paused; an unbound claim says so (or waits). */
+static void assert_paused(struct fixture *fx)
+{
+	assert_int_equal(fx->fb.ensures, 0);
+	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
+	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	if (status >= 0)
+		assert_true(fake_body_has(&fx->fw, status, "Paused"));
+}
+
+static void paused_pool_allocates_nothing(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.state = PK_POOL_PAUSED;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_paused(fx);
+}
+
+static void paused_cluster_allocates_nothing(void **state)
+{
+	struct fixture *fx = *state;
+	json_t *cluster = load("{'metadata': {'name': 'prod', 'namespace': 'ns'}, "
+	                       "'spec': {'paused': true}}");
+	assert_int_equal(
+	    run(fx, claim_with(", " FINALIZER, ", 'clusterName': 'prod'"), NULL, cluster, true),
+	    PK_OK);
+	assert_paused(fx);
+}
+
+static void paused_claim_allocates_nothing(void **state)
+{
+	struct fixture *fx = *state;
+	assert_int_equal(
+	    run(fx,
+	        claim_with(", " FINALIZER ", 'annotations': {'cluster.x-k8s.io/paused': ''}", ""),
+	        NULL, NULL, false),
+	    PK_OK);
+	assert_paused(fx);
+	assert_true(fake_find(&fx->fw, "patch", "ipaddressclaims/status c1") >= 0);
+}
+
+static void paused_deleting_claim_keeps_its_address(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.held = true;
+	fx->fb.state = PK_POOL_PAUSED;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
+	                 PK_OK);
+	assert_int_equal(fx->fb.releases, 0);
+	assert_int_equal(fx->fw.ncalls, 0);
+}
+
+static void not_served_is_left_alone(void **state)
+{
+	struct fixture *fx = *state;
+	json_t *claim = load("{'metadata': {" CLAIM_META "}, 'spec': {'poolRef': {'apiGroup': "
+	                     "'ipam.example.com', 'kind': 'Pool', 'name': 'x'}}}");
+	assert_int_equal(run(fx, claim, NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(fx->fb.ensures, 0);
+}
+
+static void adopts_a_consistent_ipaddress(void **state)
+{
+	struct fixture *fx = *state;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), address_of_claim(""), NULL, false),
+	                 PK_OK);
+	assert_int_equal(fx->fb.seen, 1);
+	assert_int_equal(fx->fb.checks, 1);
+	assert_int_equal(fx->fb.ensures, 0);
+	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_int_equal(status, 0);
+	assert_true(fake_body_has(&fx->fw, status, "\"addressRef\":{\"name\":\"c1\"}"));
+}
+
+static void stale_lease_is_released_before_a_fresh_one(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.held = true;
+	fx->fb.result = PK_ENSURE_STALE;
+	fx->fw.get_reason = PK_KUBE_OK; /* still there: wait */
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.releases, 0);
+	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
+	fx->fb.result = PK_ENSURE_STALE;
+	fx->fw.get_reason = PK_KUBE_NOT_FOUND;
+	fake_writer_release(&fx->fw);
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.releases, 1);
+	assert_int_equal(fx->fb.ensures, 3);
+	assert_true(fake_find(&fx->fw, "create", "ipaddresses ") > 0);
+}
+
+static void waits_for_the_cache_to_catch_up(void **state)
+{
+	struct fixture *fx = *state;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	size_t writes = fx->fw.ncalls;
+	assert_int_equal(writes, 2);
+	/* The watch has not brought the writes back: the same old view waits, writing nothing. */
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fw.ncalls, writes);
+	assert_int_equal(fx->requeued, 1);
+	assert_true(fx->requeue_delay > 0);
+	assert_int_equal(fx->fb.ensures, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(allocates_and_sets_ready_in_one_pass, setup, teardown),
+	    cmocka_unit_test_setup_teardown(puts_the_finalizer_on_first, setup, teardown),
+	    cmocka_unit_test_setup_teardown(exhaustion_is_a_result_not_a_create, setup, teardown),
+	    cmocka_unit_test_setup_teardown(a_refused_create_abandons_the_lease, setup, teardown),
+	    cmocka_unit_test_setup_teardown(a_create_perhaps_done_keeps_the_lease, setup, teardown),
+	    cmocka_unit_test_setup_teardown(a_create_without_an_answer_keeps_the_lease, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(already_exists_is_adopted_later, setup, teardown),
+	    cmocka_unit_test_setup_teardown(release_waits_for_the_ipaddress_to_be_gone, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(deleting_claim_with_its_ipaddress_deletes_it_first,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(a_claim_gone_releases_once_its_ipaddress_is_gone, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(deletion_not_blocked_by_missing_cluster_or_pool, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(paused_pool_allocates_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(paused_cluster_allocates_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(paused_claim_allocates_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(paused_deleting_claim_keeps_its_address, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(not_served_is_left_alone, setup, teardown),
+	    cmocka_unit_test_setup_teardown(adopts_a_consistent_ipaddress, setup, teardown),
+	    cmocka_unit_test_setup_teardown(stale_lease_is_released_before_a_fresh_one, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(waits_for_the_cache_to_catch_up, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
