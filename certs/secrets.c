@@ -55,7 +55,7 @@ int pk_secrets_value(const json_t *secret, const char *key, const char *where, c
 {
 	*out = NULL;
 	*len = 0;
-	const json_t *v = json_object_get(json_object_get(secret, "data"), key);
+	const json_t *v = pk_json_path(secret, "data", key);
 	if (v == NULL || json_is_null(v))
 		return PK_OK;
 	const char *s = json_string_value(v);
