@@ -81,12 +81,12 @@ json_t *pk_cabundle_patch(const json_t *cfg, const char *b64, size_t *changed, s
 	for (size_t i = 0; i < *total; i++) {
 		const json_t *h = json_array_get(hooks, i);
 		const json_t *cc = json_object_get(h, "clientConfig");
-		const char *have = pk_kube_json_str(cc, "caBundle");
+		const char *have = pk_json_cstr_at(cc, "caBundle");
 		if (have != NULL && strcmp(have, b64) == 0)
 			continue;
 		char path[96];
 		snprintf(path, sizeof(path), "/webhooks/%zu/name", i);
-		const char *name = pk_kube_json_str(h, "name");
+		const char *name = pk_json_cstr_at(h, "name");
 		if (!op(patch, "test", path, name != NULL ? json_string(name) : json_null()))
 			goto nomem;
 		if (json_is_object(cc)) {

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file.h"
+
 static int path_of(char *buf, size_t len, const char *dir, const char *name, struct pk_err *err)
 {
 	int n = snprintf(buf, len, "%s/%s", dir, name);
@@ -61,47 +63,24 @@ int pk_outdir_read(const char *dir, const char *name, char **data, size_t *len, 
 	if (fd < 0)
 		return pk_err_set(err, PK_ERR_INVALID, "cannot read %s: %s", p, strerror(errno));
 	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
 	if (fstat(fd, &st) != 0) {
 		rc = pk_err_set(err, PK_ERR_INVALID, "cannot read %s: %s", p, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
+	} else if (!S_ISREG(st.st_mode)) {
 		rc = pk_err_set(err, PK_ERR_INVALID, "%s is not a regular file", p);
-		goto out;
-	}
-	buf = malloc(PK_OUTDIR_MAX_FILE + 1);
-	if (buf == NULL) {
-		rc = pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	for (;;) {
-		ssize_t r = read(fd, buf + got, PK_OUTDIR_MAX_FILE + 1 - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
+	} else {
+		int errnum = 0;
+		rc = pk_read_fd(fd, PK_OUTDIR_MAX_FILE, data, len, &errnum);
+		if (rc == PK_ERR_IO)
 			rc = pk_err_set(err, PK_ERR_INVALID, "cannot read %s: %s", p,
-			                strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-		if (got > PK_OUTDIR_MAX_FILE) {
+			                strerror(errnum));
+		else if (rc == PK_ERR_TOO_BIG)
 			rc = pk_err_set(err, PK_ERR_INVALID, "%s is larger than %u bytes", p,
 			                PK_OUTDIR_MAX_FILE);
-			goto out;
-		}
+		else if (rc != PK_OK)
+			rc = pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
-	buf[got] = '\0';
-	*data = buf;
-	*len = got;
-	buf = NULL;
-	if (mode != NULL)
+	if (rc == PK_OK && mode != NULL)
 		*mode = st.st_mode & 07777;
-out:
-	free(buf);
 	close(fd);
 	return rc;
 }

@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "api.h"
+#include "base64.h"
 #include "apierr.h"
 
 static struct pk_kube_ref secret_ref(const char *ns, const char *name)
@@ -35,7 +34,7 @@ int pk_secrets_get(struct pk_kube_client *c, const char *ns, const char *name, j
 	if (kr != PK_KUBE_OK)
 		return pk_apierr(err, object, "get", PK_SECRET_RESOURCE, ns, &e);
 	/* The API server fills in Opaque when a Secret is created without a type. */
-	const char *type = pk_kube_json_str(obj, "type");
+	const char *type = pk_json_cstr_at(obj, "type");
 	if (type == NULL)
 		type = "Opaque";
 	if (strcmp(type, PK_SECRET_TLS_TYPE) != 0) {
@@ -56,7 +55,7 @@ int pk_secrets_value(const json_t *secret, const char *key, const char *where, c
 {
 	*out = NULL;
 	*len = 0;
-	const json_t *v = json_object_get(json_object_get(secret, "data"), key);
+	const json_t *v = pk_json_path(secret, "data", key);
 	if (v == NULL || json_is_null(v))
 		return PK_OK;
 	const char *s = json_string_value(v);
@@ -64,22 +63,11 @@ int pk_secrets_value(const json_t *secret, const char *key, const char *where, c
 		return pk_err_set(err, PK_ERR_INVALID, "%s: not a string", where);
 	unsigned char *d = NULL;
 	size_t n = 0;
-	if (pk_kube_base64_decode(s, json_string_length(v), &d, &n) != PK_OK)
+	if (pk_base64_decode(s, json_string_length(v), &d, &n) != PK_OK)
 		return pk_err_set(err, PK_ERR_INVALID, "%s: not base64", where);
 	*out = (char *)d;
 	*len = n;
 	return PK_OK;
-}
-
-char *pk_secrets_base64(const char *data, size_t len)
-{
-	if (len > INT_MAX / 2)
-		return NULL;
-	char *out = malloc(4 * ((len + 2) / 3) + 1);
-	if (out == NULL)
-		return NULL;
-	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)data, (int)len);
-	return out;
 }
 
 /* obj[key] as an object, created when missing. Borrowed. */
@@ -113,7 +101,7 @@ json_t *pk_secrets_build(const json_t *existing, const char *ns, const char *nam
 	if (data == NULL)
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
-		char *b64 = pk_secrets_base64(kv[i].value, kv[i].len);
+		char *b64 = pk_base64_encode(kv[i].value, kv[i].len);
 		if (b64 == NULL || json_object_set_new(data, kv[i].key, json_string(b64)) != 0) {
 			free(b64);
 			goto fail;

@@ -68,8 +68,4 @@ PK_MUST_CHECK int pk_secrets_write(struct pk_kube_client *c, const char *ns, con
                                    const json_t *obj, bool create, bool dry_run,
                                    struct pk_err *err);
 
-/* Standard base64 of data[0..len) without line breaks, as a new string; NULL when out of
- * memory. */
-char *pk_secrets_base64(const char *data, size_t len);
-
 #endif

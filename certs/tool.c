@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "base64.h"
 #include "log.h"
 #include "outdir.h"
 #include "secrets.h"
@@ -44,7 +45,7 @@ static int configs_plan(const struct pk_tool_opts *o, struct configs *c,
 {
 	if (o->nconfigs == 0)
 		return PK_OK;
-	char *b64 = pk_secrets_base64(bundle->pem, bundle->len);
+	char *b64 = pk_base64_encode(bundle->pem, bundle->len);
 	if (b64 == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	int rc = PK_OK;

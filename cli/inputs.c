@@ -8,19 +8,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
+
 static int push(struct pk_inputs *in, const char *path, struct pk_err *err)
 {
 	if (in->n >= PK_INPUTS_MAX_FILES)
-		return pk_err_set(err, PK_ERR_NOMEM, "more than %d files to lint",
+		return pk_err_set(err, PK_ERR_TOO_BIG, "more than %d files to lint",
 		                  PK_INPUTS_MAX_FILES);
-	if (in->n == in->cap) {
-		size_t cap = in->cap ? in->cap * 2 : 16;
-		char **p = realloc(in->paths, cap * sizeof(*p));
-		if (p == NULL)
-			return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-		in->paths = p;
-		in->cap = cap;
-	}
+	if (pk_array_reserve(&in->paths, &in->cap, in->n + 1, sizeof(*in->paths)) != PK_OK)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	char *copy = strdup(path);
 	if (copy == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
@@ -84,19 +80,13 @@ static int add_dir(struct pk_inputs *in, const char *dir, bool recursive, unsign
 		if (e->d_name[0] == '.')
 			continue;
 		if (n >= PK_INPUTS_MAX_FILES) {
-			rc = pk_err_set(err, PK_ERR_NOMEM, "%s: more than %d entries", dir,
+			rc = pk_err_set(err, PK_ERR_TOO_BIG, "%s: more than %d entries", dir,
 			                PK_INPUTS_MAX_FILES);
 			break;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			char **p = realloc(names, ncap * sizeof(*p));
-			if (p == NULL) {
-				rc = pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-				break;
-			}
-			names = p;
-			cap = ncap;
+		if (pk_array_reserve(&names, &cap, n + 1, sizeof(*names)) != PK_OK) {
+			rc = pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+			break;
 		}
 		names[n] = strdup(e->d_name);
 		if (names[n] == NULL) {

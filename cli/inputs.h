@@ -24,8 +24,9 @@ struct pk_inputs {
 
 /*
  * Appends what `arg` names. A path that does not exist or a directory that
- * cannot be listed is PK_ERR_INVALID with the path and the reason in err;
- * what was added before stays. `*found` (may be NULL) is set to the number
+ * cannot be listed is PK_ERR_INVALID with the path and the reason in err,
+ * more than PK_INPUTS_MAX_FILES files (or entries in one directory)
+ * PK_ERR_TOO_BIG; what was added before stays. `*found` (may be NULL) is set to the number
  * of files this argument contributed.
  */
 PK_MUST_CHECK int pk_inputs_add(struct pk_inputs *in, const char *arg, bool recursive,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "manifest.h"
 #include "pool.h"
 #include "pool_lookup.h"
@@ -22,7 +23,7 @@ struct pk_lint {
 	size_t n_manifests, cap_manifests;
 	struct pk_lint_object *objects;
 	struct lint_internal *internal;
-	size_t n_objects, cap_objects;
+	size_t n_objects, cap_objects, cap_internal;
 	struct pk_lint_problem *problems;
 	size_t n_problems, cap_problems;
 	size_t files;
@@ -79,22 +80,10 @@ void pk_lint_free(struct pk_lint *l)
 	free(l);
 }
 
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return PK_OK;
-	size_t ncap = *cap ? *cap * 2 : 16;
-	void *q = realloc(*p, ncap * size);
-	if (q == NULL)
-		return PK_ERR_NOMEM;
-	*p = q;
-	*cap = ncap;
-	return PK_OK;
-}
-
 static int add_problem(struct pk_lint *l, const char *source, const char *message, bool unreadable)
 {
-	if (grow((void **)&l->problems, &l->cap_problems, l->n_problems, sizeof(*l->problems)))
+	if (pk_array_reserve(&l->problems, &l->cap_problems, l->n_problems + 1,
+	                     sizeof(*l->problems)) != PK_OK)
 		return PK_ERR_NOMEM;
 	struct pk_lint_problem *p = &l->problems[l->n_problems];
 	p->source = strdup(source);
@@ -115,27 +104,14 @@ int pk_lint_add_unreadable(struct pk_lint *l, const char *source, const char *me
 	return add_problem(l, source, message, true);
 }
 
-static const char *object_string(const json_t *obj, const char *key)
-{
-	return json_string_value(json_object_get(obj, key));
-}
-
 static int add_object(struct pk_lint *l, const struct pk_manifest *m,
                       const struct pk_manifest_doc *d)
 {
-	/* objects and internal grow together; cap_objects tracks both. */
-	if (l->n_objects == l->cap_objects) {
-		size_t ncap = l->cap_objects ? l->cap_objects * 2 : 16;
-		struct pk_lint_object *o = realloc(l->objects, ncap * sizeof(*o));
-		if (o == NULL)
-			return PK_ERR_NOMEM;
-		l->objects = o;
-		struct lint_internal *in = realloc(l->internal, ncap * sizeof(*in));
-		if (in == NULL)
-			return PK_ERR_NOMEM;
-		l->internal = in;
-		l->cap_objects = ncap;
-	}
+	/* objects and internal grow in step, each with its own capacity */
+	size_t need = l->n_objects + 1;
+	if (pk_array_reserve(&l->objects, &l->cap_objects, need, sizeof(*l->objects)) != PK_OK ||
+	    pk_array_reserve(&l->internal, &l->cap_internal, need, sizeof(*l->internal)) != PK_OK)
+		return PK_ERR_NOMEM;
 	struct pk_lint_object *o = &l->objects[l->n_objects];
 	struct lint_internal *in = &l->internal[l->n_objects];
 	memset(o, 0, sizeof(*o));
@@ -145,11 +121,10 @@ static int add_object(struct pk_lint *l, const struct pk_manifest *m,
 	o->line = d->line;
 	o->document = d->document;
 	o->item = d->item;
-	o->api_version = object_string(d->value, "apiVersion");
-	o->kind = object_string(d->value, "kind");
-	const json_t *meta = json_object_get(d->value, "metadata");
-	o->namespace_ = object_string(meta, "namespace");
-	o->name = object_string(meta, "name");
+	o->api_version = pk_json_cstr_at(d->value, "apiVersion");
+	o->kind = pk_json_cstr_at(d->value, "kind");
+	o->namespace_ = pk_json_meta_cstr(d->value, "namespace");
+	o->name = pk_json_meta_cstr(d->value, "name");
 	in->value = d->value;
 	l->n_objects++;
 	return PK_OK;
@@ -170,8 +145,8 @@ int pk_lint_add_buffer(struct pk_lint *l, const char *buf, size_t len, const cha
 		free(m);
 		return add_problem(l, source, err.msg, false);
 	}
-	if (grow((void **)&l->manifests, &l->cap_manifests, l->n_manifests,
-	         sizeof(*l->manifests))) {
+	if (pk_array_reserve(&l->manifests, &l->cap_manifests, l->n_manifests + 1,
+	                     sizeof(*l->manifests)) != PK_OK) {
 		pk_manifest_free(m);
 		free(m);
 		return PK_ERR_NOMEM;
@@ -219,9 +194,8 @@ char *pk_lint_describe_object(const struct pk_lint_object *o, char *buf, size_t 
 /* The API server refuses an object without a name (generateName only on create). */
 static void check_name(const json_t *obj, struct pk_violations *v)
 {
-	const json_t *meta = json_object_get(obj, "metadata");
-	const char *name = object_string(meta, "name");
-	const char *gen = object_string(meta, "generateName");
+	const char *name = pk_json_meta_cstr(obj, "name");
+	const char *gen = pk_json_meta_cstr(obj, "generateName");
 	if ((name == NULL || name[0] == '\0') && (gen == NULL || gen[0] == '\0'))
 		pk_violations_add(v, PK_SEV_DENY, "metadata.name",
 		                  "required: the API server refuses an object without a name");
@@ -240,7 +214,7 @@ static void check_pool_object(struct pk_lint_object *o, struct lint_internal *in
 		return;
 	struct pk_violations scratch;
 	pk_violations_init(&scratch);
-	if (pk_pool_decode(json_object_get(in->value, "spec"), p, &scratch) != PK_OK ||
+	if (pk_pool_decode(pk_json_path(in->value, "spec"), p, &scratch) != PK_OK ||
 	    p->usable == NULL) {
 		pk_pool_release(p);
 		free(p);
@@ -297,8 +271,7 @@ static int check_ipaddress_object(const struct pk_lint *l, struct pk_lint_object
 	pk_rules_check_ipaddress(in->value, NULL, o->violations);
 	check_name(in->value, o->violations);
 	if (pk_violations_count(o->violations, PK_SEV_DENY) > 0 ||
-	    !pk_rules_is_poolkeeper_pool_ref(
-	        json_object_get(json_object_get(in->value, "spec"), "poolRef")))
+	    !pk_rules_is_poolkeeper_pool_ref(pk_json_path(in->value, "spec", "poolRef")))
 		return PK_OK;
 	return pk_pool_lookup_check_ipaddress_pool(&l->lookup, effective_namespace(o), in->value,
 	                                           o->violations, &err);
@@ -626,7 +599,7 @@ static int lookup_list_pool_addresses(void *ctx, const char *kind, const char *n
 	for (size_t i = 0; i < l->n_objects; i++) {
 		const struct pk_lint_object *o = &l->objects[i];
 		const json_t *v = l->internal[i].value;
-		const json_t *ref = json_object_get(json_object_get(v, "spec"), "poolRef");
+		const json_t *ref = pk_json_path(v, "spec", "poolRef");
 		const char *ons = effective_namespace(o), *rname = pk_json_cstr_at(ref, "name");
 		const char *rkind = pk_json_cstr_at(ref, "kind");
 		if (name == NULL || !is_kind(o, PK_CAPI_IPAM_GROUP, PK_ADDRESS_KIND) ||

@@ -64,7 +64,8 @@ struct pk_lint_object {
 	char origin[PK_LINT_ORIGIN_MAX]; /* "examples/pool.yaml:12 (document 2)" */
 	const char *source;
 	size_t line, document, item; /* see struct pk_manifest_doc */
-	/* Borrowed from the loaded object; NULL when absent or not a string. */
+	/* Borrowed from the loaded object; NULL when absent, not a string, or holding a NUL
+	 * (read as the rules read them: pk_json_cstr). */
 	const char *api_version, *kind, *namespace_, *name;
 	enum pk_lint_status status;
 	const char *note;                 /* why it was skipped; static text */

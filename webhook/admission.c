@@ -7,7 +7,6 @@
  * response.warnings, which kubectl prints as "Warning:" lines; mutations
  * are a base64 JSONPatch.
  */
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 
 #include "addr_spec.h"
 #include "admission.h"
+#include "base64.h"
 #include "pool.h"
 #include "pool_lookup.h"
 #include "rules.h"
@@ -99,19 +99,6 @@ static void apply(struct verdict *v, const struct pk_violations *vs, enum pk_enf
 	}
 }
 
-/* ---- small JSON helpers ---- */
-
-static const char *meta_str(const json_t *obj, const char *key)
-{
-	return pk_json_cstr_at(json_object_get(obj, "metadata"), key);
-}
-
-static bool has_annotation(const json_t *obj, const char *key)
-{
-	const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
-	return json_is_object(ann) && json_object_get(ann, key) != NULL;
-}
-
 /* Rejects JSON nested deeper than max before jansson's recursive parser runs. */
 static bool depth_ok(const char *s, size_t n, int max)
 {
@@ -136,16 +123,6 @@ static bool depth_ok(const char *s, size_t n, int max)
 		}
 	}
 	return true;
-}
-
-static int b64(const char *in, size_t n, char **out)
-{
-	size_t cap = 4 * ((n + 2) / 3) + 1;
-	*out = malloc(cap);
-	if (*out == NULL)
-		return PK_ERR_NOMEM;
-	EVP_EncodeBlock((unsigned char *)*out, (const unsigned char *)in, (int)n);
-	return PK_OK;
 }
 
 /* What the envelope of one request says. */
@@ -444,7 +421,8 @@ static void mutate_claim(const struct pk_admission_config *cfg, const struct req
 	    plan.candidate < 0 ? NULL : json_array_get(refs, (size_t)plan.candidate);
 	if (plan.set_block_owner_deletion)
 		check_block_owner_deletion(cfg, rq->user_info,
-		                           rq->ns != NULL ? rq->ns : meta_str(obj, "namespace"),
+		                           rq->ns != NULL ? rq->ns
+		                                          : pk_json_meta_cstr(obj, "namespace"),
 		                           ref, what, &plan, v);
 	if (!pk_rules_claim_repair_any(&plan))
 		return;
@@ -487,10 +465,11 @@ static void review_claim(const struct pk_admission_config *cfg, enum pk_admissio
  */
 static bool cleanup_update(const json_t *obj, const json_t *old)
 {
-	const json_t *nf = json_object_get(json_object_get(obj, "metadata"), "finalizers");
-	const json_t *of = json_object_get(json_object_get(old, "metadata"), "finalizers");
-	return meta_str(obj, "deletionTimestamp") != NULL ||
-	       has_annotation(obj, PK_DELETE_FOR_MOVE_ANNOTATION) ||
+	const json_t *nf = pk_json_path(obj, "metadata", "finalizers");
+	const json_t *of = pk_json_path(old, "metadata", "finalizers");
+	return pk_json_meta_cstr(obj, "deletionTimestamp") != NULL ||
+	       pk_json_path(obj, "metadata", "annotations", PK_DELETE_FOR_MOVE_ANNOTATION) !=
+	           NULL ||
 	       json_array_size(nf) < json_array_size(of);
 }
 
@@ -681,7 +660,7 @@ static bool parse_request(const json_t *root, struct request *rq, int *http_stat
 	if (rq->name != NULL && rq->name[0] == '\0')
 		rq->name = NULL;
 	if (rq->name == NULL)
-		rq->name = meta_str(writes ? rq->obj : rq->old, "name");
+		rq->name = pk_json_meta_cstr(writes ? rq->obj : rq->old, "name");
 	if (rq->name != NULL && rq->name[0] == '\0')
 		rq->name = NULL;
 	if (!json_is_object(rq->old))
@@ -733,8 +712,8 @@ static json_t *respond(const struct request *rq, const struct verdict *v)
 		json_object_set(resp, "warnings", v->warnings);
 	if (v->allowed && v->patch != NULL) {
 		char *text = json_dumps(v->patch, JSON_COMPACT);
-		char *enc = NULL;
-		if (text != NULL && b64(text, strlen(text), &enc) == PK_OK) {
+		char *enc = text != NULL ? pk_base64_encode(text, strlen(text)) : NULL;
+		if (enc != NULL) {
 			json_object_set_new(resp, "patchType", json_string("JSONPatch"));
 			json_object_set_new(resp, "patch", json_string(enc));
 		}

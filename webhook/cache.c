@@ -70,11 +70,11 @@ static bool make_pool_key(const char *kind, const char *ns, const char *name, ch
  * reference is to the IPPool of the address's own namespace. */
 static bool address_pool_key(const json_t *addr, char *buf, size_t len)
 {
-	const json_t *ref = json_object_get(json_object_get(addr, "spec"), "poolRef");
+	const json_t *ref = pk_json_path(addr, "spec", "poolRef");
 	const char *group = pk_json_cstr_at(ref, "apiGroup");
 	const char *kind = pk_json_cstr_at(ref, "kind");
 	const char *name = pk_json_cstr_at(ref, "name");
-	const char *ns = pk_json_cstr_at(json_object_get(addr, "metadata"), "namespace");
+	const char *ns = pk_json_meta_cstr(addr, "namespace");
 	if (group == NULL || kind == NULL || name == NULL || name[0] == '\0' ||
 	    strcmp(group, PK_POOL_GROUP) != 0)
 		return false;

@@ -85,7 +85,7 @@ static int live_list_pools(struct pk_lookup *l, const char *kind, const char *ns
 
 static bool names_pool(const json_t *addr, const char *kind, const char *name)
 {
-	const json_t *ref = json_object_get(json_object_get(addr, "spec"), "poolRef");
+	const json_t *ref = pk_json_path(addr, "spec", "poolRef");
 	const char *g = pk_json_cstr_at(ref, "apiGroup");
 	const char *k = pk_json_cstr_at(ref, "kind");
 	const char *n = pk_json_cstr_at(ref, "name");
@@ -564,7 +564,7 @@ int pk_lookup_may_block_owner_deletion(void *ctx, const json_t *user_info, const
 	json_decref(review);
 	if (kr != PK_KUBE_OK)
 		return failed(err, PK_SUBJECT_ACCESS_REVIEW_KIND, &e);
-	*allowed = json_is_true(json_object_get(json_object_get(out, "status"), "allowed"));
+	*allowed = json_is_true(pk_json_path(out, "status", "allowed"));
 	json_decref(out);
 	return PK_OK;
 }

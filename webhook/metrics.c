@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
 /* Upper bounds, in seconds; admission answers are sub-millisecond when healthy. */
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                  0.1,    0.25,  0.5,    1,     2.5,  5,     10};
@@ -186,11 +188,9 @@ uint64_t pk_metrics_get_reloads(const struct pk_metrics *m, bool ok)
 	return atomic_load_explicit(&m->reloads[ok ? 1 : 0], memory_order_relaxed);
 }
 
-/* A growing text buffer with a hard cap; `failed` sticks once a write fails. */
+/* The exposition text under a hard cap; `failed` sticks once a write fails. */
 struct text {
-	char *buf;
-	size_t len;
-	size_t cap;
+	struct pk_buf b;
 	bool failed;
 };
 
@@ -201,32 +201,11 @@ static void text_add(struct text *t, const char *fmt, ...)
 {
 	if (t->failed)
 		return;
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			t->failed = true;
-			return;
-		}
-		if ((size_t)n < t->cap - t->len) {
-			t->len += (size_t)n;
-			return;
-		}
-		size_t ncap = t->cap * 2;
-		if (ncap > TEXT_MAX) {
-			t->failed = true;
-			return;
-		}
-		char *nb = realloc(t->buf, ncap);
-		if (nb == NULL) {
-			t->failed = true;
-			return;
-		}
-		t->buf = nb;
-		t->cap = ncap;
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	if (pk_buf_vprintf(&t->b, fmt, ap) != PK_OK)
+		t->failed = true;
+	va_end(ap);
 }
 
 static unsigned long long load(const atomic_uint_fast64_t *v)
@@ -331,18 +310,17 @@ static void render_repairs(struct text *t, const struct pk_metrics *m)
 
 char *pk_metrics_render(const struct pk_metrics *m, size_t *len)
 {
-	struct text t = {.buf = malloc(8192), .len = 0, .cap = 8192, .failed = false};
-	if (t.buf == NULL)
+	struct text t = {.failed = false};
+	pk_buf_init(&t.b, TEXT_MAX - 1);
+	if (pk_buf_reserve(&t.b, 8191) != PK_OK)
 		return NULL;
-	t.buf[0] = '\0';
 	render_requests(&t, m);
 	render_durations(&t, m);
 	render_certificate(&t, m);
 	render_repairs(&t, m);
 	if (t.failed) {
-		free(t.buf);
+		pk_buf_free(&t.b);
 		return NULL;
 	}
-	*len = t.len;
-	return t.buf;
+	return pk_buf_take(&t.b, len);
 }

@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 #include <pthread.h>
 
+#include "buf.h"
 #include "httpd.h"
 #include "log.h"
 
@@ -48,16 +49,20 @@ struct pk_server {
 struct request {
 	struct timespec start;
 	enum pk_admission_endpoint endpoint;
-	char *body;
-	size_t len;       /* bytes kept in body */
-	size_t cap;       /* bytes allocated */
-	size_t received;  /* bytes seen, kept or not */
-	size_t announced; /* Content-Length, when within the cap */
-	size_t reserved;  /* bytes of s->large_bodies this request holds */
+	struct pk_buf body; /* capped at PK_ADMISSION_MAX_BODY */
+	size_t received;    /* bytes seen, kept or not */
+	size_t announced;   /* Content-Length, when within the cap */
+	size_t reserved;    /* bytes of s->large_bodies this request holds */
 	bool too_big;
 	bool late;   /* body still arriving after request_timeout */
 	bool costly; /* used enough memory to be worth handing back afterwards */
 };
+
+/* The body kept, as text ("" when none was). */
+static const char *body_text(const struct request *rq)
+{
+	return rq->body.p != NULL ? rq->body.p : "";
+}
 
 static double seconds_since(const struct timespec *t)
 {
@@ -221,19 +226,19 @@ static enum MHD_Result finish_request(struct pk_server *s, struct MHD_Connection
 	 * parse per byte of text at worst): only larger ones are parsed twice. */
 	size_t peak = 0;
 	bool fits =
-	    rq->len <= PK_SERVER_SMALL_BODY || parse_fits(rq->body ? rq->body : "", rq->len, &peak);
+	    rq->body.len <= PK_SERVER_SMALL_BODY || parse_fits(body_text(rq), rq->body.len, &peak);
 	rq->costly = peak > PK_SERVER_PARSE_BUDGET / 8;
 	if (!fits) {
 		pk_metrics_observe_request(s->cfg.metrics, rq->endpoint, PK_METRICS_ERROR,
 		                           seconds_since(&rq->start));
 		pk_log_debug("admission request refused: parsing it takes too much memory",
-		             PK_LOG_UINT("bytes", rq->len));
+		             PK_LOG_UINT("bytes", rq->body.len));
 		return send_error(s, conn, MHD_HTTP_CONTENT_TOO_LARGE, s->too_deep_json, NULL);
 	}
 	int status = 500;
 	json_t *resp = NULL;
-	pk_admission_review(s->cfg.admission, rq->endpoint, rq->body ? rq->body : "", rq->len,
-	                    &status, &resp);
+	pk_admission_review(s->cfg.admission, rq->endpoint, body_text(rq), rq->body.len, &status,
+	                    &resp);
 	enum MHD_Result ret = send_json(s, conn, (unsigned)status, resp);
 	pk_metrics_observe_request(s->cfg.metrics, rq->endpoint, result_of(status, resp),
 	                           seconds_since(&rq->start));
@@ -262,36 +267,21 @@ static enum MHD_Result take_body(struct pk_server *s, struct request *rq, const 
 	if (elapsed > (double)s->cfg.request_timeout) {
 		/* Late: the answer is 408 whatever the body says; stop keeping it. */
 		rq->late = true;
-		free(rq->body);
-		rq->body = NULL;
-		rq->len = rq->cap = 0;
+		pk_buf_free(&rq->body);
 	}
 	if (rq->too_big || rq->late)
 		return MHD_YES;
-	if (rq->received > PK_ADMISSION_MAX_BODY) {
+	/* The announced length, at once: no doubling, no copies, no 2 MiB + 3 MiB peak. */
+	int rc = rq->body.cap == 0 && rq->announced > n ? pk_buf_reserve(&rq->body, rq->announced)
+	                                                : PK_OK;
+	if (rc == PK_OK)
+		rc = pk_buf_append(&rq->body, data, n);
+	if (rc == PK_ERR_TOO_BIG) {
 		rq->too_big = true;
-		free(rq->body);
-		rq->body = NULL;
-		rq->len = rq->cap = 0;
+		pk_buf_free(&rq->body);
 		return MHD_YES;
 	}
-	if (rq->len + n + 1 > rq->cap) {
-		/* The announced length, at once: no doubling, no copies, no 2 MiB + 3 MiB peak. */
-		size_t ncap = rq->cap ? rq->cap : rq->announced + 1;
-		while (ncap < rq->len + n + 1)
-			ncap *= 2;
-		if (ncap > PK_ADMISSION_MAX_BODY + 1)
-			ncap = PK_ADMISSION_MAX_BODY + 1;
-		char *nb = realloc(rq->body, ncap);
-		if (nb == NULL)
-			return MHD_NO;
-		rq->body = nb;
-		rq->cap = ncap;
-	}
-	memcpy(rq->body + rq->len, data, n);
-	rq->len += n;
-	rq->body[rq->len] = '\0';
-	return MHD_YES;
+	return rc == PK_OK ? MHD_YES : MHD_NO;
 }
 
 static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -365,6 +355,7 @@ static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, co
 	rq->too_big = too_big;
 	rq->announced = too_big ? 0 : (size_t)clen;
 	rq->reserved = reserve;
+	pk_buf_init(&rq->body, PK_ADMISSION_MAX_BODY);
 	*con_cls = rq;
 	atomic_fetch_add(&s->in_flight, 1);
 	return MHD_YES;
@@ -380,9 +371,9 @@ static void webhook_completed(void *cls, struct MHD_Connection *conn, void **con
 	if (rq == NULL)
 		return;
 	*con_cls = NULL;
-	bool costly = rq->costly || rq->cap > PK_ADMISSION_MAX_BODY / 4;
+	bool costly = rq->costly || rq->body.cap > PK_ADMISSION_MAX_BODY / 4;
 	atomic_fetch_sub(&s->large_bodies, rq->reserved);
-	free(rq->body);
+	pk_buf_free(&rq->body);
 	free(rq);
 	atomic_fetch_sub(&s->in_flight, 1);
 	/* glibc keeps what a thread freed in that thread's arena; a large

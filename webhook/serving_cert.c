@@ -16,6 +16,7 @@
 #include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 
+#include "file.h"
 #include "log.h"
 
 struct pk_cert_pair {
@@ -92,45 +93,24 @@ int64_t pk_cert_pair_not_after(const struct pk_cert_pair *p)
 /* Reads a whole file of at most PK_CERTS_MAX_FILE bytes; the caller frees data->data. */
 static int read_file(const char *path, const char *what, gnutls_datum_t *data, struct pk_err *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return pk_err_set(err, PK_ERR_INVALID, "%s %s: %s", what, path, strerror(errno));
-	int rc = PK_ERR_INVALID;
-	unsigned char *buf = malloc(PK_CERTS_MAX_FILE + 1);
+	char *buf = NULL;
 	size_t len = 0;
-	if (buf == NULL) {
-		rc = pk_err_set(err, PK_ERR_NOMEM, "%s %s: out of memory", what, path);
-		goto out;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, PK_CERTS_MAX_FILE + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			pk_err_set(err, PK_ERR_INVALID, "%s %s: %s", what, path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > PK_CERTS_MAX_FILE) {
-			pk_err_set(err, PK_ERR_INVALID, "%s %s: larger than %u bytes", what, path,
-			           PK_CERTS_MAX_FILE);
-			goto out;
-		}
-	}
+	int errnum = 0;
+	int rc = pk_read_file(path, PK_CERTS_MAX_FILE, &buf, &len, &errnum);
+	if (rc == PK_ERR_IO)
+		return pk_err_set(err, PK_ERR_INVALID, "%s %s: %s", what, path, strerror(errnum));
+	if (rc == PK_ERR_TOO_BIG)
+		return pk_err_set(err, PK_ERR_INVALID, "%s %s: larger than %u bytes", what, path,
+		                  PK_CERTS_MAX_FILE);
+	if (rc != PK_OK)
+		return pk_err_set(err, PK_ERR_NOMEM, "%s %s: out of memory", what, path);
 	if (len == 0) {
-		pk_err_set(err, PK_ERR_INVALID, "%s %s: empty file", what, path);
-		goto out;
+		free(buf);
+		return pk_err_set(err, PK_ERR_INVALID, "%s %s: empty file", what, path);
 	}
-	data->data = buf;
+	data->data = (unsigned char *)buf;
 	data->size = (unsigned)len;
-	buf = NULL;
-	rc = PK_OK;
-out:
-	free(buf);
-	close(fd);
-	return rc;
+	return PK_OK;
 }
 
 /* The DER SubjectPublicKeyInfo of a public key; the caller frees out->data with gnutls_free. */

@@ -19,23 +19,20 @@
 #include <unistd.h>
 
 #include "outdir.h"
+#include "tempdir.h"
 
 static char dir[256];
 
 static int setup(void **state)
 {
 	(void)state;
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/pk-outdir-XXXXXX", tmp ? tmp : "/tmp");
-	return mkdtemp(dir) != NULL ? 0 : -1;
+	return pk_test_tempdir_make(dir, sizeof(dir), "pk-outdir");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return pk_test_tempdir_remove(dir);
 }
 
 static mode_t mode_of(const char *name)

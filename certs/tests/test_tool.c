@@ -22,9 +22,11 @@
 #include <openssl/x509v3.h>
 
 #include "fake_api.h"
+#include "base64.h"
 #include "log.h"
 #include "outdir.h"
 #include "secrets.h"
+#include "tempdir.h"
 #include "tool.h"
 #include "verify_pem.h"
 
@@ -68,9 +70,7 @@ static int setup(void **state)
 	    .client = e->cli,
 	    .now = NOW,
 	};
-	const char *tmp = getenv("TMPDIR");
-	snprintf(e->dir, sizeof(e->dir), "%s/pk-tool-XXXXXX", tmp ? tmp : "/tmp");
-	if (mkdtemp(e->dir) == NULL)
+	if (pk_test_tempdir_make(e->dir, sizeof(e->dir), "pk-tool") != 0)
 		return -1;
 	pk_log_set_level(PK_LOG_WARN);
 	*state = e;
@@ -80,9 +80,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct env *e = *state;
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
-	int rc = system(cmd);
+	int rc = pk_test_tempdir_remove(e->dir);
 	pk_kube_client_free(e->cli);
 	pk_kube_config_free(e->cfg);
 	fa_stop(&e->api);
@@ -124,7 +122,7 @@ static char *secret_value(struct env *e, const char *name, const char *key, size
 static char *rv_of(struct env *e, const char *path)
 {
 	json_t *o = fa_get(&e->api, path);
-	const char *rv = pk_kube_meta_str(o, "resourceVersion");
+	const char *rv = pk_json_meta_cstr(o, "resourceVersion");
 	char *copy = rv ? strdup(rv) : NULL;
 	json_decref(o);
 	return copy;
@@ -134,12 +132,12 @@ static char *rv_of(struct env *e, const char *path)
 static void assert_bundle_in(struct env *e, const char *path, const char *bundle, size_t len)
 {
 	json_t *cfg = fa_get(&e->api, path);
-	char *b64 = pk_secrets_base64(bundle, len);
+	char *b64 = pk_base64_encode(bundle, len);
 	size_t i;
 	json_t *h;
 	json_array_foreach(json_object_get(cfg, "webhooks"), i, h)
 	{
-		const char *have = pk_kube_json_str(json_object_get(h, "clientConfig"), "caBundle");
+		const char *have = pk_json_cstr_at(json_object_get(h, "clientConfig"), "caBundle");
 		if (have == NULL || strcmp(have, b64) != 0)
 			fail_msg("%s webhook %zu: caBundle not the bundle", path, i);
 	}
@@ -175,7 +173,7 @@ static void test_secrets_first_and_second_run(void **state)
 	assert_int_equal(cacrt_l, ca_l);
 	assert_true(key_l != cakey_l || memcmp(key, cakey, key_l) != 0);
 	json_t *tls = fa_get(&e->api, FA_SECRETS "/webhook-tls");
-	assert_string_equal(pk_kube_json_str(tls, "type"), "kubernetes.io/tls");
+	assert_string_equal(pk_json_cstr_at(tls, "type"), "kubernetes.io/tls");
 	assert_int_equal(json_object_size(json_object_get(tls, "data")), 3);
 	json_decref(tls);
 	assert_int_equal(verify_pem(crt, crt_l, ca, ca_l, NOW), X509_V_OK);

@@ -12,8 +12,9 @@
 #include <cmocka.h>
 
 #include "inputs.h"
+#include "tempdir.h"
 
-static char root[] = "/tmp/pk_inputs_XXXXXX";
+static char root[200];
 
 static void touch(const char *rel)
 {
@@ -28,7 +29,7 @@ static void touch(const char *rel)
 static int setup(void **state)
 {
 	(void)state;
-	if (mkdtemp(root) == NULL)
+	if (pk_test_tempdir_make(root, sizeof(root), "pk_inputs") != 0)
 		return -1;
 	char path[256];
 	snprintf(path, sizeof(path), "%s/sub", root);
@@ -48,19 +49,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	static const char *const files[] = {"b.yaml",    "a.yml",      "c.json",        "notes.txt",
-	                                    ".dot.yaml", "sub/d.yaml", ".hidden/e.yaml"};
-	char path[256];
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", root, files[i]);
-		unlink(path);
-	}
-	snprintf(path, sizeof(path), "%s/sub", root);
-	rmdir(path);
-	snprintf(path, sizeof(path), "%s/.hidden", root);
-	rmdir(path);
-	rmdir(root);
-	return 0;
+	return pk_test_tempdir_remove(root);
 }
 
 static const char *base(const char *p)
@@ -123,6 +112,22 @@ static void test_missing_path(void **state)
 	pk_inputs_free(&in);
 }
 
+/* More files than a run takes is "too big", and what was added before stays. */
+static void test_too_many_files(void **state)
+{
+	(void)state;
+	struct pk_inputs in = {0};
+	struct pk_err err;
+	for (int i = 0; i < PK_INPUTS_MAX_FILES; i++)
+		assert_int_equal(pk_inputs_add(&in, "-", false, NULL, &err), PK_OK);
+	size_t found = 1;
+	assert_int_equal(pk_inputs_add(&in, "-", false, &found, &err), PK_ERR_TOO_BIG);
+	assert_non_null(strstr(err.msg, "more than 100000 files to lint"));
+	assert_int_equal(found, 0);
+	assert_int_equal(in.n, PK_INPUTS_MAX_FILES);
+	pk_inputs_free(&in);
+}
+
 static void test_manifest_names(void **state)
 {
 	(void)state;
@@ -141,6 +146,7 @@ int main(void)
 	    cmocka_unit_test(test_directory_recursive),
 	    cmocka_unit_test(test_files_and_stdin),
 	    cmocka_unit_test(test_missing_path),
+	    cmocka_unit_test(test_too_many_files),
 	    cmocka_unit_test(test_manifest_names),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,7 +1,9 @@
 /* buf.c - capped growing buffers and array growth; see buf.h. */
 #include "buf.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,29 @@ int pk_buf_append(struct pk_buf *b, const void *data, size_t n)
 	b->len += n;
 	b->p[b->len] = '\0';
 	return PK_OK;
+}
+
+int pk_buf_vprintf(struct pk_buf *b, const char *fmt, va_list ap)
+{
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	int rc = n < 0 ? PK_ERR_INVALID : pk_buf_reserve(b, (size_t)n);
+	if (rc == PK_OK) {
+		vsnprintf(b->p + b->len, (size_t)n + 1, fmt, again);
+		b->len += (size_t)n;
+	}
+	va_end(again);
+	return rc;
+}
+
+int pk_buf_printf(struct pk_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = pk_buf_vprintf(b, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 void pk_buf_clear(struct pk_buf *b)

@@ -16,6 +16,7 @@
 #ifndef PK_BUF_H
 #define PK_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "pk.h"
@@ -42,6 +43,11 @@ PK_MUST_CHECK int pk_buf_reserve(struct pk_buf *b, size_t n);
 
 /* Appends data[0..n); PK_ERR_TOO_BIG or PK_ERR_NOMEM as pk_buf_reserve. */
 PK_MUST_CHECK int pk_buf_append(struct pk_buf *b, const void *data, size_t n);
+
+/* Appends printf-style text; PK_ERR_TOO_BIG or PK_ERR_NOMEM as pk_buf_reserve (the buffer
+ * unchanged), PK_ERR_INVALID when the format fails. */
+PK_MUST_CHECK int pk_buf_printf(struct pk_buf *b, const char *fmt, ...) PK_PRINTF(2, 3);
+PK_MUST_CHECK int pk_buf_vprintf(struct pk_buf *b, const char *fmt, va_list ap) PK_PRINTF(2, 0);
 
 /* Forgets the content, keeps the memory. */
 void pk_buf_clear(struct pk_buf *b);

@@ -39,6 +39,8 @@ const char *pk_rc_name(int rc)
 		return "too big";
 	case PK_ERR_API:
 		return "API request failed";
+	case PK_ERR_IO:
+		return "I/O error";
 	}
 	return "unknown";
 }

@@ -46,7 +46,9 @@ struct pk_pool {
  * violation) into `out` and records every violation found, each naming its
  * field under "spec." and the offending value. JSON types are checked here:
  * `prefix: "24"` is a violation, never a crash. out->usable is computed only
- * when no DENY violation was recorded. Returns PK_OK, or PK_ERR_NOMEM.
+ * when no DENY violation was recorded. Returns PK_OK, or PK_ERR_NOMEM (or
+ * PK_ERR_TOO_BIG, a range set over its cap, which PK_POOL_MAX_ENTRIES keeps
+ * out of reach).
  * Free with pk_pool_release even on failure.
  */
 PK_MUST_CHECK int pk_pool_decode(const json_t *spec, struct pk_pool *out, struct pk_violations *v);

@@ -171,9 +171,10 @@ void pk_rules_check_pool(const json_t *pool, const json_t *old, struct pk_violat
 		                  pk_violation_describe_value(api, false, desc, sizeof(desc)));
 
 	const json_t *spec = json_object_get(pool, "spec");
-	if (pk_pool_decode(spec, &p, out) != PK_OK) {
-		pk_violations_add(out, PK_SEV_DENY, "spec",
-		                  "could not be checked: out of memory; try again");
+	int rc = pk_pool_decode(spec, &p, out);
+	if (rc != PK_OK) {
+		pk_violations_add(out, PK_SEV_DENY, "spec", "could not be checked: %s",
+		                  rc == PK_ERR_NOMEM ? "out of memory; try again" : pk_rc_name(rc));
 		goto out;
 	}
 	check_pool_subnet(spec, &p, out);

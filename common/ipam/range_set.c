@@ -2,8 +2,8 @@
  * range_set.c - sorted, disjoint, coalesced closed intervals.
  *
  * Every combining operation is a linear merge into a fresh array that
- * replaces dst's only once complete, so a failed allocation leaves dst as
- * it was.
+ * replaces dst's only once complete, so a failed allocation (or a result
+ * over the set's cap) leaves dst as it was.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +105,7 @@ static int commit(struct pk_range_set *dst, struct out *o)
 {
 	if (o->n > dst->limit) {
 		free(o->r);
-		return PK_ERR_NOMEM;
+		return PK_ERR_TOO_BIG;
 	}
 	free(dst->r);
 	dst->r = o->r;

@@ -5,7 +5,7 @@
  *
  * Ownership: pk_range_set_new returns a set the caller frees with
  * pk_range_set_free. Operations that combine two sets modify `dst` only.
- * On PK_ERR_NOMEM `dst` is left unchanged.
+ * On PK_ERR_NOMEM and PK_ERR_TOO_BIG `dst` is left unchanged.
  *
  * The set is for pool specs and reporting (a few thousand intervals at
  * most); the allocator keeps its own tree for per-allocation work.
@@ -29,7 +29,7 @@ struct pk_range_set *pk_range_set_new(void);
 void pk_range_set_free(struct pk_range_set *s);
 /* A deep copy, or NULL when memory runs out. */
 struct pk_range_set *pk_range_set_dup(const struct pk_range_set *s);
-/* Growing past `cap` intervals fails with PK_ERR_NOMEM. */
+/* Growing past `cap` intervals fails with PK_ERR_TOO_BIG. */
 void pk_range_set_set_cap(struct pk_range_set *s, size_t cap);
 void pk_range_set_clear(struct pk_range_set *s);
 

@@ -109,6 +109,29 @@ struct span {
 	size_t a, b;
 };
 
+/* printf-style appends: past the first allocation, exactly at the cap, and refused past it
+ * with the buffer unchanged. */
+static void test_printf(void **state)
+{
+	(void)state;
+	struct pk_buf b;
+	pk_buf_init(&b, 300);
+	assert_int_equal(pk_buf_printf(&b, "%s=%d;", "a", 1), PK_OK);
+	assert_string_equal(b.p, "a=1;");
+	for (int i = 0; i < 59; i++)
+		assert_int_equal(pk_buf_printf(&b, "%05d", i), PK_OK);
+	assert_int_equal(b.len, 4 + 59 * 5);
+	assert_string_equal(b.p + b.len - 5, "00058");
+	assert_int_equal(pk_buf_printf(&b, "%c", 'z'), PK_OK); /* 300: at the cap */
+	assert_int_equal(b.len, 300);
+	assert_int_equal(pk_buf_printf(&b, "%c", 'y'), PK_ERR_TOO_BIG);
+	assert_int_equal(b.len, 300);
+	assert_int_equal(b.p[300], '\0');
+	assert_int_equal(b.p[299], 'z');
+	assert_int_equal(pk_buf_printf(&b, "%s", ""), PK_OK); /* nothing to add fits */
+	pk_buf_free(&b);
+}
+
 static void test_array_reserve(void **state)
 {
 	(void)state;
@@ -137,9 +160,8 @@ static void test_array_reserve(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_append_and_take),
-	    cmocka_unit_test(test_cap_is_exact),
-	    cmocka_unit_test(test_reserve),
+	    cmocka_unit_test(test_append_and_take), cmocka_unit_test(test_cap_is_exact),
+	    cmocka_unit_test(test_reserve),         cmocka_unit_test(test_printf),
 	    cmocka_unit_test(test_array_reserve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

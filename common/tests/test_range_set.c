@@ -206,7 +206,7 @@ static void test_cap(void **state)
 	assert_int_equal(pk_range_set_add(s, 2, 2), PK_OK);
 	assert_int_equal(pk_range_set_add(s, 4, 4), PK_OK);
 	/* a fourth interval is over the cap: refused, the set unchanged */
-	assert_int_equal(pk_range_set_add(s, 6, 6), PK_ERR_NOMEM);
+	assert_int_equal(pk_range_set_add(s, 6, 6), PK_ERR_TOO_BIG);
 	size_t n;
 	(void)pk_range_set_ranges(s, &n);
 	assert_int_equal(n, 3);
@@ -219,6 +219,16 @@ static void test_cap(void **state)
 	assert_int_equal(pk_range_set_remove(d, 1, 1), PK_OK);
 	assert_false(pk_range_set_equal(s, d));
 	pk_range_set_free(d);
+	pk_range_set_free(s);
+	/* a removal that splits an interval past the cap is refused too */
+	s = pk_range_set_new();
+	pk_range_set_set_cap(s, 2);
+	assert_int_equal(pk_range_set_add(s, 0, 10), PK_OK);
+	assert_int_equal(pk_range_set_remove(s, 5, 5), PK_OK);
+	assert_int_equal(pk_range_set_remove(s, 2, 2), PK_ERR_TOO_BIG);
+	assert_true(pk_range_set_contains(s, 2));
+	(void)pk_range_set_ranges(s, &n);
+	assert_int_equal(n, 2);
 	pk_range_set_free(s);
 }
 

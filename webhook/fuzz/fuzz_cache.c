@@ -13,17 +13,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *meta(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(json_object_get(o, "metadata"), key));
-}
-
 static void read_all(struct pk_cache *c, const json_t *obj)
 {
-	const json_t *ref = json_object_get(json_object_get(obj, "spec"), "poolRef");
-	const char *kind = json_string_value(json_object_get(ref, "kind"));
-	const char *name = json_string_value(json_object_get(ref, "name"));
-	const char *ns = meta(obj, "namespace");
+	const char *kind = pk_json_cstr_path(obj, "spec", "poolRef", "kind");
+	const char *name = pk_json_cstr_path(obj, "spec", "poolRef", "name");
+	const char *ns = pk_json_meta_cstr(obj, "namespace");
 	struct pk_err err;
 	json_t *v = NULL;
 	for (int g = 0; g < 2; g++) {
@@ -36,12 +30,12 @@ static void read_all(struct pk_cache *c, const json_t *obj)
 		if (pk_cache_list_pool_addresses(c, k, NULL, name != NULL ? name : "x", &v, &err) ==
 		    PK_OK)
 			json_decref(v);
-		if (pk_cache_get_pool(c, k, ns, meta(obj, "name"), &v, &err) == PK_OK)
+		if (pk_cache_get_pool(c, k, ns, pk_json_meta_cstr(obj, "name"), &v, &err) == PK_OK)
 			json_decref(v);
 	}
 	if (kind != NULL && pk_cache_list_pool_addresses(c, kind, ns, name, &v, &err) == PK_OK)
 		json_decref(v);
-	if (pk_cache_get_claim(c, ns, meta(obj, "name"), &v, &err) == PK_OK)
+	if (pk_cache_get_claim(c, ns, pk_json_meta_cstr(obj, "name"), &v, &err) == PK_OK)
 		json_decref(v);
 }
 

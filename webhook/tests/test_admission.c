@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include <openssl/evp.h>
 
 #include "admission.h"
+#include "base64.h"
 #include "json_patch.h"
 #include "provider_refs.h"
 
@@ -267,11 +267,12 @@ static void review(const struct pk_admission_config *cfg, enum pk_admission_endp
 	if (p != NULL) {
 		assert_string_equal(json_string_value(json_object_get(a->resp, "patchType")),
 		                    "JSONPatch");
-		int n = EVP_DecodeBlock((unsigned char *)a->patch, (const unsigned char *)p,
-		                        (int)strlen(p));
-		assert_true(n > 0);
-		a->patch[n] = '\0';
-		/* trailing NULs from base64 padding */
+		unsigned char *d = NULL;
+		size_t n = 0;
+		assert_int_equal(pk_base64_decode(p, strlen(p), &d, &n), PK_OK);
+		assert_true(n > 0 && n < sizeof(a->patch));
+		memcpy(a->patch, d, n + 1);
+		free(d);
 	}
 }
 

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tempdir.h"
+
 struct testpki {
 	char dir[256];
 	char ca[300];   /* CA certificate */
@@ -50,9 +52,7 @@ static inline bool testpki_issue(const struct testpki *p, const char *cn, const 
 /* A CA and a first pair (CN=`cn`) in a new temporary folder. */
 static inline bool testpki_init(struct testpki *p, const char *cn)
 {
-	const char *tmp = getenv("TMPDIR");
-	snprintf(p->dir, sizeof(p->dir), "%s/pk-webhook-XXXXXX", tmp ? tmp : "/tmp");
-	if (mkdtemp(p->dir) == NULL)
+	if (pk_test_tempdir_make(p->dir, sizeof(p->dir), "pk-webhook") != 0)
 		return false;
 	snprintf(p->ca, sizeof(p->ca), "%s/ca.crt", p->dir);
 	snprintf(p->cert, sizeof(p->cert), "%s/tls.crt", p->dir);
@@ -68,11 +68,8 @@ static inline bool testpki_init(struct testpki *p, const char *cn)
 
 static inline void testpki_cleanup(struct testpki *p)
 {
-	char cmd[512];
-	if (p->dir[0] == '\0')
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", p->dir);
-	(void)testpki_run(cmd);
+	if (p->dir[0] != '\0')
+		(void)pk_test_tempdir_remove(p->dir);
 }
 
 static inline bool testpki_write(const char *path, const char *text)
