@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tempdir.h" /* the folder a test runs a binary in */
+
 /* A started binary. */
 struct proc {
 	pid_t pid;
@@ -32,22 +34,6 @@ struct proc {
 	char out[400]; /* its stdout, a file */
 	char err[400]; /* its stderr, a file */
 };
-
-/* A new folder $TMPDIR/<name>-XXXXXX (else under /tmp) into dir; false when it cannot be made. */
-static inline bool proc_mkdtemp(char *dir, size_t cap, const char *name)
-{
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, cap, "%s/%s-XXXXXX", tmp != NULL ? tmp : "/tmp", name);
-	return mkdtemp(dir) != NULL;
-}
-
-/* Removes dir and all it holds; false when that fails. */
-static inline bool proc_rm_rf(const char *dir)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return dir[0] != '\0' && system(cmd) == 0;
-}
 
 /* The file at path into buf (NUL-terminated, cut at cap - 1); "" when it cannot be read. */
 static inline void proc_slurp(const char *path, char *buf, size_t cap)

@@ -48,13 +48,13 @@ static int setup(void **state)
 		fprintf(stderr, "poolkeeper-certs not found at %s (set PK_CERTS_BIN)\n", bin);
 		return -1;
 	}
-	return proc_mkdtemp(dir, sizeof(dir), "pk-certs-main") ? 0 : -1;
+	return pk_test_tempdir_make(dir, sizeof(dir), "pk-certs-main");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	return proc_rm_rf(dir) ? 0 : -1;
+	return pk_test_tempdir_remove(dir);
 }
 
 /* Runs the binary with args; returns its exit status, stdout and stderr. */

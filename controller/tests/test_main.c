@@ -29,13 +29,13 @@ static int setup(void **state)
 		fprintf(stderr, "PK_CONTROLLER_BIN is not set\n");
 		return -1;
 	}
-	return proc_mkdtemp(dir, sizeof(dir), "pk-controller-main") ? 0 : -1;
+	return pk_test_tempdir_make(dir, sizeof(dir), "pk-controller-main");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	return proc_rm_rf(dir) ? 0 : -1;
+	return pk_test_tempdir_remove(dir);
 }
 
 /* Runs the controller with args (NULL-terminated) and no API in reach; returns its status. */
