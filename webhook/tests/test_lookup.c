@@ -18,34 +18,17 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lookup.h"
+#include "proc.h"
 #include "rules.h"
 #include "testcerts.h"
 
 static struct testpki pki;
 static char kubeconfig[400];
-
-/* A loopback port nothing listens on. */
-static uint16_t closed_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	socklen_t len = sizeof(sa);
-	getsockname(fd, (struct sockaddr *)&sa, &len);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
 
 static int setup(void **state)
 {
@@ -62,7 +45,7 @@ static int setup(void **state)
 	        "    certificate-authority: %s\n"
 	        "users:\n- name: u\n  user:\n    token: not-a-real-token\n"
 	        "contexts:\n- name: dead\n  context: {cluster: dead, user: u}\n",
-	        closed_port(), pki.ca);
+	        proc_free_port(), pki.ca);
 	fclose(f);
 	return 0;
 }
@@ -278,82 +261,32 @@ static void test_kindmap_expiry_and_bound(void **state)
 	pk_kindmap_free(NULL);
 }
 
-static void slurp(const char *path, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return;
-	size_t n = fread(buf, 1, cap - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-}
-
-/* The status code of GET path on 127.0.0.1:port, or -1. */
-static int http_get(uint16_t port, const char *path)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	char req[256], resp[512];
-	int n = snprintf(req, sizeof(req),
-	                 "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-	ssize_t w = write(fd, req, (size_t)n);
-	ssize_t r = w == n ? read(fd, resp, sizeof(resp) - 1) : -1;
-	close(fd);
-	if (r < 12)
-		return -1;
-	resp[r] = '\0';
-	char *end = NULL;
-	long code = strtol(resp + 9, &end, 10);
-	return end == resp + 12 ? (int)code : -1;
-}
-
 static void test_binary_not_ready_until_listed(void **state)
 {
 	(void)state;
 	const char *bin = getenv("PK_WEBHOOK_BIN");
 	assert_non_null(bin);
-	char errpath[400], buf[16384];
-	snprintf(errpath, sizeof(errpath), "%s/webhook.err", pki.dir);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(e, 2);
-		execl(bin, bin, "--tls-cert-file", pki.cert, "--tls-private-key-file", pki.key,
-		      "--webhook-bind-address=127.0.0.1:0",
-		      "--health-probe-bind-address=127.0.0.1:0", "--metrics-bind-address=0",
-		      "--kubeconfig", kubeconfig, (char *)NULL);
-		_exit(127);
-	}
-	const char *at = NULL;
-	for (int i = 0; i < 200 && at == NULL; i++) {
-		slurp(errpath, buf, sizeof(buf));
-		at = strstr(buf, "listener=health port=");
-		if (at == NULL) {
-			struct timespec t = {0, 100 * 1000 * 1000};
-			nanosleep(&t, NULL);
-		}
-	}
-	int healthz = -1, readyz = -1;
-	if (at != NULL) {
-		uint16_t port = (uint16_t)strtol(at + strlen("listener=health port="), NULL, 10);
-		healthz = http_get(port, "/healthz");
-		readyz = http_get(port, "/readyz");
-	}
-	kill(pid, SIGTERM);
-	int st = 0;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (at == NULL)
-		fail_msg("no health listener in: %s", buf);
+	const char *const args[] = {"--tls-cert-file",
+	                            pki.cert,
+	                            "--tls-private-key-file",
+	                            pki.key,
+	                            "--webhook-bind-address=127.0.0.1:0",
+	                            "--health-probe-bind-address=127.0.0.1:0",
+	                            "--metrics-bind-address=0",
+	                            "--kubeconfig",
+	                            kubeconfig,
+	                            NULL};
+	struct proc p;
+	char buf[16384];
+	proc_start(&p, pki.dir, bin, args);
+	proc_expect(&p, "listener=health port=", buf, sizeof(buf));
+	const char *at = strstr(buf, "listener=health port=") + strlen("listener=health port=");
+	uint16_t port = (uint16_t)strtol(at, NULL, 10);
+	int healthz = proc_http_get(port, "/healthz");
+	int readyz = proc_http_get(port, "/readyz");
+	assert_int_equal(proc_stop(&p, SIGTERM), 0);
 	assert_int_equal(healthz, 200);
 	assert_int_equal(readyz, 503);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 int main(void)
