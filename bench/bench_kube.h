@@ -40,6 +40,27 @@ static inline void bench_kube_disconnect(struct pk_kube_config **cfg, struct pk_
 	*cfg = NULL;
 }
 
+/* Exits 1 after "prog: what: reason: message". */
+static inline _Noreturn void bench_kube_fail(const char *prog, const char *what,
+                                             enum pk_kube_reason rc, const struct pk_kube_error *e)
+{
+	fprintf(stderr, "%s: %s: %s: %s\n", prog, what, pk_kube_reason_name(rc),
+	        e ? e->message : "");
+	exit(1);
+}
+
+/* Creates obj (released here) at r; one that exists already is fine, any other failure
+ * exits 1. */
+static inline void bench_kube_create(const char *prog, struct pk_kube_client *cli,
+                                     const struct pk_kube_ref *r, json_t *obj)
+{
+	struct pk_kube_error e;
+	enum pk_kube_reason rc = pk_kube_client_create(cli, r, obj, NULL, NULL, &e);
+	json_decref(obj);
+	if (rc != PK_KUBE_OK && rc != PK_KUBE_ALREADY_EXISTS)
+		bench_kube_fail(prog, "create", rc, &e);
+}
+
 /* Creates the namespace ns, or exits 1 naming what the server said. */
 static inline void bench_kube_namespace(const char *prog, struct pk_kube_client *cli,
                                         const char *ns)

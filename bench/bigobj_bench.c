@@ -44,11 +44,9 @@ static char ns_big[64], ns_small[64], version[16];
 static long nobj = 300;
 static long pad = 256 * 1024 - 64;
 
-static void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_error *e)
+static _Noreturn void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_error *e)
 {
-	fprintf(stderr, "pk_bigobj_bench: %s: %s: %s\n", what, pk_kube_reason_name(rc),
-	        e ? e->message : "");
-	exit(1);
+	bench_kube_fail("pk_bigobj_bench", what, rc, e);
 }
 
 static void connect_client(size_t page_cap)
@@ -94,11 +92,7 @@ static void *fill(void *arg)
 		if (f->value != NULL)
 			json_object_set_new(json_object_get(o, "metadata"), "annotations",
 			                    json_pack("{s:s}", PAD_KEY, f->value));
-		struct pk_kube_error e;
-		enum pk_kube_reason rc = pk_kube_client_create(cli, &r, o, NULL, NULL, &e);
-		json_decref(o);
-		if (rc != PK_KUBE_OK && rc != PK_KUBE_ALREADY_EXISTS)
-			fail("create", rc, &e);
+		bench_kube_create("pk_bigobj_bench", cli, &r, o);
 	}
 	return NULL;
 }

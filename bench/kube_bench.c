@@ -42,11 +42,9 @@ static struct pk_kube_client *cli;
 static char ns[64];
 static long nobj = 10000;
 
-static void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_error *e)
+static _Noreturn void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_error *e)
 {
-	fprintf(stderr, "pk_kube_bench: %s: %s: %s\n", what, pk_kube_reason_name(rc),
-	        e ? e->message : "");
-	exit(1);
+	bench_kube_fail("pk_kube_bench", what, rc, e);
 }
 
 static void connect_client(void)
@@ -78,11 +76,7 @@ static void *fill(void *arg)
 		json_t *o = json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1",
 		                      "kind", "ConfigMap", "metadata", "name", name, "labels",
 		                      "app", "pk-bench", "data", "v", value);
-		struct pk_kube_error e;
-		enum pk_kube_reason rc = pk_kube_client_create(cli, &r, o, NULL, NULL, &e);
-		json_decref(o);
-		if (rc != PK_KUBE_OK && rc != PK_KUBE_ALREADY_EXISTS)
-			fail("create", rc, &e);
+		bench_kube_create("pk_kube_bench", cli, &r, o);
 	}
 	return NULL;
 }

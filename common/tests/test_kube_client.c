@@ -502,6 +502,54 @@ static void test_5xx_with_retry_after_retried_for_any_verb(void **state)
 	json_decref(body);
 }
 
+static const char *ra_header; /* the Retry-After line r_503_ra answers first */
+
+static void r_503_ra(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)q;
+	if (i < 1) {
+		o->status = 503;
+		o->headers = ra_header;
+	} else {
+		o->body = "{}";
+	}
+}
+
+/* Only delta-seconds under a day count: a PUT is retried on a 503 only with one. */
+static void test_retry_after_forms(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *header;
+		bool retried;
+	} v[] = {
+	    {"Retry-After: 1\r\n", true},
+	    {"retry-after:\t 1  \r\n", true},
+	    {"Retry-After: 0\r\n", false},
+	    {"Retry-After: -1\r\n", false},
+	    {"Retry-After: 1x\r\n", false},
+	    {"Retry-After: 86400\r\n", false},
+	    {"Retry-After: 99999999999999999999999\r\n", false},
+	    {"Retry-After: Wed, 21 Oct 2015 07:28:00 GMT\r\n", false},
+	    {"Retry-After: \r\n", false},
+	};
+	cur = r_503_ra;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		reset(NULL);
+		ra_header = v[i].header;
+		json_t *body = json_object(), *out = NULL;
+		struct pk_kube_error e;
+		enum pk_kube_reason rc = pk_kube_client_update(cli, &cm, body, NULL, &out, &e);
+		if (srv.nreq != (v[i].retried ? 2 : 1))
+			print_error("%s: %d requests\n", v[i].header, srv.nreq);
+		assert_int_equal(rc, v[i].retried ? PK_KUBE_OK : PK_KUBE_SERVER_ERROR);
+		assert_int_equal(srv.nreq, v[i].retried ? 2 : 1);
+		json_decref(out);
+		json_decref(body);
+	}
+}
+
 static void r_hangup(void *ud, int i, const struct fs_request *q, struct fs_response *o)
 {
 	(void)ud;
@@ -1723,6 +1771,7 @@ int main(void)
 	    T(test_429_honours_retry_after_for_any_verb),
 	    T(test_5xx_retried_for_get_only),
 	    T(test_5xx_with_retry_after_retried_for_any_verb),
+	    T(test_retry_after_forms),
 	    T(test_hangup_retried_for_get_not_post),
 	    T(test_connection_refused),
 	    T(test_response_cap),

@@ -848,9 +848,18 @@ static void test_incluster(void **state)
 	assert_string_equal(pk_kube_config_server(c), "https://[fd00::1]:443");
 	pk_kube_config_free(c);
 
-	setenv("KUBERNETES_SERVICE_PORT", "99999", 1);
-	assert_int_not_equal(pk_kube_config_load_incluster(NULL, &o, &c, &err), PK_OK);
-	assert_non_null(strstr(err.msg, "not a port"));
+	static const char *const bad_ports[] = {
+	    "99999", "0",    "65536", "-1",    "+443",
+	    " 443",  "443 ", "443x",  "0x1bb", "18446744073709551617"};
+	for (size_t i = 0; i < sizeof(bad_ports) / sizeof(bad_ports[0]); i++) {
+		setenv("KUBERNETES_SERVICE_PORT", bad_ports[i], 1);
+		assert_int_equal(pk_kube_config_load_incluster(NULL, &o, &c, &err), PK_ERR_INVALID);
+		assert_non_null(strstr(err.msg, "not a port"));
+	}
+	setenv("KUBERNETES_SERVICE_PORT", "65535", 1);
+	assert_int_equal(pk_kube_config_load_incluster(NULL, &o, &c, &err), PK_OK);
+	assert_string_equal(pk_kube_config_server(c), "https://[fd00::1]:65535");
+	pk_kube_config_free(c);
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
 	assert_int_not_equal(pk_kube_config_load_incluster(tpath("nope"), &o, &c, &err), PK_OK);
 	assert_non_null(strstr(err.msg, "CA"));
