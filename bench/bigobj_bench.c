@@ -20,6 +20,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_informer.h"
+#include "parse.h"
 #include "rules.h"
 #include "trim.h"
 
@@ -42,16 +44,14 @@ static char ns_big[64], ns_small[64], version[16];
 static long nobj = 300;
 static long pad = 256 * 1024 - 64;
 
-static void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_error *e)
+static _Noreturn void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_error *e)
 {
-	fprintf(stderr, "pk_bigobj_bench: %s: %s: %s\n", what, pk_kube_reason_name(rc),
-	        e ? e->message : "");
-	exit(1);
+	bench_kube_fail("pk_bigobj_bench", what, rc, e);
 }
 
 static void connect_client(size_t page_cap)
 {
-	bench_kube_connect("pk_bigobj_bench", page_cap, &cfg, &cli);
+	bench_kube_connect("pk_bigobj_bench", page_cap, NULL, &cfg, &cli);
 }
 
 static void disconnect(void)
@@ -92,11 +92,7 @@ static void *fill(void *arg)
 		if (f->value != NULL)
 			json_object_set_new(json_object_get(o, "metadata"), "annotations",
 			                    json_pack("{s:s}", PAD_KEY, f->value));
-		struct pk_kube_error e;
-		enum pk_kube_reason rc = pk_kube_client_create(cli, &r, o, NULL, NULL, &e);
-		json_decref(o);
-		if (rc != PK_KUBE_OK && rc != PK_KUBE_ALREADY_EXISTS)
-			fail("create", rc, &e);
+		bench_kube_create("pk_bigobj_bench", cli, &r, o);
 	}
 	return NULL;
 }
@@ -194,15 +190,7 @@ static int informer(const char *ns, size_t page_cap)
 {
 	connect_client(page_cap);
 	struct pk_kube_informer_opts o = {.ref = claims(ns), .transform = trim, .release = release};
-	struct pk_kube_informer *inf;
-	struct pk_err err;
-	if (pk_kube_informer_new(cli, &o, &inf, &err) != PK_OK ||
-	    pk_kube_informer_start(inf, &err) != PK_OK) {
-		fprintf(stderr, "pk_bigobj_bench: informer: %s\n", err.msg);
-		return 1;
-	}
-	if (!pk_kube_informer_wait_synced(inf, 600000))
-		return 1;
+	struct pk_kube_informer *inf = bench_kube_informer("pk_bigobj_bench", cli, &o, 600000);
 	long n = (long)pk_kube_informer_count(inf);
 	int rc = report(n);
 	pk_kube_informer_free(inf);
@@ -284,13 +272,12 @@ static void measure(const char *what, int (*fn)(void))
 
 static long number(const char *flag, const char *text, long lo, long hi)
 {
-	char *end;
-	long v = strtol(text, &end, 10);
-	if (*end != '\0' || v < lo || v > hi) {
+	int64_t v;
+	if (pk_parse_i64(text, lo, hi, &v, NULL) != PK_OK) {
 		fprintf(stderr, "pk_bigobj_bench: %s takes %ld..%ld\n", flag, lo, hi);
 		exit(2);
 	}
-	return v;
+	return (long)v;
 }
 
 int main(int argc, char **argv)

@@ -46,12 +46,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_kube.h"
 #include "decide.h"
 #include "flags.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_informer.h"
 #include "objects.h"
+#include "parse.h"
 #include "rules.h"
 
 #define PROG          "pk_controller_bench"
@@ -138,16 +140,8 @@ static void sleep_ms(long ms)
 
 static void connect_client(void)
 {
-	struct pk_kube_config_opts co = {.allow_exec = true};
-	/* qps < 0: no client-side limit; big lists of 100,000 objects fit. */
-	struct pk_kube_client_opts o = {
-	    .qps = -1, .max_response_bytes = 1u << 30, .user_agent = PROG};
-	struct pk_err err;
-	if (pk_kube_config_load(&co, &cfg, &err) != PK_OK ||
-	    pk_kube_client_new(cfg, &o, &cli, &err) != PK_OK) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		exit(1);
-	}
+	/* no client-side limit; big lists of 100,000 objects fit */
+	bench_kube_connect(PROG, 1u << 30, PROG, &cfg, &cli);
 }
 
 static struct pk_kube_ref claims_ref(const char *name)
@@ -181,15 +175,13 @@ static struct pk_kube_ref pools_ref(const char *name)
 
 static long parse_long(int idx, const char *s, long min, long max)
 {
-	char *end = NULL;
-	errno = 0;
-	long v = (s != NULL && *s >= '0' && *s <= '9') ? strtol(s, &end, 10) : 0;
-	if (s == NULL || end == NULL || *end != '\0' || errno != 0 || v < min || v > max) {
-		fprintf(stderr, PROG ": --%s must be an integer in %ld..%ld, got \"%s\"\n",
-		        flags[idx].name, min, max, s ? s : "");
+	uint64_t v;
+	struct pk_err err;
+	if (pk_parse_uint(s != NULL ? s : "", (uint64_t)min, (uint64_t)max, &v, &err) != PK_OK) {
+		fprintf(stderr, PROG ": --%s %s\n", flags[idx].name, err.msg);
 		exit(2);
 	}
-	return v;
+	return (long)v;
 }
 
 /* "a.b.c.d/n" into cidr_base and cidr_bits. */
@@ -273,18 +265,6 @@ static void parallel_for(long threads, long n, void (*fn)(void *, long), void *u
 
 /* ---- set-up ---- */
 
-static void create_namespace(void)
-{
-	json_t *o = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
-	                      "metadata", "name", ns);
-	struct pk_kube_ref r = {.version = "v1", .resource = "namespaces"};
-	struct pk_kube_error e;
-	enum pk_kube_reason rc = pk_kube_client_create(cli, &r, o, NULL, NULL, &e);
-	json_decref(o);
-	if (rc != PK_KUBE_OK)
-		fail("create namespace", ns, &e);
-}
-
 static void create_pool(bool paused)
 {
 	char cidr[64], first[INET_ADDRSTRLEN];
@@ -340,7 +320,7 @@ static int cmd_prepare(bool paused)
 		        count, cidr_bits, capacity());
 		return 2;
 	}
-	create_namespace();
+	bench_kube_namespace(PROG, cli, ns);
 	create_pool(paused);
 	double t0 = now_s();
 	parallel_for(CREATORS, count, create_claim, NULL, "claims created");
@@ -368,7 +348,7 @@ static void *claim_transform(void *ud, const json_t *obj)
 		return NULL;
 	const json_t *c = pk_objects_condition(
 	    json_object_get(json_object_get(obj, "status"), "conditions"), "Ready");
-	const char *s = pk_kube_json_str(c, "status");
+	const char *s = pk_json_cstr_at(c, "status");
 	it->ready = s != NULL && strcmp(s, "True") == 0;
 	return it;
 }
@@ -409,18 +389,7 @@ static struct pk_kube_informer *watch_claims(void)
 	    .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete},
 	};
 	o.ref.name = NULL;
-	struct pk_kube_informer *inf;
-	struct pk_err err;
-	if (pk_kube_informer_new(cli, &o, &inf, &err) != PK_OK ||
-	    pk_kube_informer_start(inf, &err) != PK_OK) {
-		fprintf(stderr, PROG ": watching claims: %s\n", err.msg);
-		exit(1);
-	}
-	if (!pk_kube_informer_wait_synced(inf, 120000)) {
-		fprintf(stderr, PROG ": watching claims: not synced within 120 s\n");
-		exit(1);
-	}
-	return inf;
+	return bench_kube_informer(PROG ": watching claims", cli, &o, 120000);
 }
 
 /* When the first claim and half the claims (of those not Ready at the start) became Ready. */
@@ -565,7 +534,7 @@ static void baseline_finalizer(void *ud, long i)
 {
 	struct baseline *b = ud;
 	const json_t *claim = json_array_get(b->claims, (size_t)i);
-	const char *name = pk_kube_meta_str(claim, "name");
+	const char *name = pk_json_meta_cstr(claim, "name");
 	struct pk_kube_write_opts w = {.field_manager = MANAGER};
 	struct pk_kube_error e;
 	struct pk_kube_ref r = claims_ref(name);
@@ -584,7 +553,7 @@ static void baseline_address(void *ud, long i)
 {
 	struct baseline *b = ud;
 	const json_t *claim = json_array_get(b->claims, (size_t)i);
-	const char *name = pk_kube_meta_str(claim, "name");
+	const char *name = pk_json_meta_cstr(claim, "name");
 	struct pk_kube_write_opts w = {.field_manager = MANAGER};
 	struct pk_kube_error e;
 	char text[INET_ADDRSTRLEN];
@@ -610,7 +579,7 @@ static void baseline_status(void *ud, long i)
 {
 	struct baseline *b = ud;
 	const json_t *claim = json_array_get(b->claims, (size_t)i);
-	const char *name = pk_kube_meta_str(claim, "name");
+	const char *name = pk_json_meta_cstr(claim, "name");
 	struct pk_kube_write_opts w = {.field_manager = MANAGER};
 	struct pk_kube_error e;
 	char text[INET_ADDRSTRLEN], msg[PK_ERR_MSG_MAX];
@@ -654,7 +623,7 @@ static int cmd_baseline(bool by_phase)
 	if (pk_kube_client_get(cli, &r, &pool, &e) != PK_KUBE_OK)
 		fail("get IPPool", POOL_NAME, &e);
 	struct baseline b = {.claims = json_object_get(list, "items"),
-	                     .pool_uid = pk_kube_meta_str(pool, "uid")};
+	                     .pool_uid = pk_json_meta_cstr(pool, "uid")};
 	long n = (long)json_array_size(b.claims);
 	if (n != count || b.pool_uid == NULL) {
 		fprintf(stderr, PROG ": namespace %s has %ld claims, expected -n %ld\n", ns, n,
@@ -732,14 +701,14 @@ static int cmd_addresses(void)
 		        count, cidr_bits, capacity());
 		return 2;
 	}
-	create_namespace();
+	bench_kube_namespace(PROG, cli, ns);
 	create_pool(false);
 	json_t *pool = NULL;
 	struct pk_kube_ref r = pools_ref(POOL_NAME);
 	struct pk_kube_error e;
 	if (pk_kube_client_get(cli, &r, &pool, &e) != PK_KUBE_OK)
 		fail("get IPPool", POOL_NAME, &e);
-	struct addr_run a = {.pool_uid = pk_kube_meta_str(pool, "uid")};
+	struct addr_run a = {.pool_uid = pk_json_meta_cstr(pool, "uid")};
 	double t0 = now_s();
 	parallel_for(CREATORS, count, create_address, &a, "IPAddresses created");
 	double s = now_s() - t0;
@@ -783,7 +752,7 @@ static int collect_names(void *ud, const json_t *page)
 			l->finalized = f;
 		}
 		l->finalized[l->n] = fin;
-		l->v[l->n] = strdup(pk_kube_meta_str(o, "name"));
+		l->v[l->n] = strdup(pk_json_meta_cstr(o, "name"));
 		if (l->v[l->n] == NULL)
 			fail_oom();
 		l->n++;

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,22 +35,21 @@
 #include "kube_config.h"
 #include "kube_informer.h"
 #include "kube_watch.h"
+#include "parse.h"
 
 static struct pk_kube_config *cfg;
 static struct pk_kube_client *cli;
 static char ns[64];
 static long nobj = 10000;
 
-static void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_error *e)
+static _Noreturn void fail(const char *what, enum pk_kube_reason rc, const struct pk_kube_error *e)
 {
-	fprintf(stderr, "pk_kube_bench: %s: %s: %s\n", what, pk_kube_reason_name(rc),
-	        e ? e->message : "");
-	exit(1);
+	bench_kube_fail("pk_kube_bench", what, rc, e);
 }
 
 static void connect_client(void)
 {
-	bench_kube_connect("pk_kube_bench", 1u << 30, &cfg, &cli);
+	bench_kube_connect("pk_kube_bench", 1u << 30, NULL, &cfg, &cli);
 }
 
 static void disconnect(void)
@@ -76,11 +76,7 @@ static void *fill(void *arg)
 		json_t *o = json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1",
 		                      "kind", "ConfigMap", "metadata", "name", name, "labels",
 		                      "app", "pk-bench", "data", "v", value);
-		struct pk_kube_error e;
-		enum pk_kube_reason rc = pk_kube_client_create(cli, &r, o, NULL, NULL, &e);
-		json_decref(o);
-		if (rc != PK_KUBE_OK && rc != PK_KUBE_ALREADY_EXISTS)
-			fail("create", rc, &e);
+		bench_kube_create("pk_kube_bench", cli, &r, o);
 	}
 	return NULL;
 }
@@ -172,8 +168,8 @@ static void *to_compact(void *ud, const json_t *obj)
 	struct compact *c = malloc(sizeof(*c));
 	if (c == NULL)
 		return NULL;
-	snprintf(c->name, sizeof(c->name), "%s", pk_kube_meta_str(obj, "name"));
-	c->rv = strtoll(pk_kube_meta_str(obj, "resourceVersion"), NULL, 10);
+	snprintf(c->name, sizeof(c->name), "%s", pk_json_meta_cstr(obj, "name"));
+	c->rv = strtoll(pk_json_meta_cstr(obj, "resourceVersion"), NULL, 10);
 	c->flags = 0;
 	return c;
 }
@@ -185,15 +181,7 @@ static int phase_informer(bool compact)
 	    .ref = {.version = "v1", .resource = "configmaps", .namespace = ns},
 	    .transform = compact ? to_compact : NULL,
 	};
-	struct pk_kube_informer *inf;
-	struct pk_err err;
-	if (pk_kube_informer_new(cli, &o, &inf, &err) != PK_OK ||
-	    pk_kube_informer_start(inf, &err) != PK_OK) {
-		fprintf(stderr, "pk_kube_bench: informer: %s\n", err.msg);
-		return 1;
-	}
-	if (!pk_kube_informer_wait_synced(inf, 300000))
-		return 1;
+	struct pk_kube_informer *inf = bench_kube_informer("pk_kube_bench", cli, &o, 300000);
 	size_t n = pk_kube_informer_count(inf);
 	pk_kube_informer_free(inf);
 	disconnect();
@@ -261,12 +249,12 @@ int main(int argc, char **argv)
 	int opt;
 	while ((opt = getopt(argc, argv, "n:k:")) != -1) {
 		if (opt == 'n') {
-			char *end;
-			nobj = strtol(optarg, &end, 10);
-			if (*end != '\0' || nobj < 1 || nobj > 1000000) {
+			int64_t v;
+			if (pk_parse_i64(optarg, 1, 1000000, &v, NULL) != PK_OK) {
 				fprintf(stderr, "pk_kube_bench: -n takes 1..1000000\n");
 				return 2;
 			}
+			nobj = (long)v;
 		} else if (opt == 'k') {
 			kubectl = optarg;
 		} else {

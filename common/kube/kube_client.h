@@ -308,12 +308,12 @@ PK_MUST_CHECK enum pk_kube_reason pk_kube_client_stream(struct pk_kube_client *c
  * Writes the path of r ("/apis/<group>/<version>/namespaces/<ns>/<resource>
  * /<name>/<subresource>"), each segment percent-encoded, into buf. Refuses
  * (PK_ERR_INVALID) missing version or resource, empty, "." or ".." segments;
- * PK_ERR_NOMEM when buf is too small.
+ * PK_ERR_TOO_BIG when buf is too small.
  */
 PK_MUST_CHECK int pk_kube_ref_path(const struct pk_kube_ref *r, char *buf, size_t len);
 
 /* Appends "?key=value" or "&key=value" (value percent-encoded) to the
- * NUL-terminated buf. PK_ERR_NOMEM when it does not fit. */
+ * NUL-terminated buf. PK_ERR_TOO_BIG when it does not fit. */
 PK_MUST_CHECK int pk_kube_query_add(char *buf, size_t len, const char *key, const char *value);
 
 /* "ns/name" of an object that could not be decoded, each part quoted (pk_text_quote), for a

@@ -93,7 +93,7 @@ enum pk_kube_reason pk_kube_client_call_json(struct pk_kube_client *c, const str
 /* ---- kube_path.c ---- */
 
 /* Appends s at buf[*o] as is, or as "/" and s percent-encoded (refusing empty, "." and
- * ".." segments: PK_ERR_INVALID); PK_ERR_NOMEM when it does not fit. */
+ * ".." segments: PK_ERR_INVALID); PK_ERR_TOO_BIG when it does not fit. */
 int pk_kube_path_put_raw(char *buf, size_t len, size_t *o, const char *s);
 int pk_kube_path_put_segment(char *buf, size_t len, size_t *o, const char *s);
 /* pk_kube_ref_path and pk_kube_query_add (nothing for a NULL value), failures as

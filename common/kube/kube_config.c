@@ -24,6 +24,7 @@
 #include "kube_config_int.h"
 #include "kube_exec.h"
 #include "manifest.h"
+#include "parse.h"
 
 /* ---- small helpers ---- */
 
@@ -145,7 +146,7 @@ static int load_pem(const json_t *obj, const char *file_key, const char *data_ke
 		return rc;
 	if (data != NULL) {
 		unsigned char *b;
-		if (pk_kube_base64_decode(data, strlen(data), &b, len) != PK_OK)
+		if (pk_base64_decode(data, strlen(data), &b, len) != PK_OK)
 			return pk_err_set(err, PK_ERR_INVALID, "%s: %s is not valid base64", where,
 			                  data_key);
 		*out = (char *)b;
@@ -253,7 +254,7 @@ static int merge_list(const json_t *doc, const char *key, const char *inner, con
 	json_t *e;
 	json_array_foreach(list, i, e)
 	{
-		const char *name = pk_kube_json_str(e, "name");
+		const char *name = pk_json_cstr_at(e, "name");
 		json_t *body = json_object_get(e, inner);
 		if (name == NULL || name[0] == '\0')
 			return pk_err_set(err, PK_ERR_INVALID,
@@ -285,7 +286,7 @@ static int merge_list(const json_t *doc, const char *key, const char *inner, con
 				rc = resolve_member(body, "tokenFile", dir);
 			/* client-go resolves an exec command that names a path (has a '/'). */
 			json_t *ex = json_object_get(body, "exec");
-			const char *cmd = pk_kube_json_str(ex, "command");
+			const char *cmd = pk_json_cstr_at(ex, "command");
 			if (rc == PK_OK && cmd != NULL && strchr(cmd, '/') != NULL)
 				rc = resolve_member(ex, "command", dir);
 		}
@@ -317,7 +318,7 @@ static int merge_doc(struct merged *m, const char *buf, size_t len, const char *
 			pk_manifest_free(&man);
 			return rc;
 		}
-		const char *cur = pk_kube_json_str(doc, "current-context");
+		const char *cur = pk_json_cstr_at(doc, "current-context");
 		if (m->current == NULL && cur != NULL && cur[0] != '\0')
 			m->current = strdup(cur);
 	}
@@ -622,10 +623,8 @@ int pk_kube_config_load_incluster(const char *dir, const struct pk_kube_config_o
 		return pk_err_set(err, PK_ERR_INVALID,
 		                  "in-cluster config: KUBERNETES_SERVICE_HOST and "
 		                  "KUBERNETES_SERVICE_PORT must be set");
-	char *end;
-	errno = 0;
-	long p = strtol(port, &end, 10);
-	if (errno != 0 || *end != '\0' || p < 1 || p > 65535)
+	uint64_t p;
+	if (pk_parse_uint(port, 1, 65535, &p, NULL) != PK_OK)
 		return pk_err_set(err, PK_ERR_INVALID,
 		                  "in-cluster config: KUBERNETES_SERVICE_PORT \"%s\" is not a port",
 		                  port);
@@ -634,8 +633,8 @@ int pk_kube_config_load_incluster(const char *dir, const struct pk_kube_config_o
 		                  "in-cluster config: KUBERNETES_SERVICE_HOST is not a host name");
 	char server[300], path[PATH_MAX];
 	/* An IPv6 address goes in brackets. */
-	snprintf(server, sizeof(server), strchr(host, ':') ? "https://[%s]:%ld" : "https://%s:%ld",
-	         host, p);
+	snprintf(server, sizeof(server), strchr(host, ':') ? "https://[%s]:%u" : "https://%s:%u",
+	         host, (unsigned)p);
 	char *ns = incluster_ns(dir);
 	struct pk_kube_config *c = config_named(opts, "in-cluster", "", "", ns, err);
 	free(ns);

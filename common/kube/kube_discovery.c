@@ -37,7 +37,7 @@ enum pk_kube_reason pk_kube_client_group_versions(struct pk_kube_client *c, cons
 	{
 		/* /apis/<g> lists {groupVersion, version}; /api lists plain strings */
 		const char *name =
-		    json_is_string(v) ? json_string_value(v) : pk_kube_json_str(v, "version");
+		    json_is_string(v) ? json_string_value(v) : pk_json_cstr_at(v, "version");
 		if (name != NULL && (pref == NULL || strcmp(name, pref) != 0))
 			json_array_append_new(out, json_string(name));
 	}

@@ -66,10 +66,10 @@ json_t *pk_kube_lease_spec(const json_t *old_spec, const char *me, long duration
 {
 	char ts[64];
 	pk_kube_micro_time(now, ts, sizeof(ts));
-	const char *old_holder = pk_kube_json_str(old_spec, "holderIdentity");
+	const char *old_holder = pk_json_cstr_at(old_spec, "holderIdentity");
 	json_int_t transitions = json_integer_value(json_object_get(old_spec, "leaseTransitions"));
 	bool same = old_holder != NULL && strcmp(old_holder, me) == 0;
-	const char *acquire = same ? pk_kube_json_str(old_spec, "acquireTime") : NULL;
+	const char *acquire = same ? pk_json_cstr_at(old_spec, "acquireTime") : NULL;
 	/* client-go counts a transition when the lease changes hands */
 	if (!release && !same && old_holder != NULL && old_holder[0] != '\0')
 		transitions++;
@@ -193,7 +193,7 @@ static bool try_acquire_or_renew(struct pk_kube_elector *el)
 	}
 	json_t *old = json_object_get(lease, "spec");
 	observe(el, old);
-	const char *holder = pk_kube_json_str(old, "holderIdentity");
+	const char *holder = pk_json_cstr_at(old, "holderIdentity");
 	json_t *d = json_object_get(old, "leaseDurationSeconds");
 	long dms = json_is_integer(d) && json_integer_value(d) > 0
 	               ? (long)json_integer_value(d) * 1000
@@ -232,7 +232,7 @@ static void release_lease(struct pk_kube_elector *el)
 	if (pk_kube_client_get(el->c, &r, &lease, &e) != PK_KUBE_OK)
 		return;
 	json_t *old = json_object_get(lease, "spec");
-	const char *holder = pk_kube_json_str(old, "holderIdentity");
+	const char *holder = pk_json_cstr_at(old, "holderIdentity");
 	if (holder != NULL && strcmp(holder, el->id) == 0) {
 		struct timespec now;
 		clock_gettime(CLOCK_REALTIME, &now);

@@ -116,7 +116,7 @@ static int exec_copy_args(struct pk_kube_exec *x, const json_t *ex, const char *
 	}
 	for (size_t i = 0; i < ne; i++) {
 		json_t *e = json_array_get(env, i);
-		const char *n = pk_kube_json_str(e, "name"), *v = pk_kube_json_str(e, "value");
+		const char *n = pk_json_cstr_at(e, "name"), *v = pk_json_cstr_at(e, "value");
 		if (n == NULL || n[0] == '\0' || strchr(n, '=') != NULL || v == NULL)
 			return pk_err_set(err, PK_ERR_INVALID,
 			                  "%s: exec env[%zu] needs a name and a string value",
@@ -142,7 +142,7 @@ static int exec_info(struct pk_kube_exec *x, const json_t *ex,
 	}
 	if (provide && spec != NULL) {
 		json_t *cl = json_pack("{s:s}", "server", cluster->server);
-		const char *cad = pk_kube_json_str(cluster->entry, "certificate-authority-data");
+		const char *cad = pk_json_cstr_at(cluster->entry, "certificate-authority-data");
 		if (cl != NULL && cad != NULL)
 			json_object_set_new(cl, "certificate-authority-data", json_string(cad));
 		if (cl != NULL && cluster->insecure)
@@ -396,7 +396,7 @@ static int exec_verdict(const struct pk_kube_exec *x, const struct pk_kube_log *
 		                  "killed",
 		                  x->where, x->timeout_ms);
 	if (io->too_big != NULL)
-		return pk_err_set(err, PK_ERR_NOMEM,
+		return pk_err_set(err, PK_ERR_TOO_BIG,
 		                  "%s: printed more than %u bytes on %s; it was killed", x->where,
 		                  PK_KUBE_CREDENTIAL_MAX, io->too_big);
 	while (io->elen > 0 && (io->ebuf[io->elen - 1] == '\n' || io->ebuf[io->elen - 1] == '\r'))
@@ -562,8 +562,8 @@ int pk_kube_exec_credential_parse(const char *buf, size_t len, const char *api_v
 		                where, cred ? "not an object" : jerr.msg);
 		goto out;
 	}
-	const char *kind = pk_kube_json_str(cred, "kind");
-	const char *api = pk_kube_json_str(cred, "apiVersion");
+	const char *kind = pk_json_cstr_at(cred, "kind");
+	const char *api = pk_json_cstr_at(cred, "apiVersion");
 	if (kind == NULL || strcmp(kind, "ExecCredential") != 0 || api == NULL ||
 	    strcmp(api, api_version) != 0) {
 		rc = pk_err_set(err, PK_ERR_INVALID,
@@ -588,7 +588,7 @@ int pk_kube_exec_credential_parse(const char *buf, size_t len, const char *api_v
 		goto out;
 	}
 	time_t expiry = 0;
-	const char *exp = pk_kube_json_str(st, "expirationTimestamp");
+	const char *exp = pk_json_cstr_at(st, "expirationTimestamp");
 	if (exp != NULL && parse_rfc3339(exp, &expiry) != 0) {
 		char q[300];
 		pk_text_quote(exp, strlen(exp), q, sizeof(q));

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "kube_watch.h"
+#include "kube_worker.h"
 #include "strmap.h"
 
 /* What the store keeps under an object's key. */
@@ -36,14 +37,11 @@ struct pk_kube_informer {
 	struct pk_strmap *store; /* key -> struct entry */
 	char rv[128];
 
-	pthread_mutex_t mu; /* state, lists, skipped; the condition for waits */
-	pthread_cond_t cv;
+	/* The thread; its mu guards state, lists and skipped, and its cv
+	 * carries both the stop and the waits for them. */
+	struct pk_kube_worker w;
 	enum pk_kube_informer_state state;
 	unsigned long lists, skipped, nul_fields;
-
-	atomic_int stop;
-	pthread_t thread;
-	bool running;
 };
 
 static char *dup_or_null(const char *s, bool *fail)
@@ -98,12 +96,7 @@ int pk_kube_informer_new(struct pk_kube_client *c, const struct pk_kube_informer
 	inf->h = o->handlers;
 	inf->store = pk_strmap_new();
 	pthread_rwlock_init(&inf->lock, NULL);
-	pthread_mutex_init(&inf->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&inf->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	pk_kube_worker_init(&inf->w);
 	if (fail || inf->store == NULL) {
 		pk_kube_informer_free(inf);
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
@@ -151,9 +144,9 @@ static void remove_entry(struct pk_kube_informer *inf, const char *key)
 
 static void count(struct pk_kube_informer *inf, unsigned long *n)
 {
-	pthread_mutex_lock(&inf->mu);
+	pthread_mutex_lock(&inf->w.mu);
 	(*n)++;
-	pthread_mutex_unlock(&inf->mu);
+	pthread_mutex_unlock(&inf->w.mu);
 }
 
 /*
@@ -342,11 +335,11 @@ static int relist_page(void *ud, const json_t *page)
 	json_array_foreach(pk_json_arr_at(page, "items"), i, obj)
 	{
 		/* a page may hold hundreds of items, each with its callbacks */
-		if (atomic_load(&inf->stop))
+		if (pk_kube_worker_stopping(&inf->w))
 			return 1;
 		upsert(inf, obj);
 	}
-	return atomic_load(&inf->stop) ? 1 : 0;
+	return pk_kube_worker_stopping(&inf->w) ? 1 : 0;
 }
 
 /* The keys of the entries a relist did not see (the map cannot change while it is visited). */
@@ -382,17 +375,17 @@ static void relist_end(struct pk_kube_informer *inf, const char *rv)
 
 static void set_state(struct pk_kube_informer *inf, enum pk_kube_informer_state s)
 {
-	pthread_mutex_lock(&inf->mu);
+	pthread_mutex_lock(&inf->w.mu);
 	inf->state = s;
-	pthread_cond_broadcast(&inf->cv);
-	pthread_mutex_unlock(&inf->mu);
+	pthread_cond_broadcast(&inf->w.cv);
+	pthread_mutex_unlock(&inf->w.mu);
 }
 
 enum pk_kube_informer_state pk_kube_informer_state(struct pk_kube_informer *inf)
 {
-	pthread_mutex_lock(&inf->mu);
+	pthread_mutex_lock(&inf->w.mu);
 	enum pk_kube_informer_state s = inf->state;
-	pthread_mutex_unlock(&inf->mu);
+	pthread_mutex_unlock(&inf->w.mu);
 	return s;
 }
 
@@ -401,68 +394,44 @@ bool pk_kube_informer_synced(struct pk_kube_informer *inf)
 	return pk_kube_informer_state(inf) == PK_KUBE_INFORMER_SYNCED;
 }
 
-static struct timespec deadline_in(long ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 bool pk_kube_informer_wait_synced(struct pk_kube_informer *inf, long timeout_ms)
 {
-	struct timespec dl = deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
-	pthread_mutex_lock(&inf->mu);
+	struct timespec dl = pk_kube_worker_deadline(timeout_ms < 0 ? 0 : timeout_ms);
+	pthread_mutex_lock(&inf->w.mu);
 	while (inf->state != PK_KUBE_INFORMER_SYNCED) {
 		if (timeout_ms < 0) {
-			pthread_cond_wait(&inf->cv, &inf->mu);
-		} else if (pthread_cond_timedwait(&inf->cv, &inf->mu, &dl) == ETIMEDOUT) {
+			pthread_cond_wait(&inf->w.cv, &inf->w.mu);
+		} else if (pthread_cond_timedwait(&inf->w.cv, &inf->w.mu, &dl) == ETIMEDOUT) {
 			break;
 		}
 	}
 	bool ok = inf->state == PK_KUBE_INFORMER_SYNCED;
-	pthread_mutex_unlock(&inf->mu);
+	pthread_mutex_unlock(&inf->w.mu);
 	return ok;
+}
+
+/* A counter read under the mutex its writers (count, the loop) hold. */
+static unsigned long counter(struct pk_kube_informer *inf, const unsigned long *n)
+{
+	pthread_mutex_lock(&inf->w.mu);
+	unsigned long v = *n;
+	pthread_mutex_unlock(&inf->w.mu);
+	return v;
 }
 
 unsigned long pk_kube_informer_skipped(struct pk_kube_informer *inf)
 {
-	pthread_mutex_lock(&inf->mu);
-	unsigned long n = inf->skipped;
-	pthread_mutex_unlock(&inf->mu);
-	return n;
+	return counter(inf, &inf->skipped);
 }
 
 unsigned long pk_kube_informer_nul_fields(struct pk_kube_informer *inf)
 {
-	pthread_mutex_lock(&inf->mu);
-	unsigned long n = inf->nul_fields;
-	pthread_mutex_unlock(&inf->mu);
-	return n;
+	return counter(inf, &inf->nul_fields);
 }
 
 unsigned long pk_kube_informer_lists(struct pk_kube_informer *inf)
 {
-	pthread_mutex_lock(&inf->mu);
-	unsigned long n = inf->lists;
-	pthread_mutex_unlock(&inf->mu);
-	return n;
-}
-
-/* Waits ns, or less when stopped (stop_begin signals cv). */
-static void nap(struct pk_kube_informer *inf, long long ns)
-{
-	struct timespec dl = deadline_in((long)(ns / 1000000LL));
-	pthread_mutex_lock(&inf->mu);
-	while (!atomic_load(&inf->stop))
-		if (pthread_cond_timedwait(&inf->cv, &inf->mu, &dl) == ETIMEDOUT)
-			break;
-	pthread_mutex_unlock(&inf->mu);
+	return counter(inf, &inf->lists);
 }
 
 /* ---- reads ---- */
@@ -525,7 +494,7 @@ static int on_event(void *ud, const struct pk_kube_event *ev)
 {
 	struct pk_kube_informer *inf = ud;
 	/* Stopping: drop the rest of what was read (a restart relists). */
-	if (atomic_load(&inf->stop))
+	if (pk_kube_worker_stopping(&inf->w))
 		return 1;
 	switch (ev->type) {
 	case PK_KUBE_EVENT_ADDED:
@@ -540,7 +509,7 @@ static int on_event(void *ud, const struct pk_kube_event *ev)
 		break;
 	}
 	set_rv(inf, ev->resource_version);
-	return atomic_load(&inf->stop) ? 1 : 0;
+	return pk_kube_worker_stopping(&inf->w) ? 1 : 0;
 }
 
 static void on_watch_state(void *ud, bool connected)
@@ -555,11 +524,11 @@ static void *run(void *arg)
 	const struct pk_kube_log *log = pk_kube_client_log(inf->c);
 	unsigned failures = 0;
 	bool synced_once = false;
-	while (!atomic_load(&inf->stop)) {
+	while (!pk_kube_worker_stopping(&inf->w)) {
 		struct pk_kube_list_opts lo = {.label_selector = inf->label,
 		                               .field_selector = inf->field,
 		                               .limit = inf->page_size,
-		                               .stop = &inf->stop,
+		                               .stop = &inf->w.stop,
 		                               .on_skip = relist_skip,
 		                               .skip_ud = inf};
 		struct pk_kube_error e;
@@ -568,7 +537,7 @@ static void *run(void *arg)
 		enum pk_kube_reason rc = pk_kube_client_list_pages(
 		    inf->c, &inf->ref, &lo, relist_page, inf, rv, sizeof(rv), &e);
 		if (rc != PK_KUBE_OK) {
-			if (rc == PK_KUBE_CANCELLED || atomic_load(&inf->stop))
+			if (rc == PK_KUBE_CANCELLED || pk_kube_worker_stopping(&inf->w))
 				break;
 			long long wait =
 			    pk_kube_backoff_ns(failures < 20 ? failures : 20, inf->backoff_base_ms,
@@ -578,15 +547,15 @@ static void *run(void *arg)
 			             inf->resource, pk_kube_reason_name(rc), e.message,
 			             wait / 1000000LL);
 			failures++;
-			nap(inf, wait);
+			pk_kube_worker_nap(&inf->w, (long)(wait / 1000000LL));
 			continue;
 		}
 		relist_end(inf, rv);
-		pthread_mutex_lock(&inf->mu);
+		pthread_mutex_lock(&inf->w.mu);
 		inf->lists++;
 		inf->state = PK_KUBE_INFORMER_SYNCED;
-		pthread_cond_broadcast(&inf->cv);
-		pthread_mutex_unlock(&inf->mu);
+		pthread_cond_broadcast(&inf->w.cv);
+		pthread_mutex_unlock(&inf->w.mu);
 		if (!synced_once) {
 			synced_once = true;
 			if (inf->h.on_synced)
@@ -600,13 +569,13 @@ static void *run(void *arg)
 		                                .timeout_s = inf->watch_timeout_s,
 		                                .backoff_base_ms = inf->backoff_base_ms,
 		                                .backoff_max_ms = inf->backoff_max_ms,
-		                                .stop = &inf->stop,
+		                                .stop = &inf->w.stop,
 		                                .on_state = on_watch_state,
 		                                .on_skip = watch_skip,
 		                                .skip_ud = inf};
 		rc = pk_kube_watch_run(inf->c, &inf->ref, &wo, on_event, inf, NULL, 0, &e);
 		set_state(inf, PK_KUBE_INFORMER_STALE);
-		if (rc == PK_KUBE_CANCELLED || atomic_load(&inf->stop))
+		if (rc == PK_KUBE_CANCELLED || pk_kube_worker_stopping(&inf->w))
 			break;
 		if (rc == PK_KUBE_GONE) {
 			pk_kube_logf(log, PK_KUBE_LOG_INFO, "informer %s: %s; relisting",
@@ -620,7 +589,7 @@ static void *run(void *arg)
 		             "informer %s: watch failed: %s: %s; relist in %lld ms", inf->resource,
 		             pk_kube_reason_name(rc), e.message, wait / 1000000LL);
 		failures++;
-		nap(inf, wait);
+		pk_kube_worker_nap(&inf->w, (long)(wait / 1000000LL));
 	}
 	set_state(inf, synced_once ? PK_KUBE_INFORMER_STALE : PK_KUBE_INFORMER_STARTING);
 	return NULL;
@@ -628,38 +597,29 @@ static void *run(void *arg)
 
 int pk_kube_informer_start(struct pk_kube_informer *inf, struct pk_err *err)
 {
-	if (inf->running)
+	if (inf->w.running)
 		return pk_err_set(err, PK_ERR_INVALID, "informer already running");
-	atomic_store(&inf->stop, 0);
-	int rc = pthread_create(&inf->thread, NULL, run, inf);
+	/* A stop asked while idle (or by the last run) does not outlive a new start. */
+	atomic_store(&inf->w.stop, 0);
+	int rc = pk_kube_worker_start(&inf->w, run, inf);
 	if (rc != 0)
 		return pk_err_set(err, PK_ERR_NOMEM, "cannot start the informer thread: %s",
 		                  strerror(rc));
-	inf->running = true;
 	return PK_OK;
 }
 
 void pk_kube_informer_stop_begin(struct pk_kube_informer *inf)
 {
-	if (inf == NULL)
-		return;
 	/* Not guarded by `running`: that belongs to the thread that starts and
 	 * joins, and a flag left set on an idle informer is cleared by start. */
-	atomic_store(&inf->stop, 1);
-	/* The store comes before taking mu, and nap() tests the flag under mu
-	 * before it waits, so a nap that is about to begin cannot miss this. */
-	pthread_mutex_lock(&inf->mu);
-	pthread_cond_broadcast(&inf->cv);
-	pthread_mutex_unlock(&inf->mu);
+	if (inf != NULL)
+		pk_kube_worker_stop_begin(&inf->w);
 }
 
 void pk_kube_informer_stop(struct pk_kube_informer *inf)
 {
-	if (inf == NULL || !inf->running)
-		return;
-	pk_kube_informer_stop_begin(inf);
-	pthread_join(inf->thread, NULL);
-	inf->running = false;
+	if (inf != NULL)
+		pk_kube_worker_stop(&inf->w);
 }
 
 static void free_entry(void *ud, const char *key, void *value)
@@ -684,7 +644,6 @@ void pk_kube_informer_free(struct pk_kube_informer *inf)
 	free(inf->label);
 	free(inf->field);
 	pthread_rwlock_destroy(&inf->lock);
-	pthread_mutex_destroy(&inf->mu);
-	pthread_cond_destroy(&inf->cv);
+	pk_kube_worker_destroy(&inf->w);
 	free(inf);
 }

@@ -17,11 +17,11 @@ static int put_escaped(char *buf, size_t len, size_t *o, const char *s)
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (unreserved(*p)) {
 			if (*o + 1 >= len)
-				return PK_ERR_NOMEM;
+				return PK_ERR_TOO_BIG;
 			buf[(*o)++] = (char)*p;
 		} else {
 			if (*o + 3 >= len)
-				return PK_ERR_NOMEM;
+				return PK_ERR_TOO_BIG;
 			buf[(*o)++] = '%';
 			buf[(*o)++] = hex[*p >> 4];
 			buf[(*o)++] = hex[*p & 15];
@@ -35,7 +35,7 @@ int pk_kube_path_put_raw(char *buf, size_t len, size_t *o, const char *s)
 {
 	size_t n = strlen(s);
 	if (*o + n + 1 > len)
-		return PK_ERR_NOMEM;
+		return PK_ERR_TOO_BIG;
 	memcpy(buf + *o, s, n + 1);
 	*o += n;
 	return PK_OK;
@@ -59,7 +59,7 @@ int pk_kube_ref_path(const struct pk_kube_ref *r, char *buf, size_t len)
 	size_t o = 0;
 	int rc;
 	if (len == 0)
-		return PK_ERR_NOMEM;
+		return PK_ERR_TOO_BIG;
 	buf[0] = '\0';
 	if (bad_segment(r->version) || bad_segment(r->resource))
 		return PK_ERR_INVALID;
@@ -112,11 +112,11 @@ enum pk_kube_reason pk_kube_client_build_path(const struct pk_kube_ref *r, char 
 {
 	int rc = pk_kube_ref_path(r, buf, len);
 	if (rc != PK_OK)
-		return pk_kube_error_set(e, PK_KUBE_BAD_REQUEST, 0,
-		                         "cannot build a request path: %s",
-		                         rc == PK_ERR_NOMEM ? "too long"
-		                                            : "empty, \".\" or \"..\" name, or no "
-		                                              "version or resource");
+		return pk_kube_error_set(
+		    e, PK_KUBE_BAD_REQUEST, 0, "cannot build a request path: %s",
+		    rc == PK_ERR_TOO_BIG ? "too long"
+		                         : "empty, \".\" or \"..\" name, or no "
+		                           "version or resource");
 	return PK_KUBE_OK;
 }
 

@@ -12,7 +12,9 @@
 
 #include <curl/curl.h>
 
+#include "buf.h"
 #include "kube_client_int.h"
+#include "parse.h"
 
 /* A single object over its cap is read to its end without being kept; past this many bytes
  * the server is not sending an API object at all. */
@@ -35,8 +37,7 @@ long long pk_kube_backoff_ns(unsigned attempt, long base_ms, long max_ms)
 /* ---- one HTTP exchange ---- */
 
 struct resp {
-	char *buf;
-	size_t len, cap, max;
+	struct pk_buf body; /* what a non-streamed answer holds, capped at the call's max */
 	bool too_big;
 	struct pk_kube_scan *scan; /* a 200 answer over max goes here, unkept */
 	bool scanning;
@@ -65,16 +66,14 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 			return n;
 		}
 	}
-	if (r->scan != NULL && (r->scanning || r->len + n > r->max)) {
+	if (r->scan != NULL && (r->scanning || n > r->body.max - r->body.len)) {
 		long code = 0;
 		curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
 		if (code == 200) {
 			if (!r->scanning) {
 				/* what was kept so far goes through the scan too */
-				pk_kube_scan_feed(r->scan, r->buf ? r->buf : "", r->len);
-				free(r->buf);
-				r->buf = NULL;
-				r->len = r->cap = 0;
+				pk_kube_scan_feed(r->scan, r->body.p ? r->body.p : "", r->body.len);
+				pk_buf_free(&r->body);
 				r->scanning = true;
 			}
 			if (pk_kube_scan_bytes(r->scan) + n > SCAN_MAX_BYTES) {
@@ -85,27 +84,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 			return n;
 		}
 	}
-	if (r->len + n > r->max) {
+	/* over the cap, or out of memory: the transfer ends as too large */
+	if (pk_buf_append(&r->body, data, n) != PK_OK) {
 		r->too_big = true;
 		return 0;
 	}
-	if (r->len + n + 1 > r->cap) {
-		size_t cap = r->cap ? r->cap : 16384;
-		while (cap < r->len + n + 1)
-			cap *= 2;
-		if (cap > r->max + 1)
-			cap = r->max + 1;
-		char *b = realloc(r->buf, cap);
-		if (b == NULL) {
-			r->too_big = true;
-			return 0;
-		}
-		r->buf = b;
-		r->cap = cap;
-	}
-	memcpy(r->buf + r->len, data, n);
-	r->len += n;
-	r->buf[r->len] = '\0';
 	return n;
 }
 
@@ -125,20 +108,23 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
 		return n;
 	}
 	if (n > sizeof(ra) - 1 && strncasecmp(data, ra, sizeof(ra) - 1) == 0) {
-		char v[32];
+		const char *v = data + sizeof(ra) - 1;
 		size_t vl = n - (sizeof(ra) - 1);
-		if (vl >= sizeof(v))
-			vl = sizeof(v) - 1;
-		memcpy(v, data + sizeof(ra) - 1, vl);
-		v[vl] = '\0';
-		char *end;
-		errno = 0;
-		long s = strtol(v, &end, 10);
-		while (*end == ' ' || *end == '\r' || *end == '\n')
-			end++;
+		while (vl > 0 && (*v == ' ' || *v == '\t')) {
+			v++;
+			vl--;
+		}
+		while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\r' || v[vl - 1] == '\n'))
+			vl--;
+		char text[32];
+		uint64_t s;
 		/* only the delta-seconds form; an HTTP date falls back to the default */
-		if (errno == 0 && *end == '\0' && s >= 0 && s < 86400)
-			r->retry_after_s = s;
+		if (vl < sizeof(text)) {
+			memcpy(text, v, vl);
+			text[vl] = '\0';
+			if (pk_parse_uint(text, 0, 86399, &s, NULL) == PK_OK)
+				r->retry_after_s = (long)s;
+		}
 	}
 	return n;
 }
@@ -190,7 +176,7 @@ static CURLcode setup_handle(struct pk_kube_client *c, CURL *h, const struct cal
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	if (k->overflow == NULL)
-		curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max);
+		curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->body.max);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
@@ -240,7 +226,7 @@ static enum pk_kube_reason transport_error(CURLcode cc, struct resp *r, const st
 			                         k->method, k->path);
 		return pk_kube_error_set(e, PK_KUBE_TOO_LARGE, 0,
 		                         "%s %s: response larger than %zu bytes", k->method,
-		                         k->path, r->max);
+		                         k->path, r->body.max);
 	case CURLE_OPERATION_TIMEDOUT:
 		return pk_kube_error_set(e, PK_KUBE_TIMEOUT, 0, "%s %s: %s", k->method, k->path,
 		                         what);
@@ -306,13 +292,13 @@ static enum pk_kube_reason exchange(struct pk_kube_client *c, const struct call 
 		curl_slist_free_all(hdrs);
 		return pk_kube_error_set(e, PK_KUBE_NOMEM, 0, "out of memory");
 	}
-	*r = (struct resp){.max = k->max_bytes ? k->max_bytes : c->max_bytes,
-	                   .scan = k->overflow,
+	*r = (struct resp){.scan = k->overflow,
 	                   .fn = k->fn,
 	                   .ud = k->ud,
 	                   .h = h,
 	                   .stop = k->stop,
 	                   .last_tick_ns = pk_kube_now_ns()};
+	pk_buf_init(&r->body, k->max_bytes ? k->max_bytes : c->max_bytes);
 	CURLcode sc = setup_handle(c, h, k, url, hdrs, r);
 	if (sc != CURLE_OK) {
 		curl_slist_free_all(hdrs);
@@ -369,7 +355,7 @@ static struct outcome judge(struct pk_kube_client *c, const struct call *k, stru
 		o.ok = true;
 		return o;
 	}
-	o.rc = pk_kube_status_decode(code, r->buf, r->len, e);
+	o.rc = pk_kube_status_decode(code, r->body.p, r->body.len, e);
 	if (e != NULL && r->retry_after_s > 0)
 		e->retry_after_s = r->retry_after_s;
 	long ra = r->retry_after_s > 0 ? r->retry_after_s : e ? e->retry_after_s : 0;
@@ -437,15 +423,13 @@ enum pk_kube_reason pk_kube_client_perform(struct pk_kube_client *c, const struc
 		if (o.ok) {
 			if (k->overflowed != NULL)
 				*k->overflowed = r.scanning;
-			if (body != NULL) {
-				*body = r.buf;
-				*body_len = r.len;
-				r.buf = NULL;
-			}
-			free(r.buf);
+			/* an empty answer stays NULL */
+			if (body != NULL && r.body.p != NULL)
+				*body = pk_buf_take(&r.body, body_len);
+			pk_buf_free(&r.body);
 			return PK_KUBE_OK;
 		}
-		free(r.buf);
+		pk_buf_free(&r.body);
 		if (o.reauth) {
 			pk_kube_config_token_invalidate(c->cfg);
 			reauthed = true;

@@ -353,7 +353,7 @@ enum pk_kube_reason pk_kube_client_update(struct pk_kube_client *c, const struct
 	if (out != NULL)
 		*out = NULL;
 	if (named.name == NULL)
-		named.name = pk_kube_meta_str(obj, "name");
+		named.name = pk_json_meta_cstr(obj, "name");
 	if (named.name == NULL)
 		return pk_kube_error_set(e, PK_KUBE_BAD_REQUEST, 0, "update needs a name");
 	if ((rc = pk_kube_client_build_path(&named, path, sizeof(path), e)) ||

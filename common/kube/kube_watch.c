@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
 /* ---- splitter ---- */
 
 /* Deeper than any event the decoder accepts; deeper input is refused here. */
@@ -19,9 +21,8 @@ static const char *const event_names[] = {
 #define OVERSIZE_MAX_BYTES (256u << 20)
 
 struct pk_kube_splitter {
-	char *buf; /* the unfinished object so far */
-	size_t len, cap, max;
-	unsigned depth; /* brace/bracket depth inside the object; 0 between objects */
+	struct pk_buf buf; /* the unfinished object so far, capped at the event cap */
+	unsigned depth;    /* brace/bracket depth inside the object; 0 between objects */
 	bool in_str, esc;
 	uint64_t kinds[SPLIT_MAX_DEPTH / 64]; /* bit d: level d+1 opened with '[' */
 	/* an event over the cap, streaming by */
@@ -37,13 +38,11 @@ void pk_kube_splitter_on_oversize(struct pk_kube_splitter *s, pk_kube_oversize_f
 	s->oud = ud;
 }
 
-static int append(struct pk_kube_splitter *s, const char *p, size_t n, struct pk_err *err);
-
 struct pk_kube_splitter *pk_kube_splitter_new(size_t max_event_bytes)
 {
 	struct pk_kube_splitter *s = calloc(1, sizeof(*s));
 	if (s != NULL)
-		s->max = max_event_bytes ? max_event_bytes : PK_KUBE_EVENT_MAX_BYTES;
+		pk_buf_init(&s->buf, max_event_bytes ? max_event_bytes : PK_KUBE_EVENT_MAX_BYTES);
 	return s;
 }
 
@@ -52,13 +51,13 @@ void pk_kube_splitter_free(struct pk_kube_splitter *s)
 	if (s == NULL)
 		return;
 	pk_kube_scan_free(s->oscan);
-	free(s->buf);
+	pk_buf_free(&s->buf);
 	free(s);
 }
 
 void pk_kube_splitter_reset(struct pk_kube_splitter *s)
 {
-	s->len = 0;
+	pk_buf_clear(&s->buf);
 	s->depth = 0;
 	s->in_str = s->esc = false;
 	pk_kube_scan_free(s->oscan);
@@ -68,7 +67,7 @@ void pk_kube_splitter_reset(struct pk_kube_splitter *s)
 
 size_t pk_kube_splitter_pending(const struct pk_kube_splitter *s)
 {
-	return s->oscan != NULL ? s->olen : s->len;
+	return s->oscan != NULL ? s->olen : s->buf.len;
 }
 
 /* The event passes the cap: what was kept and what follows go through a scan that keeps
@@ -78,47 +77,31 @@ static int oversize_begin(struct pk_kube_splitter *s, struct pk_err *err)
 	s->oscan = pk_kube_scan_new(event_names, 4);
 	if (s->oscan == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	pk_kube_scan_feed(s->oscan, s->buf ? s->buf : "", s->len);
-	s->olen = s->len;
-	s->len = 0;
+	pk_kube_scan_feed(s->oscan, s->buf.p ? s->buf.p : "", s->buf.len);
+	s->olen = s->buf.len;
+	pk_buf_clear(&s->buf);
 	return PK_OK;
 }
 
 /* Takes n bytes of the event being read. */
 static int take(struct pk_kube_splitter *s, const char *p, size_t n, struct pk_err *err)
 {
-	if (s->oscan == NULL && s->ofn != NULL && s->len + n > s->max) {
+	if (s->oscan == NULL && s->ofn != NULL && n > s->buf.max - s->buf.len) {
 		int rc = oversize_begin(s, err);
 		if (rc != PK_OK)
 			return rc;
 	}
-	if (s->oscan == NULL)
-		return append(s, p, n, err);
+	if (s->oscan == NULL) {
+		int rc = pk_buf_append(&s->buf, p, n);
+		if (rc == PK_ERR_TOO_BIG)
+			return pk_err_set(err, rc, "watch event larger than %zu bytes", s->buf.max);
+		return rc == PK_OK ? PK_OK : pk_err_set(err, rc, "out of memory");
+	}
 	if (s->olen + n > OVERSIZE_MAX_BYTES)
-		return pk_err_set(err, PK_ERR_NOMEM, "watch event larger than %u bytes",
+		return pk_err_set(err, PK_ERR_TOO_BIG, "watch event larger than %u bytes",
 		                  OVERSIZE_MAX_BYTES);
 	pk_kube_scan_feed(s->oscan, p, n);
 	s->olen += n;
-	return PK_OK;
-}
-
-static int append(struct pk_kube_splitter *s, const char *p, size_t n, struct pk_err *err)
-{
-	if (s->len + n > s->max)
-		return pk_err_set(err, PK_ERR_NOMEM, "watch event larger than %zu bytes", s->max);
-	if (s->len + n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 4096;
-		while (cap < s->len + n + 1)
-			cap *= 2;
-		char *b = realloc(s->buf, cap);
-		if (b == NULL)
-			return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-		s->buf = b;
-		s->cap = cap;
-	}
-	memcpy(s->buf + s->len, p, n);
-	s->len += n;
-	s->buf[s->len] = '\0';
 	return PK_OK;
 }
 
@@ -128,7 +111,7 @@ static int split_open(struct pk_kube_splitter *s, char c, const char *data, size
                       struct pk_err *err)
 {
 	if (s->depth >= SPLIT_MAX_DEPTH && s->ofn == NULL)
-		return pk_err_set(err, PK_ERR_NOMEM, "watch event nested deeper than %d levels",
+		return pk_err_set(err, PK_ERR_TOO_BIG, "watch event nested deeper than %d levels",
 		                  SPLIT_MAX_DEPTH);
 	if (s->depth >= SPLIT_MAX_DEPTH) {
 		/* too deep to decode: it streams by, counted only */
@@ -210,9 +193,9 @@ static int split_deliver(struct pk_kube_splitter *s, pk_kube_text_fn *fn, void *
 		pk_kube_scan_free(sc);
 		return rc;
 	}
-	size_t n = s->len;
-	s->len = 0;
-	return fn(ud, s->buf, n);
+	int rc = fn(ud, s->buf.p, s->buf.len);
+	pk_buf_clear(&s->buf);
+	return rc;
 }
 
 int pk_kube_splitter_feed(struct pk_kube_splitter *s, const char *data, size_t len,
@@ -267,7 +250,7 @@ int pk_kube_event_decode(const char *text, size_t len, unsigned max_depth, struc
 	int rc = pk_kube_json_parse(text, len, depth, root, err);
 	if (rc != PK_OK)
 		return rc;
-	const char *type = pk_kube_json_str(*root, "type");
+	const char *type = pk_json_cstr_at(*root, "type");
 	json_t *obj = json_object_get(*root, "object");
 	if (type == NULL || !json_is_object(obj))
 		return pk_err_set(err, PK_ERR_INVALID, "watch event without type or object");
@@ -282,7 +265,7 @@ int pk_kube_event_decode(const char *text, size_t len, unsigned max_depth, struc
 	}
 	ev->type = (enum pk_kube_event_type)t;
 	ev->object = obj;
-	ev->resource_version = pk_kube_meta_str(obj, "resourceVersion");
+	ev->resource_version = pk_json_meta_cstr(obj, "resourceVersion");
 	if (ev->type == PK_KUBE_EVENT_ERROR)
 		pk_kube_status_decode_json(0, obj, &ev->error);
 	return PK_OK;
@@ -451,7 +434,7 @@ static int watch_path(const struct pk_kube_watch_opts *o, const char *base, cons
 	    (o->field_selector &&
 	     pk_kube_query_add(path, len, "fieldSelector", o->field_selector) != PK_OK) ||
 	    (rv[0] && pk_kube_query_add(path, len, "resourceVersion", rv) != PK_OK))
-		return PK_ERR_NOMEM;
+		return PK_ERR_TOO_BIG;
 	return pk_kube_query_add(path, len, "timeoutSeconds", num);
 }
 

@@ -61,7 +61,7 @@ void pk_kube_splitter_free(struct pk_kube_splitter *s);
 typedef int pk_kube_oversize_fn(void *ud, size_t len, const char *type, const char *ns,
                                 const char *name, const char *rv);
 
-/* Sets the oversize callback (NULL: an event over the cap is an error, PK_ERR_NOMEM). */
+/* Sets the oversize callback (NULL: an event over the cap is an error, PK_ERR_TOO_BIG). */
 void pk_kube_splitter_on_oversize(struct pk_kube_splitter *s, pk_kube_oversize_fn *fn, void *ud);
 
 /* Forgets any partial event (a new connection starts clean). */
@@ -74,7 +74,9 @@ typedef int pk_kube_text_fn(void *ud, const char *text, size_t len);
 /*
  * Feeds len bytes. Returns PK_OK when all were consumed; the callback's
  * non-zero value when it asked to stop; PK_ERR_INVALID on garbage between
- * objects; PK_ERR_NOMEM when an event passes the cap or memory runs out.
+ * objects; PK_ERR_TOO_BIG when an event passes the cap (or, without an
+ * oversize callback, its nesting the depth cap; with one, past 256 MiB);
+ * PK_ERR_NOMEM when memory runs out.
  * After an error, reset before feeding again.
  */
 PK_MUST_CHECK int pk_kube_splitter_feed(struct pk_kube_splitter *s, const char *data, size_t len,
@@ -106,7 +108,7 @@ const char *pk_kube_event_type_name(enum pk_kube_event_type t);
 /*
  * Decodes one event's text. *root gets the parsed value the event borrows
  * from (the caller json_decrefs it, also on failure). PK_ERR_INVALID when
- * it is not an event (no known type, object not an object); PK_ERR_NOMEM
+ * it is not an event (no known type, object not an object); PK_ERR_TOO_BIG
  * when the object is nested deeper than max_depth (0: PK_KUBE_JSON_MAX_DEPTH;
  * the event around it is one level more). When the text is not JSON at
  * all, *root is NULL; when it is JSON but not an event, it is not.

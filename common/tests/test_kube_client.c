@@ -169,7 +169,7 @@ static void test_paths(void **state)
 	}
 	char small[10];
 	struct pk_kube_ref r = {.version = "v1", .resource = "configmaps"};
-	assert_int_equal(pk_kube_ref_path(&r, small, sizeof(small)), PK_ERR_NOMEM);
+	assert_int_equal(pk_kube_ref_path(&r, small, sizeof(small)), PK_ERR_TOO_BIG);
 
 	char q[128] = "/api/v1/pods";
 	assert_int_equal(pk_kube_query_add(q, sizeof(q), "labelSelector", "app=x,tier!=db"), PK_OK);
@@ -177,7 +177,7 @@ static void test_paths(void **state)
 	assert_string_equal(q, "/api/v1/pods?labelSelector=app%3Dx%2Ctier%21%3Ddb&limit=5");
 	char tiny[20] = "/x";
 	assert_int_equal(pk_kube_query_add(tiny, sizeof(tiny), "k", "a very long value"),
-	                 PK_ERR_NOMEM);
+	                 PK_ERR_TOO_BIG);
 	assert_string_equal(tiny, "/x"); /* unchanged on failure */
 }
 
@@ -384,7 +384,7 @@ static void test_get_ok(void **state)
 	json_t *obj;
 	struct pk_kube_error e;
 	assert_int_equal(pk_kube_client_get(cli, &cm, &obj, &e), PK_KUBE_OK);
-	assert_string_equal(pk_kube_meta_str(obj, "name"), "a");
+	assert_string_equal(pk_json_meta_cstr(obj, "name"), "a");
 	json_decref(obj);
 	assert_int_equal(srv.nreq, 1);
 	assert_string_equal(srv.reqs[0].method, "GET");
@@ -500,6 +500,54 @@ static void test_5xx_with_retry_after_retried_for_any_verb(void **state)
 	assert_string_equal(srv.reqs[0].method, "PUT");
 	json_decref(out);
 	json_decref(body);
+}
+
+static const char *ra_header; /* the Retry-After line r_503_ra answers first */
+
+static void r_503_ra(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)q;
+	if (i < 1) {
+		o->status = 503;
+		o->headers = ra_header;
+	} else {
+		o->body = "{}";
+	}
+}
+
+/* Only delta-seconds under a day count: a PUT is retried on a 503 only with one. */
+static void test_retry_after_forms(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *header;
+		bool retried;
+	} v[] = {
+	    {"Retry-After: 1\r\n", true},
+	    {"retry-after:\t 1  \r\n", true},
+	    {"Retry-After: 0\r\n", false},
+	    {"Retry-After: -1\r\n", false},
+	    {"Retry-After: 1x\r\n", false},
+	    {"Retry-After: 86400\r\n", false},
+	    {"Retry-After: 99999999999999999999999\r\n", false},
+	    {"Retry-After: Wed, 21 Oct 2015 07:28:00 GMT\r\n", false},
+	    {"Retry-After: \r\n", false},
+	};
+	cur = r_503_ra;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		reset(NULL);
+		ra_header = v[i].header;
+		json_t *body = json_object(), *out = NULL;
+		struct pk_kube_error e;
+		enum pk_kube_reason rc = pk_kube_client_update(cli, &cm, body, NULL, &out, &e);
+		if (srv.nreq != (v[i].retried ? 2 : 1))
+			print_error("%s: %d requests\n", v[i].header, srv.nreq);
+		assert_int_equal(rc, v[i].retried ? PK_KUBE_OK : PK_KUBE_SERVER_ERROR);
+		assert_int_equal(srv.nreq, v[i].retried ? 2 : 1);
+		json_decref(out);
+		json_decref(body);
+	}
 }
 
 static void r_hangup(void *ud, int i, const struct fs_request *q, struct fs_response *o)
@@ -794,11 +842,11 @@ static int page_names(void *ud, const json_t *page)
 	json_array_foreach(json_object_get(page, "items"), i, it)
 	{
 		size_t l = strlen(nm->text);
-		snprintf(nm->text + l, sizeof(nm->text) - l, "%s ", pk_kube_meta_str(it, "name"));
+		snprintf(nm->text + l, sizeof(nm->text) - l, "%s ", pk_json_meta_cstr(it, "name"));
 		/* o2's NUL survives whole: as a C string the field is invalid */
 		const json_t *b = json_object_get(
 		    json_object_get(json_object_get(it, "metadata"), "annotations"), "b");
-		if (strcmp(pk_kube_meta_str(it, "name"), "o2") == 0) {
+		if (strcmp(pk_json_meta_cstr(it, "name"), "o2") == 0) {
 			assert_int_equal(json_string_length(b), 3);
 			assert_null(pk_json_cstr(b));
 		} else {
@@ -890,10 +938,10 @@ static void test_write_requests(void **state)
 	assert_string_equal(srv.reqs[0].method, "DELETE");
 	json_t *body = json_loads(srv.reqs[0].body, 0, NULL);
 	assert_non_null(body);
-	assert_string_equal(pk_kube_json_str(body, "propagationPolicy"), "Foreground");
+	assert_string_equal(pk_json_cstr_at(body, "propagationPolicy"), "Foreground");
 	json_t *pre = json_object_get(body, "preconditions");
-	assert_string_equal(pk_kube_json_str(pre, "uid"), "u-1");
-	assert_string_equal(pk_kube_json_str(pre, "resourceVersion"), "42");
+	assert_string_equal(pk_json_cstr_at(pre, "uid"), "u-1");
+	assert_string_equal(pk_json_cstr_at(pre, "resourceVersion"), "42");
 	assert_int_equal(json_integer_value(json_object_get(body, "gracePeriodSeconds")), 0);
 	json_decref(body);
 
@@ -1723,6 +1771,7 @@ int main(void)
 	    T(test_429_honours_retry_after_for_any_verb),
 	    T(test_5xx_retried_for_get_only),
 	    T(test_5xx_with_retry_after_retried_for_any_verb),
+	    T(test_retry_after_forms),
 	    T(test_hangup_retried_for_get_not_post),
 	    T(test_connection_refused),
 	    T(test_response_cap),

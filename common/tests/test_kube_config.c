@@ -623,6 +623,8 @@ static void test_exec_hang_and_flood(void **state)
 		if (t.rc == PK_OK || strstr(t.err.msg, v[i].want) == NULL)
 			print_error("%s: \"%s\"\n", v[i].name, t.err.msg);
 		assert_int_not_equal(t.rc, PK_OK);
+		/* a flood is over the cap, a hang is a failed run */
+		assert_int_equal(t.rc, v[i].timeout_ms > 10000 ? PK_ERR_TOO_BIG : PK_ERR_INVALID);
 		assert_null(t.tok);
 		assert_non_null(strstr(t.err.msg, v[i].want));
 		assert_non_null(strstr(t.err.msg, tpath(v[i].name))); /* names the command */
@@ -846,9 +848,18 @@ static void test_incluster(void **state)
 	assert_string_equal(pk_kube_config_server(c), "https://[fd00::1]:443");
 	pk_kube_config_free(c);
 
-	setenv("KUBERNETES_SERVICE_PORT", "99999", 1);
-	assert_int_not_equal(pk_kube_config_load_incluster(NULL, &o, &c, &err), PK_OK);
-	assert_non_null(strstr(err.msg, "not a port"));
+	static const char *const bad_ports[] = {
+	    "99999", "0",    "65536", "-1",    "+443",
+	    " 443",  "443 ", "443x",  "0x1bb", "18446744073709551617"};
+	for (size_t i = 0; i < sizeof(bad_ports) / sizeof(bad_ports[0]); i++) {
+		setenv("KUBERNETES_SERVICE_PORT", bad_ports[i], 1);
+		assert_int_equal(pk_kube_config_load_incluster(NULL, &o, &c, &err), PK_ERR_INVALID);
+		assert_non_null(strstr(err.msg, "not a port"));
+	}
+	setenv("KUBERNETES_SERVICE_PORT", "65535", 1);
+	assert_int_equal(pk_kube_config_load_incluster(NULL, &o, &c, &err), PK_OK);
+	assert_string_equal(pk_kube_config_server(c), "https://[fd00::1]:65535");
+	pk_kube_config_free(c);
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
 	assert_int_not_equal(pk_kube_config_load_incluster(tpath("nope"), &o, &c, &err), PK_OK);
 	assert_non_null(strstr(err.msg, "CA"));
@@ -880,7 +891,7 @@ static void test_base64(void **state)
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		unsigned char *out;
 		size_t n;
-		int rc = pk_kube_base64_decode(v[i].in, strlen(v[i].in), &out, &n);
+		int rc = pk_base64_decode(v[i].in, strlen(v[i].in), &out, &n);
 		if (v[i].out == NULL) {
 			assert_int_not_equal(rc, PK_OK);
 			continue;

@@ -44,28 +44,28 @@ static void test_spec(void **state)
 	(void)state;
 	struct timespec t = {.tv_sec = 1764470400, .tv_nsec = 123456789}; /* 2025-11-30T02:40:00Z */
 	json_t *s = pk_kube_lease_spec(NULL, "a", 15, false, &t);
-	assert_string_equal(pk_kube_json_str(s, "holderIdentity"), "a");
+	assert_string_equal(pk_json_cstr_at(s, "holderIdentity"), "a");
 	assert_int_equal(json_integer_value(json_object_get(s, "leaseDurationSeconds")), 15);
-	assert_string_equal(pk_kube_json_str(s, "renewTime"), "2025-11-30T02:40:00.123456Z");
-	assert_string_equal(pk_kube_json_str(s, "acquireTime"), "2025-11-30T02:40:00.123456Z");
+	assert_string_equal(pk_json_cstr_at(s, "renewTime"), "2025-11-30T02:40:00.123456Z");
+	assert_string_equal(pk_json_cstr_at(s, "acquireTime"), "2025-11-30T02:40:00.123456Z");
 	assert_int_equal(json_integer_value(json_object_get(s, "leaseTransitions")), 0);
 
 	/* renewing keeps acquireTime and the transitions */
 	struct timespec t2 = {.tv_sec = t.tv_sec + 2, .tv_nsec = 0};
 	json_t *r = pk_kube_lease_spec(s, "a", 15, false, &t2);
-	assert_string_equal(pk_kube_json_str(r, "acquireTime"), "2025-11-30T02:40:00.123456Z");
-	assert_string_equal(pk_kube_json_str(r, "renewTime"), "2025-11-30T02:40:02.000000Z");
+	assert_string_equal(pk_json_cstr_at(r, "acquireTime"), "2025-11-30T02:40:00.123456Z");
+	assert_string_equal(pk_json_cstr_at(r, "renewTime"), "2025-11-30T02:40:02.000000Z");
 	assert_int_equal(json_integer_value(json_object_get(r, "leaseTransitions")), 0);
 
 	/* another holder taking over counts a transition */
 	json_t *b = pk_kube_lease_spec(r, "b", 15, false, &t2);
-	assert_string_equal(pk_kube_json_str(b, "holderIdentity"), "b");
-	assert_string_equal(pk_kube_json_str(b, "acquireTime"), "2025-11-30T02:40:02.000000Z");
+	assert_string_equal(pk_json_cstr_at(b, "holderIdentity"), "b");
+	assert_string_equal(pk_json_cstr_at(b, "acquireTime"), "2025-11-30T02:40:02.000000Z");
 	assert_int_equal(json_integer_value(json_object_get(b, "leaseTransitions")), 1);
 
 	/* releasing: no holder, one second, transitions unchanged */
 	json_t *rel = pk_kube_lease_spec(b, "b", 15, true, &t2);
-	assert_string_equal(pk_kube_json_str(rel, "holderIdentity"), "");
+	assert_string_equal(pk_json_cstr_at(rel, "holderIdentity"), "");
 	assert_int_equal(json_integer_value(json_object_get(rel, "leaseDurationSeconds")), 1);
 	assert_int_equal(json_integer_value(json_object_get(rel, "leaseTransitions")), 1);
 	/* taking a released lease is not a transition from a holder */

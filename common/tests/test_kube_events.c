@@ -95,13 +95,13 @@ static void test_series(void **state)
 	assert_string_equal(srv.reqs[0].method, "POST");
 	assert_string_equal(srv.reqs[0].path, "/apis/events.k8s.io/v1/namespaces/ns/events");
 	json_t *ev = body(0);
-	assert_string_equal(pk_kube_json_str(ev, "reason"), "PoolExhausted");
-	assert_string_equal(pk_kube_json_str(ev, "type"), "Warning");
-	assert_string_equal(pk_kube_json_str(ev, "note"), "pool pool-a has no free address");
-	assert_string_equal(pk_kube_json_str(ev, "reportingInstance"), "pod-1");
-	assert_string_equal(pk_kube_json_str(json_object_get(ev, "regarding"), "uid"), "u1");
-	assert_non_null(pk_kube_json_str(ev, "eventTime"));
-	const char *name = pk_kube_meta_str(ev, "name");
+	assert_string_equal(pk_json_cstr_at(ev, "reason"), "PoolExhausted");
+	assert_string_equal(pk_json_cstr_at(ev, "type"), "Warning");
+	assert_string_equal(pk_json_cstr_at(ev, "note"), "pool pool-a has no free address");
+	assert_string_equal(pk_json_cstr_at(ev, "reportingInstance"), "pod-1");
+	assert_string_equal(pk_json_cstr_at(json_object_get(ev, "regarding"), "uid"), "u1");
+	assert_non_null(pk_json_cstr_at(ev, "eventTime"));
+	const char *name = pk_json_meta_cstr(ev, "name");
 	assert_true(strncmp(name, "pool-a.", 7) == 0);
 	char patch_path[256];
 	snprintf(patch_path, sizeof(patch_path), "/apis/events.k8s.io/v1/namespaces/ns/events/%s",

@@ -69,7 +69,7 @@ static void test_splitter_table(void **state)
 		const char *name;
 		const char *stream;
 		size_t cuts[8];
-		int rc; /* PK_OK, PK_ERR_INVALID, PK_ERR_NOMEM */
+		int rc; /* PK_OK, PK_ERR_INVALID, PK_ERR_TOO_BIG */
 		int nevents;
 		const char *first;
 	} v[] = {
@@ -148,7 +148,8 @@ static void test_splitter_cap_stop_reset(void **state)
 	struct pk_kube_splitter *s = pk_kube_splitter_new(40);
 	struct got g = {.n = 0};
 	struct pk_err err;
-	assert_int_equal(pk_kube_splitter_feed(s, E1, strlen(E1), collect, &g, &err), PK_ERR_NOMEM);
+	assert_int_equal(pk_kube_splitter_feed(s, E1, strlen(E1), collect, &g, &err),
+	                 PK_ERR_TOO_BIG);
 	assert_non_null(strstr(err.msg, "larger than 40 bytes"));
 	/* after a reset it is usable again */
 	pk_kube_splitter_reset(s);
@@ -162,7 +163,7 @@ static void test_splitter_cap_stop_reset(void **state)
 	deep[0] = '{';
 	memset(deep + 1, '[', sizeof(deep) - 2);
 	assert_int_equal(pk_kube_splitter_feed(s, deep, sizeof(deep) - 1, collect, &g, &err),
-	                 PK_ERR_NOMEM);
+	                 PK_ERR_TOO_BIG);
 	assert_non_null(strstr(err.msg, "nested deeper"));
 	pk_kube_splitter_free(s);
 
@@ -580,7 +581,7 @@ static int on_event_nul(void *ud, const struct pk_kube_event *ev)
 		assert_int_equal(json_string_length(x), 3);
 		assert_true(pk_json_has_nul(x));
 		assert_null(pk_json_cstr(x));
-		assert_null(pk_kube_meta_str(ev->object, "annotations"));
+		assert_null(pk_json_meta_cstr(ev->object, "annotations"));
 	}
 	return on_event(ud, ev);
 }

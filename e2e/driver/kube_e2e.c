@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "kube_config.h"
 #include "kube_informer.h"
 #include "kube_watch.h"
+#include "parse.h"
 
 static void log_stderr(void *ud, enum pk_kube_level level, const char *msg)
 {
@@ -170,7 +172,7 @@ static void crud_list(const char *ns, int count)
 		const char *c = json_string_value(
 		    json_object_get(json_object_get(page, "metadata"), "continue"));
 		snprintf(cont, sizeof(cont), "%s", c ? c : "");
-		first_rv = pk_kube_meta_str(page, "resourceVersion");
+		first_rv = pk_json_meta_cstr(page, "resourceVersion");
 		if (pages == 1 && first_rv)
 			snprintf(rv0, sizeof(rv0), "%s", first_rv);
 		json_decref(page);
@@ -211,8 +213,8 @@ static void crud_update(const char *ns)
 	rc = pk_kube_client_update(cli, &one, obj, NULL, &out, &e);
 	expect("update", rc, PK_KUBE_OK, &e);
 	if (strcmp(data_of(out, "i"), "updated") != 0 ||
-	    strcmp(pk_kube_meta_str(out, "resourceVersion"),
-	           pk_kube_meta_str(obj, "resourceVersion")) == 0)
+	    strcmp(pk_json_meta_cstr(out, "resourceVersion"),
+	           pk_json_meta_cstr(obj, "resourceVersion")) == 0)
 		die("update", "not applied");
 	json_decref(out);
 	json_object_set_new(json_object_get(stale, "data"), "i", json_string("stale"));
@@ -283,7 +285,7 @@ static void crud_delete(const char *ns, json_t *applied)
 	enum pk_kube_reason rc;
 	struct pk_kube_ref one = cm_ref(ns, "cm-0001");
 	json_t *obj, *out = applied;
-	const char *uid = pk_kube_meta_str(out, "uid");
+	const char *uid = pk_json_meta_cstr(out, "uid");
 	struct pk_kube_delete_opts d = {.uid = "00000000-0000-0000-0000-000000000000"};
 	rc = pk_kube_client_delete(cli, &one, &d, NULL, &e);
 	expect("delete with a wrong uid", rc, PK_KUBE_CONFLICT, &e);
@@ -292,7 +294,7 @@ static void crud_delete(const char *ns, json_t *applied)
 	expect("delete with a stale resourceVersion", rc, PK_KUBE_CONFLICT, &e);
 	d = (struct pk_kube_delete_opts){.uid = uid,
 	                                 .resource_version =
-	                                     pk_kube_meta_str(out, "resourceVersion"),
+	                                     pk_json_meta_cstr(out, "resourceVersion"),
 	                                 .propagation = "Background"};
 	rc = pk_kube_client_delete(cli, &one, &d, NULL, &e);
 	expect("delete with matching preconditions", rc, PK_KUBE_OK, &e);
@@ -399,9 +401,9 @@ static void *cm_transform(void *ud, const json_t *obj)
 	struct cmitem *it = calloc(1, sizeof(*it));
 	if (it == NULL)
 		return NULL;
-	snprintf(it->name, sizeof(it->name), "%s", pk_kube_meta_str(obj, "name"));
+	snprintf(it->name, sizeof(it->name), "%s", pk_json_meta_cstr(obj, "name"));
 	snprintf(it->value, sizeof(it->value), "%s", data_of(obj, "v"));
-	const char *rv = pk_kube_meta_str(obj, "resourceVersion");
+	const char *rv = pk_json_meta_cstr(obj, "resourceVersion");
 	snprintf(it->rv, sizeof(it->rv), "%s", rv ? rv : "");
 	return it;
 }
@@ -633,11 +635,10 @@ int pk_kube_e2e_event(struct pk_kube_client *c, const char *ns, const char *kind
 
 static long num(const char *s, long lo, long hi)
 {
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+	int64_t v;
+	if (pk_parse_i64(s, lo, hi, &v, NULL) != PK_OK)
 		die("usage", "\"%s\" is not a number in [%ld, %ld]", s, lo, hi);
-	return v;
+	return (long)v;
 }
 
 int main(int argc, char **argv)
