@@ -14,7 +14,9 @@
 #include "objects.h"
 #include "parse.h"
 #include "report.h"
+#include "rules.h"
 
+#define RULE_OUTSIDE_POOL  "address-outside-pool"
 #define RULE_HELD_TWICE    "address-held-twice"
 #define RULE_CLAIM_ADDRESS "claim-address-missing"
 #define RULE_ADDRESS_CLAIM "address-claim-missing"
@@ -27,12 +29,12 @@ void pk_audit_findings_free(struct pk_audit_findings *f)
 	memset(f, 0, sizeof(*f));
 }
 
-static int add(struct pk_audit_findings *out, const json_t *obj, const char *field,
-               const char *rule, const char *fmt, ...) PK_PRINTF(5, 6);
+static int add_sev(struct pk_audit_findings *out, const json_t *obj, enum pk_severity sev,
+                   const char *field, const char *rule, const char *fmt, ...) PK_PRINTF(6, 7);
 
-/* Appends a DENY on obj (its kind, namespace and name). */
-static int add(struct pk_audit_findings *out, const json_t *obj, const char *field,
-               const char *rule, const char *fmt, ...)
+/* Appends a finding on obj (its kind, namespace and name). */
+static int add_sev(struct pk_audit_findings *out, const json_t *obj, enum pk_severity sev,
+                   const char *field, const char *rule, const char *fmt, ...)
 {
 	if (pk_array_reserve(&out->items, &out->cap, out->n + 1, sizeof(*out->items)) != PK_OK)
 		return PK_ERR_NOMEM;
@@ -44,13 +46,15 @@ static int add(struct pk_audit_findings *out, const json_t *obj, const char *fie
 	snprintf(x->name, sizeof(x->name), "%s", pk_live_name(obj));
 	snprintf(x->field, sizeof(x->field), "%s", field);
 	x->rule = rule;
-	x->severity = PK_SEV_DENY;
+	x->severity = sev;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(x->message, sizeof(x->message), fmt, ap);
 	va_end(ap);
 	return PK_OK;
 }
+
+#define add(out, obj, ...) add_sev((out), (obj), PK_SEV_DENY, __VA_ARGS__)
 
 static bool deleting(const json_t *obj)
 {
@@ -175,6 +179,36 @@ int pk_audit_check_address_claims(const struct pk_live *l, struct pk_audit_findi
 	return PK_OK;
 }
 
+/* ---- an address outside its pool ---- */
+
+int pk_audit_check_outside_pool(const struct pk_live *l, struct pk_audit_findings *out)
+{
+	struct pk_pool_lookup lk;
+	pk_live_lookup(l, &lk);
+	size_t i;
+	json_t *addr;
+	json_array_foreach(l->addresses, i, addr)
+	{
+		struct pk_violations v;
+		struct pk_err err = {{0}};
+		pk_violations_init(&v);
+		pk_rules_check_ipaddress(addr, NULL, &v);
+		if (deleting(addr) || pk_violations_count(&v, PK_SEV_DENY) == 0 ||
+		    !pk_rules_is_poolkeeper_pool_ref(pk_json_path(addr, "spec", "poolRef")))
+			continue; /* lint checks it against its pool */
+		pk_violations_init(&v);
+		if (pk_pool_lookup_check_ipaddress_pool(&lk, pk_live_namespace(addr), addr, &v,
+		                                        &err) != PK_OK)
+			return PK_ERR_NOMEM;
+		for (size_t k = 0; k < v.n; k++)
+			if (add_sev(out, addr, v.items[k].severity,
+			            *v.items[k].field ? v.items[k].field : "spec.poolRef",
+			            RULE_OUTSIDE_POOL, "%s", v.items[k].message) != PK_OK)
+				return PK_ERR_NOMEM;
+	}
+	return PK_OK;
+}
+
 /* ---- claims pending too long ---- */
 
 /* "reason: message" of the claim's Ready condition, or why there is none. */
@@ -221,6 +255,8 @@ int pk_audit_check_all(const struct pk_live *l, long long now, long long pending
                        struct pk_audit_findings *out)
 {
 	int rc = pk_audit_check_held_twice(l, out);
+	if (rc == PK_OK)
+		rc = pk_audit_check_outside_pool(l, out);
 	if (rc == PK_OK)
 		rc = pk_audit_check_claim_addresses(l, out);
 	if (rc == PK_OK)
@@ -321,20 +357,20 @@ json_t *pk_audit_to_json(const struct pk_lint *lint, const struct pk_audit_findi
 
 /* ---- the command ---- */
 
-enum audit_flag { A_KUBECONFIG, A_NS, A_PENDING, A_FORMAT, A_HELP, A_COUNT };
+enum audit_flag { A_PENDING = PK_LIVE_F_COMMON, A_COUNT };
 
 static const struct pk_flag audit_flags[A_COUNT] = {
-    [A_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
-    [A_NS] = {"namespace", 'n', PK_FLAG_STRING, NULL, "NAME",
-              "only this namespace's IPPools, IPAddresses and claims (GlobalIPPools always)"},
+    [PK_LIVE_F_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
+    [PK_LIVE_F_NS] = {"namespace", 'n', PK_FLAG_STRING, NULL, "NAME",
+                      "only this namespace's IPPools, IPAddresses and claims (GlobalIPPools "
+                      "always)"},
+    [PK_LIVE_F_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
+                          "report as text lines or as one JSON object"},
+    [PK_LIVE_F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
     [A_PENDING] = {"pending-after", 0, PK_FLAG_DURATION, "5m", "0s..8760h",
                    "a claim without an address for longer than this is a finding"},
-    [A_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
-                  "report as text lines or as one JSON object"},
-    [A_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
 };
 
-static const char audit_usage[] = "poolkeeper audit [flags]";
 static const char audit_summary[] =
     "Runs lint's checks on a live cluster's " PK_POOL_KIND "s, " PK_GLOBAL_POOL_KIND
     "s,\n" PK_ADDRESS_KIND "es and " PK_CLAIM_KIND "s, and finds what only a live cluster shows:\n"
@@ -345,77 +381,33 @@ static const char audit_summary[] =
     "Exit status: 0 nothing denied, 1 something denied, 2 usage error or the cluster\n"
     "could not be read.";
 
-/* Lints and audits what is listed, prints the report; the exit status. */
-static int audit_and_report(const struct pk_live *live, bool json, long long pending_after)
+/* Lints and audits what is listed and prints the report; the exit status. */
+static int audit_and_report(const struct pk_live *live, const struct pk_flag_value *vals, bool json)
 {
+	long long pending_after = (long long)(pk_flags_get_num(vals, A_PENDING) / 1000000000ULL);
 	struct pk_audit_findings fs = {0};
 	struct pk_lint *lint = pk_lint_new();
 	int status = EXIT_USAGE;
 	if (lint == NULL || pk_audit_add_to_lint(live, lint) != PK_OK ||
 	    pk_lint_run(lint) != PK_OK ||
-	    pk_audit_check_all(live, (long long)time(NULL), pending_after, &fs) != PK_OK)
-		goto nomem;
-	if (json) {
-		json_t *j = pk_audit_to_json(lint, &fs);
-		if (j == NULL || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
-			json_decref(j);
-			goto nomem;
-		}
-		json_decref(j);
-		fputc('\n', stdout);
+	    pk_audit_check_all(live, (long long)time(NULL), pending_after, &fs) != PK_OK) {
+		fprintf(stderr, "poolkeeper audit: out of memory\n");
+	} else if (json) {
+		if (pk_live_write_json("audit", pk_audit_to_json(lint, &fs)) == PK_OK)
+			status = pk_audit_exit_code(lint, &fs);
 	} else {
 		pk_audit_write_text(stdout, lint, &fs);
-	}
-	status = pk_audit_exit_code(lint, &fs);
-	if (fflush(stdout) != 0) {
-		perror("poolkeeper audit: writing the report");
-		status = EXIT_USAGE;
+		status = pk_audit_exit_code(lint, &fs);
 	}
 	pk_lint_free(lint);
 	pk_audit_findings_free(&fs);
 	return status;
-nomem:
-	fprintf(stderr, "poolkeeper audit: out of memory\n");
-	pk_lint_free(lint);
-	pk_audit_findings_free(&fs);
-	return EXIT_USAGE;
 }
 
 int pk_audit_main(int argc, char *argv[])
 {
-	struct pk_flag_value vals[A_COUNT];
-	struct pk_err err = {{0}};
-	size_t npos = 0;
-	const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
-	int status = EXIT_USAGE;
-	if (pos == NULL)
-		return status;
-	if (pk_flags_parse(audit_flags, A_COUNT, argc, argv, vals, pos, &npos, &err) != PK_OK) {
-		fprintf(stderr, "poolkeeper audit: %s\nRun 'poolkeeper audit --help' for usage.\n",
-		        err.msg);
-	} else if (pk_flags_get_bool(vals, A_HELP)) {
-		pk_flags_print_help(stdout, audit_usage, audit_summary, audit_flags, A_COUNT);
-		status = 0;
-	} else if (npos > 0) {
-		fprintf(stderr, "poolkeeper audit: takes no arguments\n"
-		                "Run 'poolkeeper audit --help' for usage.\n");
-	} else {
-		const char *ns =
-		    vals[A_NS].set ? pk_flags_get_string(audit_flags, vals, A_NS) : NULL;
-		const char *kc = vals[A_KUBECONFIG].set
-		                     ? pk_flags_get_string(audit_flags, vals, A_KUBECONFIG)
-		                     : NULL;
-		struct pk_live live;
-		if (ns && pk_parse_dns_name(ns, false, &err) != PK_OK)
-			fprintf(stderr, "poolkeeper audit: --namespace: %s\n", err.msg);
-		else if (pk_live_load("audit", kc, ns, &live) == PK_OK) {
-			status = audit_and_report(
-			    &live,
-			    !strcmp(pk_flags_get_string(audit_flags, vals, A_FORMAT), "json"),
-			    (long long)(pk_flags_get_num(vals, A_PENDING) / 1000000000ULL));
-			pk_live_release(&live);
-		}
-	}
-	free(pos);
-	return status;
+	static const struct pk_live_command cmd = {"audit",       audit_flags,
+	                                           A_COUNT,       "poolkeeper audit [flags]",
+	                                           audit_summary, audit_and_report};
+	return pk_live_main(&cmd, argc, argv);
 }

@@ -3,9 +3,11 @@
  * cluster's objects, plus what only a live cluster shows. Those live checks
  * are pure functions over the listed objects (live.h):
  *
- *   rule                    on              finding (all DENY)
+ *   rule                    on              finding (DENY unless said)
  *   address-held-twice      IPAddress       its spec.address is also held by an earlier
  *                                           IPAddress of the same pool (named)
+ *   address-outside-pool    IPAddress       its address is not one its poolkeeper pool
+ *                                           hands out (WARN: the pool does not exist)
  *   claim-address-missing   IPAddressClaim  status.addressRef names an IPAddress that
  *                                           does not exist
  *   address-claim-missing   IPAddress       spec.claimRef names a claim that does not exist
@@ -13,9 +15,11 @@
  *                                           threshold since its creation, with the reason
  *                                           and message of its Ready condition
  *
- * An address outside its pool is lint's own check (an IPAddress against
- * its pool, pk_pool_lookup_check_ipaddress_pool): every pool is listed, so
- * it always runs. Claims and IPAddresses being deleted are left out of the
+ * An address outside its pool is also lint's check, but lint makes it only
+ * on an IPAddress that passes its own rules (owner references and refs);
+ * audit makes it, with the same rule (pk_pool_lookup_check_ipaddress_pool
+ * over the listed pools), on the others, so that it is reported once.
+ * Claims and IPAddresses being deleted are left out of the
  * live checks: their state is in flux.
  */
 #ifndef PK_AUDIT_H
@@ -48,6 +52,8 @@ void pk_audit_findings_free(struct pk_audit_findings *f);
 
 /* Each live check appends what it finds; PK_OK or PK_ERR_NOMEM. */
 PK_MUST_CHECK int pk_audit_check_held_twice(const struct pk_live *l, struct pk_audit_findings *out);
+PK_MUST_CHECK int pk_audit_check_outside_pool(const struct pk_live *l,
+                                              struct pk_audit_findings *out);
 PK_MUST_CHECK int pk_audit_check_claim_addresses(const struct pk_live *l,
                                                  struct pk_audit_findings *out);
 PK_MUST_CHECK int pk_audit_check_address_claims(const struct pk_live *l,

@@ -1,13 +1,16 @@
 /* live.c - listing a live cluster's pools, IPAddresses and IPAddressClaims once. */
 #include "live.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
 #include "json.h"
 #include "kube_client.h"
 #include "kube_config.h"
+#include "parse.h"
 
 int pk_live_init(struct pk_live *l)
 {
@@ -118,6 +121,31 @@ bool pk_live_address_in_pool(const json_t *addr, const json_t *pool)
 	       !strcmp(pk_live_namespace(addr), pk_live_namespace(pool));
 }
 
+static int lookup_get_pool(void *ctx, const char *kind, const char *ns, const char *name,
+                           json_t **obj, struct pk_err *err)
+{
+	const struct pk_live *l = ctx;
+	size_t i;
+	json_t *pool;
+	(void)err;
+	*obj = NULL;
+	json_array_foreach(l->pools, i, pool)
+	{
+		if (str_eq(pk_json_cstr_at(pool, "kind"), kind) &&
+		    !strcmp(pk_live_name(pool), name) &&
+		    (ns == NULL || !strcmp(pk_live_namespace(pool), ns))) {
+			*obj = json_incref(pool);
+			break;
+		}
+	}
+	return PK_OK;
+}
+
+void pk_live_lookup(const struct pk_live *l, struct pk_pool_lookup *lk)
+{
+	*lk = (struct pk_pool_lookup){.ctx = (void *)(uintptr_t)l, .get_pool = lookup_get_pool};
+}
+
 /* ---- listing ---- */
 
 struct lister {
@@ -215,4 +243,76 @@ int pk_live_load(const char *cmd, const char *kubeconfig, const char *ns, struct
 	if (rc != PK_OK)
 		pk_live_release(l);
 	return rc;
+}
+
+/* ---- the commands' frame ---- */
+
+#define EXIT_USAGE 2
+
+int pk_live_write_json(const char *cmd, json_t *j)
+{
+	int rc = j != NULL && json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0
+	             ? PK_OK
+	             : PK_ERR_NOMEM;
+	json_decref(j);
+	if (rc == PK_OK)
+		fputc('\n', stdout);
+	else
+		fprintf(stderr, "poolkeeper %s: out of memory\n", cmd);
+	return rc;
+}
+
+/* Lists the cluster the flags name and runs the command on it. */
+static int load_and_run(const struct pk_live_command *cmd, const struct pk_flag_value *vals)
+{
+	const struct pk_flag *t = cmd->flags;
+	const char *ns = vals[PK_LIVE_F_NS].set ? pk_flags_get_string(t, vals, PK_LIVE_F_NS) : NULL;
+	const char *kc = vals[PK_LIVE_F_KUBECONFIG].set
+	                     ? pk_flags_get_string(t, vals, PK_LIVE_F_KUBECONFIG)
+	                     : NULL;
+	struct pk_err err = {{0}};
+	struct pk_live live;
+	if (ns && pk_parse_dns_name(ns, false, &err) != PK_OK) {
+		fprintf(stderr, "poolkeeper %s: --namespace: %s\n", cmd->name, err.msg);
+		return EXIT_USAGE;
+	}
+	if (pk_live_load(cmd->name, kc, ns, &live) != PK_OK)
+		return EXIT_USAGE;
+	int status =
+	    cmd->run(&live, vals, !strcmp(pk_flags_get_string(t, vals, PK_LIVE_F_FORMAT), "json"));
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "poolkeeper %s: writing the report failed\n", cmd->name);
+		status = EXIT_USAGE;
+	}
+	pk_live_release(&live);
+	return status;
+}
+
+int pk_live_main(const struct pk_live_command *cmd, int argc, char *argv[])
+{
+	struct pk_flag_value *vals = calloc(cmd->nflags, sizeof(*vals));
+	const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
+	struct pk_err err = {{0}};
+	size_t npos = 0;
+	int status = EXIT_USAGE;
+	if (vals == NULL || pos == NULL) {
+		fprintf(stderr, "poolkeeper %s: out of memory\n", cmd->name);
+	} else if (pk_flags_parse(cmd->flags, cmd->nflags, argc, argv, vals, pos, &npos, &err) !=
+	           PK_OK) {
+		fprintf(stderr, "poolkeeper %s: %s\nRun 'poolkeeper %s --help' for usage.\n",
+		        cmd->name, err.msg, cmd->name);
+	} else if (pk_flags_get_bool(vals, PK_LIVE_F_HELP)) {
+		pk_flags_print_help(stdout, cmd->usage, cmd->summary, cmd->flags, cmd->nflags);
+		status = 0;
+	} else if (npos > 0) {
+		fprintf(stderr,
+		        "poolkeeper %s: takes no arguments\nRun 'poolkeeper %s --help' for "
+		        "usage.\n",
+		        cmd->name, cmd->name);
+	} else {
+		status = load_and_run(cmd, vals);
+	}
+	free(vals);
+	free(pos);
+	return status;
 }

@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+#include "flags.h"
+#include "pool_lookup.h"
 #include "pk.h"
 #include "strmap.h"
 
@@ -56,7 +58,46 @@ const json_t *pk_live_address(const struct pk_live *l, const char *ns, const cha
  */
 bool pk_live_address_in_pool(const json_t *addr, const json_t *pool);
 
+/*
+ * The rules' lookup (pool_lookup.h) over the listed pools, for the checks
+ * of one IPAddress against its pool: get_pool only (the list functions are
+ * NULL). Not partial: every pool was listed. Valid while l is.
+ */
+void pk_live_lookup(const struct pk_live *l, struct pk_pool_lookup *lk);
+
 /* "<Kind>/<ns>/<name>", or "<Kind>/<name>" without a namespace, into buf; returns buf. */
 char *pk_live_describe(const json_t *obj, char *buf, size_t len);
+
+/* ---- the frame of `poolkeeper audit` and `poolkeeper usage` ---- */
+
+/* The flags each command's table begins with, at these indexes. */
+enum pk_live_flag {
+	PK_LIVE_F_KUBECONFIG, /* PK_FLAG_DEF_KUBECONFIG */
+	PK_LIVE_F_NS,         /* --namespace, -n */
+	PK_LIVE_F_FORMAT,     /* --format, -o: text|json */
+	PK_LIVE_F_HELP,       /* --help, -h */
+	PK_LIVE_F_COMMON,
+};
+
+struct pk_live_command {
+	const char *name; /* "audit" */
+	const struct pk_flag *flags;
+	size_t nflags;
+	const char *usage, *summary;
+	/* Judges and prints what was listed; returns the exit status. */
+	int (*run)(const struct pk_live *l, const struct pk_flag_value *vals, bool json);
+};
+
+/*
+ * Parses argv (after the command's name), prints the help, refuses
+ * arguments and a --namespace that is not a DNS label, lists the cluster
+ * and calls cmd->run. Returns its status, 0 after --help, or 2 for a usage
+ * error or a cluster that could not be read.
+ */
+int pk_live_main(const struct pk_live_command *cmd, int argc, char *argv[]);
+
+/* Writes j (taken) indented with a final newline; PK_OK, or PK_ERR_NOMEM after
+ * saying "poolkeeper <cmd>: out of memory" (j may be NULL: out of memory). */
+PK_MUST_CHECK int pk_live_write_json(const char *cmd, json_t *j);
 
 #endif

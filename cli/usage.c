@@ -217,50 +217,39 @@ json_t *pk_usage_to_json(const struct pk_usage *u)
 
 /* ---- the command ---- */
 
-enum usage_flag { U_KUBECONFIG, U_NS, U_TOP, U_FORMAT, U_HELP, U_COUNT };
+enum usage_flag { U_TOP = PK_LIVE_F_COMMON, U_COUNT };
 
 static const struct pk_flag usage_flags[U_COUNT] = {
-    [U_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
-    [U_NS] = {"namespace", 'n', PK_FLAG_STRING, NULL, "NAME",
-              "only this namespace's IPPools and IPAddresses (GlobalIPPools always)"},
+    [PK_LIVE_F_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
+    [PK_LIVE_F_NS] = {"namespace", 'n', PK_FLAG_STRING, NULL, "NAME",
+                      "only this namespace's IPPools and IPAddresses (GlobalIPPools always)"},
+    [PK_LIVE_F_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
+                          "a table, or one JSON object"},
+    [PK_LIVE_F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
     [U_TOP] = {"top", 0, PK_FLAG_UINT, "5", "0..1000", "consumers shown per pool"},
-    [U_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
-                  "a table, or one JSON object"},
-    [U_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
 };
 
-static const char usage_usage[] = "poolkeeper usage [flags]";
 static const char usage_summary[] =
     "Shows each " PK_POOL_KIND " and " PK_GLOBAL_POOL_KIND " of a live cluster with its total,\n"
     "used and free addresses (exact, also for IPv6) and the clusters holding the most of\n"
     "them (a claim's spec.clusterName, else its " PK_CLUSTER_NAME_LABEL " label).\n"
+    "See docs/audit.md.\n"
     "\n"
     "Exit status: 0 shown, 2 usage error or the cluster could not be read.";
 
-static int usage_and_report(const struct pk_live *live, bool json, size_t top)
+static int usage_and_report(const struct pk_live *live, const struct pk_flag_value *vals, bool json)
 {
 	struct pk_usage u;
 	int status = EXIT_USAGE;
-	if (pk_usage_compute(live, top, &u) != PK_OK) {
+	if (pk_usage_compute(live, (size_t)pk_flags_get_num(vals, U_TOP), &u) != PK_OK) {
 		fprintf(stderr, "poolkeeper usage: out of memory\n");
 		return status;
 	}
-	if (json) {
-		json_t *j = pk_usage_to_json(&u);
-		if (j != NULL && json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0) {
-			fputc('\n', stdout);
-			status = 0;
-		} else {
-			fprintf(stderr, "poolkeeper usage: out of memory\n");
-		}
-		json_decref(j);
-	} else {
+	if (!json) {
 		pk_usage_write_text(stdout, &u);
 		status = 0;
-	}
-	if (fflush(stdout) != 0) {
-		perror("poolkeeper usage: writing the table");
-		status = EXIT_USAGE;
+	} else if (pk_live_write_json("usage", pk_usage_to_json(&u)) == PK_OK) {
+		status = 0;
 	}
 	pk_usage_free(&u);
 	return status;
@@ -268,39 +257,8 @@ static int usage_and_report(const struct pk_live *live, bool json, size_t top)
 
 int pk_usage_main(int argc, char *argv[])
 {
-	struct pk_flag_value vals[U_COUNT];
-	struct pk_err err = {{0}};
-	size_t npos = 0;
-	const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
-	int status = EXIT_USAGE;
-	if (pos == NULL)
-		return status;
-	if (pk_flags_parse(usage_flags, U_COUNT, argc, argv, vals, pos, &npos, &err) != PK_OK) {
-		fprintf(stderr, "poolkeeper usage: %s\nRun 'poolkeeper usage --help' for usage.\n",
-		        err.msg);
-	} else if (pk_flags_get_bool(vals, U_HELP)) {
-		pk_flags_print_help(stdout, usage_usage, usage_summary, usage_flags, U_COUNT);
-		status = 0;
-	} else if (npos > 0) {
-		fprintf(stderr, "poolkeeper usage: takes no arguments\n"
-		                "Run 'poolkeeper usage --help' for usage.\n");
-	} else {
-		const char *ns =
-		    vals[U_NS].set ? pk_flags_get_string(usage_flags, vals, U_NS) : NULL;
-		const char *kc = vals[U_KUBECONFIG].set
-		                     ? pk_flags_get_string(usage_flags, vals, U_KUBECONFIG)
-		                     : NULL;
-		struct pk_live live;
-		if (ns && pk_parse_dns_name(ns, false, &err) != PK_OK)
-			fprintf(stderr, "poolkeeper usage: --namespace: %s\n", err.msg);
-		else if (pk_live_load("usage", kc, ns, &live) == PK_OK) {
-			status = usage_and_report(
-			    &live,
-			    !strcmp(pk_flags_get_string(usage_flags, vals, U_FORMAT), "json"),
-			    (size_t)pk_flags_get_num(vals, U_TOP));
-			pk_live_release(&live);
-		}
-	}
-	free(pos);
-	return status;
+	static const struct pk_live_command cmd = {"usage",       usage_flags,
+	                                           U_COUNT,       "poolkeeper usage [flags]",
+	                                           usage_summary, usage_and_report};
+	return pk_live_main(&cmd, argc, argv);
 }

@@ -272,6 +272,38 @@ static void test_finding_outputs(void **state)
 	pk_live_release(&l);
 }
 
+/* An IPAddress lint does not check against its pool (its own rules fail): audit does. */
+static void test_outside_pool_live(void **state)
+{
+	(void)state;
+	struct pk_live l;
+	struct pk_audit_findings f = {0};
+	json_t *out = js(addr_text("default", "out", "out", "10.9.9.9"));
+	json_t *in = js(addr_text("default", "in", "in", "10.0.0.3"));
+	json_t *nopool = js(addr_text("default", "nopool", "nopool", "10.0.0.4"));
+	json_object_del(json_object_get(out, "metadata"), "ownerReferences");
+	json_object_del(json_object_get(in, "metadata"), "ownerReferences");
+	json_object_del(json_object_get(nopool, "metadata"), "ownerReferences");
+	json_object_set_new(json_object_get(json_object_get(nopool, "spec"), "poolRef"), "name",
+	                    json_string("gone"));
+	load(&l, "[" POOL "]", "[]", "[]");
+	json_array_append_new(l.addresses, out);
+	json_array_append_new(l.addresses, in);
+	json_array_append_new(l.addresses, nopool);
+	assert_int_equal(pk_audit_check_outside_pool(&l, &f), PK_OK);
+	assert_int_equal(f.n, 2);
+	assert_string_equal(f.items[0].name, "out");
+	assert_string_equal(f.items[0].rule, "address-outside-pool");
+	assert_string_equal(f.items[0].field, "spec.address");
+	assert_int_equal(f.items[0].severity, PK_SEV_DENY);
+	assert_non_null(strstr(f.items[0].message, "10.9.9.9"));
+	assert_string_equal(f.items[1].name, "nopool");
+	assert_int_equal(f.items[1].severity, PK_SEV_WARN);
+	assert_non_null(strstr(f.items[1].message, "does not exist"));
+	pk_audit_findings_free(&f);
+	pk_live_release(&l);
+}
+
 /* An address outside its pool is lint's check on the listed pool: exit 1. */
 static void test_outside_pool_through_lint(void **state)
 {
@@ -303,6 +335,7 @@ int main(void)
 	    cmocka_unit_test(test_clean_and_outputs),
 	    cmocka_unit_test(test_finding_outputs),
 	    cmocka_unit_test(test_outside_pool_through_lint),
+	    cmocka_unit_test(test_outside_pool_live),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
