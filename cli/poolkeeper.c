@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "conformance.h"
 #include "flags.h"
 #include "inputs.h"
@@ -19,6 +20,7 @@
 #include "manifest.h"
 #include "report.h"
 #include "rules.h"
+#include "usage.h"
 
 #ifndef PK_VERSION
 #define PK_VERSION "dev"
@@ -71,6 +73,8 @@ static void print_main_help(FILE *f)
 	           "Commands:\n"
 	           "  lint         check pools, IPAddressClaims and IPAddresses in files\n"
 	           "  conformance  run the Cluster API IPAM contract against a pool's provider\n"
+	           "  audit        lint's checks and the live ones on a cluster's IPAM objects\n"
+	           "  usage        each pool's total, used and free addresses, and top consumers\n"
 	           "\n"
 	           "Flags:\n"
 	           "  -h, --help     show this help (poolkeeper COMMAND --help for a command)\n"
@@ -221,6 +225,10 @@ int main(int argc, char *argv[])
 		return cmd_lint(argc - 2, argv + 2);
 	if (!strcmp(cmd, "conformance"))
 		return pk_conformance_main(argc - 2, argv + 2);
+	if (!strcmp(cmd, "audit"))
+		return pk_audit_main(argc - 2, argv + 2);
+	if (!strcmp(cmd, "usage"))
+		return pk_usage_main(argc - 2, argv + 2);
 	fprintf(stderr, "poolkeeper: unknown command \"%s\"\nRun 'poolkeeper --help' for usage.\n",
 	        cmd);
 	return EXIT_USAGE;
