@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "conformance.h"
+#include "convert.h"
 #include "flags.h"
 #include "inputs.h"
 #include "lint.h"
@@ -71,6 +72,7 @@ static void print_main_help(FILE *f)
 	           "Commands:\n"
 	           "  lint         check pools, IPAddressClaims and IPAddresses in files\n"
 	           "  conformance  run the Cluster API IPAM contract against a pool's provider\n"
+	           "  convert      turn the in-cluster provider's pools into poolkeeper pools\n"
 	           "\n"
 	           "Flags:\n"
 	           "  -h, --help     show this help (poolkeeper COMMAND --help for a command)\n"
@@ -221,6 +223,8 @@ int main(int argc, char *argv[])
 		return cmd_lint(argc - 2, argv + 2);
 	if (!strcmp(cmd, "conformance"))
 		return pk_conformance_main(argc - 2, argv + 2);
+	if (!strcmp(cmd, "convert"))
+		return pk_convert_main(argc - 2, argv + 2);
 	fprintf(stderr, "poolkeeper: unknown command \"%s\"\nRun 'poolkeeper --help' for usage.\n",
 	        cmd);
 	return EXIT_USAGE;
