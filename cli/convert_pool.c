@@ -227,12 +227,21 @@ static bool v1_subnet(json_t *spec, const char *subnet, char *start, char *end,
 		                "\"%s\" has host bits set; read as %s/%u, as the in-cluster "
 		                "provider reads it",
 		                q, pk_address_format_v(net, fam, t), plen);
-	if (start[0] == '\0' && net < pk_address_max(fam))
+	if ((start[0] == '\0' || end[0] == '\0') && plen + 1 >= pk_address_bits(fam)) {
+		pk_convert_logf(lg, PK_CONVERT_ERROR, "spec.subnet",
+		                "\"%s\" is a /%u: it has no second and second-last address to "
+		                "default spec.start and spec.end to; set both, or write the "
+		                "addresses in spec.addresses",
+		                q, plen);
+		return false;
+	}
+	if (start[0] == '\0')
 		pk_address_format_v(net + 1, fam, start);
-	if (end[0] == '\0' && last > 0)
+	if (end[0] == '\0')
 		pk_address_format_v(last - 1, fam, end);
-	json_int_t p = 0;
-	if (!pk_json_int_at(spec, "prefix", &p) || p == 0) {
+	const json_t *pj = json_object_get(spec, "prefix");
+	if (pj == NULL || json_is_null(pj) ||
+	    (json_is_integer(pj) && json_integer_value(pj) == 0)) {
 		if (json_object_set_new(spec, "prefix", json_integer(plen)) != 0)
 			return false;
 		pk_convert_logf(lg, PK_CONVERT_CHANGE, "spec.prefix",
@@ -370,15 +379,17 @@ int pk_convert_pool_spec(const json_t *spec, const char *version, json_t **out,
 	json_t *s = json_deep_copy(spec);
 	if (s == NULL)
 		return PK_ERR_NOMEM;
+	size_t errors = lg->errors;
 	check_fields(s, version, lg);
 	rc = fix_entries(s, "addresses", lg);
 	if (rc == PK_OK)
 		rc = fix_entries(s, "excludedAddresses", lg);
 	if (rc == PK_OK && !strcmp(version, "v1alpha1"))
 		rc = convert_v1alpha1(s, lg);
-	if (rc == PK_OK)
+	/* The prefix and the subnet are read from entries that parsed: none after an error. */
+	if (rc == PK_OK && lg->errors == errors)
 		rc = fill_prefix(s, lg);
-	if (rc == PK_OK)
+	if (rc == PK_OK && lg->errors == errors)
 		rc = check_subnet(s, lg);
 	if (rc != PK_OK) {
 		json_decref(s);

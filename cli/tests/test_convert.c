@@ -291,7 +291,9 @@ static void test_invalid_values(void **state)
 	                "  excludedAddresses: [10.0.0.300]\n")
 	            V1_POOL("c", "  subnet: 10.1.0.0/40\n")
 	                V1_POOL("d", "  start: 10.2.0.5\n  prefix: 24\n")
-	                    V2_POOL("InClusterIPPool", "e", "  addresses: [10.0.0.1-10.0.0.9]\n"));
+	                    V2_POOL("InClusterIPPool", "e", "  addresses: [10.0.0.1-10.0.0.9]\n")
+	                        V1_POOL("f", "  subnet: 10.5.0.0/24\n  prefix: \"24\"\n")
+	                            V1_POOL("g", "  subnet: 255.255.255.255/32\n"));
 	assert_int_equal(pk_convert_exit_code(c), 1);
 	assert_true(
 	    has(c, PK_CONVERT_ERROR, "default/a: spec.addresses[0]", "\"10.0.0.0/33\"", NULL));
@@ -300,6 +302,10 @@ static void test_invalid_values(void **state)
 	assert_true(has(c, PK_CONVERT_ERROR, "default/c: spec.subnet", "\"10.1.0.0/40\"", NULL));
 	assert_true(has(c, PK_CONVERT_ERROR, "default/d: spec.start", "without spec.end", NULL));
 	assert_true(has(c, PK_CONVERT_ERROR, "default/e: spec.prefix", "missing", NULL));
+	assert_true(has(c, PK_CONVERT_ERROR, "default/g: spec.subnet", "\"255.255.255.255/32\"",
+	                "/32", NULL));
+	/* A prefix of the wrong type is not replaced by the subnet's: the pool rules refuse it. */
+	assert_true(has(c, PK_CONVERT_ERROR, "default/f: spec.prefix", "refuses", "\"24\"", NULL));
 	assert_int_equal(pk_convert_get_totals(c).pools, 0);
 	pk_convert_free(c);
 }
