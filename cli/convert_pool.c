@@ -276,6 +276,8 @@ static int convert_v1alpha1(json_t *spec, struct pk_convert_log *lg)
 		struct pk_err err;
 		snprintf(range, sizeof(range), "%s-%s", start, end);
 		json_t *arr = json_object_get(spec, "addresses");
+		if (arr != NULL && !json_is_null(arr) && !json_is_array(arr))
+			goto out; /* the pool rules refuse spec.addresses, naming its type */
 		if (!json_is_array(arr)) {
 			arr = json_array();
 			if (json_object_set_new(spec, "addresses", arr) != 0)
@@ -292,6 +294,7 @@ static int convert_v1alpha1(json_t *spec, struct pk_convert_log *lg)
 			                "range the in-cluster provider hands out)",
 			                range);
 	}
+out:
 	(void)json_object_del(spec, "subnet");
 	(void)json_object_del(spec, "start");
 	(void)json_object_del(spec, "end");
