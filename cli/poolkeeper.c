@@ -14,6 +14,7 @@
 
 #include "audit.h"
 #include "conformance.h"
+#include "convert.h"
 #include "flags.h"
 #include "inputs.h"
 #include "lint.h"
@@ -75,6 +76,7 @@ static void print_main_help(FILE *f)
 	           "  conformance  run the Cluster API IPAM contract against a pool's provider\n"
 	           "  audit        lint's checks and the live ones on a cluster's IPAM objects\n"
 	           "  usage        each pool's total, used and free addresses, and top consumers\n"
+	           "  convert      turn the in-cluster provider's pools into poolkeeper pools\n"
 	           "\n"
 	           "Flags:\n"
 	           "  -h, --help     show this help (poolkeeper COMMAND --help for a command)\n"
@@ -229,6 +231,8 @@ int main(int argc, char *argv[])
 		return pk_audit_main(argc - 2, argv + 2);
 	if (!strcmp(cmd, "usage"))
 		return pk_usage_main(argc - 2, argv + 2);
+	if (!strcmp(cmd, "convert"))
+		return pk_convert_main(argc - 2, argv + 2);
 	fprintf(stderr, "poolkeeper: unknown command \"%s\"\nRun 'poolkeeper --help' for usage.\n",
 	        cmd);
 	return EXIT_USAGE;
