@@ -28,6 +28,7 @@
 #include "convert.h"
 #include "json.h"
 #include "pool.h"
+#include "suggest.h"
 
 static const char *const v1alpha1_fields[] = {"addresses", "subnet", "start",
                                               "end",       "prefix", "gateway"};
@@ -53,31 +54,6 @@ void pk_convert_logf(struct pk_convert_log *lg, enum pk_convert_level level, con
 	lg->add(lg->ctx, level, field, msg);
 }
 
-/* Edit distance of two short names (bounded: both under 64 bytes or 99). */
-static size_t distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), row[64];
-	if (la >= 64 || lb >= 64)
-		return 99;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j];
-			size_t best = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
-		}
-	}
-	return row[lb];
-}
-
 /* Unknown spec fields are errors: the API server's strict field validation refuses them. */
 static void check_fields(json_t *spec, const char *version, struct pk_convert_log *lg)
 {
@@ -89,18 +65,8 @@ static void check_fields(json_t *spec, const char *version, struct pk_convert_lo
 
 	json_object_foreach(spec, key, val)
 	{
-		const char *best = NULL;
-		size_t bestd = 4;
-		bool found = false;
-		for (size_t i = 0; i < n && !found; i++) {
-			size_t d = distance(key, known[i]);
-			found = d == 0;
-			if (d < bestd) {
-				bestd = d;
-				best = known[i];
-			}
-		}
-		if (found)
+		const char *best = pk_suggest(key, strlen(key), known, n, 3);
+		if (best != NULL && strcmp(best, key) == 0)
 			continue;
 		char field[TEXT_MAX], hint[128] = "";
 		snprintf(field, sizeof(field), "spec.%s", key);
