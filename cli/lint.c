@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+#include "json.h"
 #include "manifest.h"
 #include "pool.h"
 #include "pool_lookup.h"
@@ -22,7 +24,7 @@ struct pk_lint {
 	size_t n_manifests, cap_manifests;
 	struct pk_lint_object *objects;
 	struct lint_internal *internal;
-	size_t n_objects, cap_objects;
+	size_t n_objects, cap_objects, cap_internal;
 	struct pk_lint_problem *problems;
 	size_t n_problems, cap_problems;
 	size_t files;
@@ -34,6 +36,7 @@ struct pk_lint {
 };
 
 static void init_lookup(struct pk_lint *l);
+static int keep_manifest(struct pk_lint *l, struct pk_manifest *m);
 
 struct pk_lint *pk_lint_new(void)
 {
@@ -79,22 +82,10 @@ void pk_lint_free(struct pk_lint *l)
 	free(l);
 }
 
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return PK_OK;
-	size_t ncap = *cap ? *cap * 2 : 16;
-	void *q = realloc(*p, ncap * size);
-	if (q == NULL)
-		return PK_ERR_NOMEM;
-	*p = q;
-	*cap = ncap;
-	return PK_OK;
-}
-
 static int add_problem(struct pk_lint *l, const char *source, const char *message, bool unreadable)
 {
-	if (grow((void **)&l->problems, &l->cap_problems, l->n_problems, sizeof(*l->problems)))
+	if (pk_array_reserve(&l->problems, &l->cap_problems, l->n_problems + 1,
+	                     sizeof(*l->problems)) != PK_OK)
 		return PK_ERR_NOMEM;
 	struct pk_lint_problem *p = &l->problems[l->n_problems];
 	p->source = strdup(source);
@@ -115,27 +106,15 @@ int pk_lint_add_unreadable(struct pk_lint *l, const char *source, const char *me
 	return add_problem(l, source, message, true);
 }
 
-static const char *object_string(const json_t *obj, const char *key)
-{
-	return json_string_value(json_object_get(obj, key));
-}
-
 static int add_object(struct pk_lint *l, const struct pk_manifest *m,
                       const struct pk_manifest_doc *d)
 {
-	/* objects and internal grow together; cap_objects tracks both. */
-	if (l->n_objects == l->cap_objects) {
-		size_t ncap = l->cap_objects ? l->cap_objects * 2 : 16;
-		struct pk_lint_object *o = realloc(l->objects, ncap * sizeof(*o));
-		if (o == NULL)
-			return PK_ERR_NOMEM;
-		l->objects = o;
-		struct lint_internal *in = realloc(l->internal, ncap * sizeof(*in));
-		if (in == NULL)
-			return PK_ERR_NOMEM;
-		l->internal = in;
-		l->cap_objects = ncap;
-	}
+	/* objects and internal grow together, each with its own capacity. */
+	if (pk_array_reserve(&l->objects, &l->cap_objects, l->n_objects + 1, sizeof(*l->objects)) !=
+	        PK_OK ||
+	    pk_array_reserve(&l->internal, &l->cap_internal, l->n_objects + 1,
+	                     sizeof(*l->internal)) != PK_OK)
+		return PK_ERR_NOMEM;
 	struct pk_lint_object *o = &l->objects[l->n_objects];
 	struct lint_internal *in = &l->internal[l->n_objects];
 	memset(o, 0, sizeof(*o));
@@ -145,11 +124,10 @@ static int add_object(struct pk_lint *l, const struct pk_manifest *m,
 	o->line = d->line;
 	o->document = d->document;
 	o->item = d->item;
-	o->api_version = object_string(d->value, "apiVersion");
-	o->kind = object_string(d->value, "kind");
-	const json_t *meta = json_object_get(d->value, "metadata");
-	o->namespace_ = object_string(meta, "namespace");
-	o->name = object_string(meta, "name");
+	o->api_version = pk_json_cstr_at(d->value, "apiVersion");
+	o->kind = pk_json_cstr_at(d->value, "kind");
+	o->namespace_ = pk_json_meta_cstr(d->value, "namespace");
+	o->name = pk_json_meta_cstr(d->value, "name");
 	in->value = d->value;
 	l->n_objects++;
 	return PK_OK;
@@ -170,8 +148,14 @@ int pk_lint_add_buffer(struct pk_lint *l, const char *buf, size_t len, const cha
 		free(m);
 		return add_problem(l, source, err.msg, false);
 	}
-	if (grow((void **)&l->manifests, &l->cap_manifests, l->n_manifests,
-	         sizeof(*l->manifests))) {
+	return keep_manifest(l, m);
+}
+
+/* Keeps m (taken) and adds its objects. */
+static int keep_manifest(struct pk_lint *l, struct pk_manifest *m)
+{
+	if (pk_array_reserve(&l->manifests, &l->cap_manifests, l->n_manifests + 1,
+	                     sizeof(*l->manifests)) != PK_OK) {
 		pk_manifest_free(m);
 		free(m);
 		return PK_ERR_NOMEM;
@@ -181,6 +165,26 @@ int pk_lint_add_buffer(struct pk_lint *l, const char *buf, size_t len, const cha
 		if (add_object(l, m, &m->docs[i]) != PK_OK)
 			return PK_ERR_NOMEM;
 	return PK_OK;
+}
+
+int pk_lint_add_object(struct pk_lint *l, json_t *obj, const char *source, size_t line)
+{
+	struct pk_manifest *m = calloc(1, sizeof(*m));
+	l->files++;
+	if (m == NULL || (m->source = strdup(source ? source : "(object)")) == NULL ||
+	    (m->docs = calloc(1, sizeof(*m->docs))) == NULL) {
+		json_decref(obj);
+		if (m != NULL)
+			pk_manifest_free(m);
+		free(m);
+		return PK_ERR_NOMEM;
+	}
+	m->n = m->cap = m->n_documents = 1;
+	m->docs[0].value = obj;
+	m->docs[0].source = m->source;
+	m->docs[0].document = 1;
+	m->docs[0].line = line;
+	return keep_manifest(l, m);
 }
 
 /* ---- per-object rules ---- */
@@ -219,9 +223,8 @@ char *pk_lint_describe_object(const struct pk_lint_object *o, char *buf, size_t 
 /* The API server refuses an object without a name (generateName only on create). */
 static void check_name(const json_t *obj, struct pk_violations *v)
 {
-	const json_t *meta = json_object_get(obj, "metadata");
-	const char *name = object_string(meta, "name");
-	const char *gen = object_string(meta, "generateName");
+	const char *name = pk_json_meta_cstr(obj, "name");
+	const char *gen = pk_json_meta_cstr(obj, "generateName");
 	if ((name == NULL || name[0] == '\0') && (gen == NULL || gen[0] == '\0'))
 		pk_violations_add(v, PK_SEV_DENY, "metadata.name",
 		                  "required: the API server refuses an object without a name");

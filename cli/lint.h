@@ -115,6 +115,15 @@ void pk_lint_set_enforcement(struct pk_lint *l, enum pk_enforcement claims,
 PK_MUST_CHECK int pk_lint_add_buffer(struct pk_lint *l, const char *buf, size_t len,
                                      const char *source);
 
+/*
+ * Adds one object read from elsewhere (a live cluster), as if it were the
+ * only document of a file named `source` at `line` (0 when unknown). The
+ * lint takes `obj` whether or not this succeeds. Counts as one input.
+ * Returns PK_OK, or PK_ERR_NOMEM.
+ */
+PK_MUST_CHECK int pk_lint_add_object(struct pk_lint *l, json_t *obj, const char *source,
+                                     size_t line);
+
 /* Records a file that could not be read; `message` should name it. */
 PK_MUST_CHECK int pk_lint_add_unreadable(struct pk_lint *l, const char *source,
                                          const char *message);

@@ -528,6 +528,25 @@ static void test_duplicates_warn(void **state)
 	pk_lint_free(l);
 }
 
+/* An object handed over (as from a live cluster) is checked and freed with the lint. */
+static void test_add_object(void **state)
+{
+	(void)state;
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	json_t *bad = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:[s], s:i}}", "apiVersion",
+	                        PK_POOL_API_VERSION, "kind", PK_POOL_KIND, "metadata", "name", "p",
+	                        "namespace", "n", "spec", "addresses", "10.0.0.0/33", "prefix", 24);
+	assert_non_null(bad);
+	assert_int_equal(pk_lint_add_object(l, bad, "cluster", 0), PK_OK);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
+	assert_string_equal(obj(l, 0)->source, "cluster");
+	assert_string_equal(obj(l, 0)->name, "p");
+	assert_int_equal(pk_lint_exit_code(l, false), 1);
+	pk_lint_free(l);
+}
+
 static void test_problems_and_exit_codes(void **state)
 {
 	(void)state;
@@ -577,6 +596,7 @@ int main(void)
 	    cmocka_unit_test(test_denied_pool_not_compared),
 	    cmocka_unit_test(test_duplicates_warn),
 	    cmocka_unit_test(test_problems_and_exit_codes),
+	    cmocka_unit_test(test_add_object),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
