@@ -57,11 +57,11 @@ static const struct pk_lint_object *obj(const struct pk_lint *l, size_t i)
 /* True when object i has a violation of `sev` whose "field: message" contains `want`. */
 static bool has(const struct pk_lint *l, size_t i, enum pk_severity sev, const char *want)
 {
-	const struct pk_violations *v = obj(l, i)->violations;
-	for (size_t k = 0; v != NULL && k < v->n; k++) {
+	const struct pk_lint_object *o = obj(l, i);
+	for (size_t k = 0; k < o->n_findings; k++) {
 		char text[PK_FIELD_MAX + PK_MESSAGE_MAX + 4];
-		if (v->items[k].severity == sev &&
-		    strstr(pk_violation_text(&v->items[k], text, sizeof(text)), want) != NULL)
+		if (o->findings[k].v.severity == sev &&
+		    strstr(pk_violation_text(&o->findings[k].v, text, sizeof(text)), want) != NULL)
 			return true;
 	}
 	return false;
@@ -148,7 +148,7 @@ static void test_dispatch_by_kind(void **state)
 	    "{name: s}\n",
 	    NULL);
 	assert_int_equal(obj(l, 0)->status, PK_LINT_SKIPPED);
-	assert_null(obj(l, 0)->violations);
+	assert_int_equal(obj(l, 0)->n_findings, 0);
 	assert_non_null(obj(l, 0)->note);
 	assert_int_equal(obj(l, 1)->status, PK_LINT_SKIPPED);
 	assert_int_equal(obj(l, 2)->status, PK_LINT_DENY);
@@ -181,7 +181,7 @@ static void test_claims(void **state)
 	/* Label only: in repair mode (the default) the webhook copies it silently (the one
 	 * warning left is the duplicate name of this fixture). */
 	assert_int_equal(obj(l, 2)->status, PK_LINT_WARN);
-	assert_int_equal(obj(l, 2)->violations->n, 1);
+	assert_int_equal(obj(l, 2)->n_findings, 1);
 	assert_true(has(l, 2, PK_SEV_WARN, "is also defined at"));
 	pk_lint_free(l);
 
@@ -238,7 +238,7 @@ static void test_claim_modes(void **state)
 	                "metadata.ownerReferences[0]: set controller: true and blockOwnerDeletion: "
 	                "true on the owner reference to VSphereVM \"vm-1\"; VSphereVM's provider "
 	                "should set them itself"));
-	assert_int_equal(obj(l, 0)->violations->n, 1);
+	assert_int_equal(obj(l, 0)->n_findings, 1);
 	pk_lint_free(l);
 	/* deny: refused, naming the mode and how to change it */
 	l = lint_modes(CAPV_CLAIM, PK_ENFORCE_DENY, PK_ENFORCE_WARN);
@@ -560,7 +560,9 @@ static void test_problems_and_exit_codes(void **state)
 	assert_non_null(strstr(p[0].message, "broken.yaml:2:"));
 	assert_false(p[0].unreadable);
 	assert_non_null(strstr(p[1].message, "anchors and aliases"));
-	assert_int_equal(pk_lint_exit_code(l, false), 1);
+	assert_int_equal(p[0].line, 2);
+	assert_true(p[0].column > 0);
+	assert_int_equal(pk_lint_exit_code(l, false), 2);
 	struct pk_lint_totals t = pk_lint_get_totals(l);
 	assert_int_equal(t.files, 3);
 	assert_int_equal(t.unloadable, 2);

@@ -53,6 +53,19 @@ int pk_err_set(struct pk_err *err, int rc, const char *fmt, ...) PK_PRINTF(3, 4)
  */
 void pk_text_quote(const char *s, size_t n, char *buf, size_t len);
 
+/*
+ * Levenshtein distance of a[0..na) and b[0..nb) in bytes, or SIZE_MAX / 2
+ * when either is over 64 bytes: what "did you mean" suggestions measure.
+ */
+size_t pk_text_edit_distance(const char *a, size_t na, const char *b, size_t nb);
+
+/*
+ * Of the n candidates, the one `word` most likely meant: one equal to it
+ * ignoring case, else the nearest (the first on a tie) within `max` edits
+ * and less than the word's length; NULL when none is.
+ */
+const char *pk_text_closest(const char *word, const char *const *candidates, size_t n, size_t max);
+
 /* A short stable text for a return code ("exhausted", "in use", "too big", ...). */
 const char *pk_rc_name(int rc);
 

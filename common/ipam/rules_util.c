@@ -153,31 +153,6 @@ static void check_spec_immutable(const json_t *obj, const json_t *old, const cha
 	                  pk_violation_describe_value(a, false, now, sizeof(now)), kind);
 }
 
-/* Edit distance of a and b (bytes), or a large number past 64 bytes. */
-static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
-{
-	size_t row[65];
-	if (na > 64 || nb > 64)
-		return SIZE_MAX / 2;
-	for (size_t j = 0; j <= nb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= na; i++) {
-		size_t diag = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= nb; j++) {
-			size_t up = row[j];
-			size_t best = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
-		}
-	}
-	return row[nb];
-}
-
 /*
  * The poolkeeper kind an unknown kind most likely meant: the one it equals
  * ignoring case, else the one within an edit distance of 3 (the nearer;
@@ -191,7 +166,7 @@ static const char *closest_pool_kind(const json_t *kind)
 	for (size_t i = 0; i < 2; i++) {
 		if (n == strlen(kinds[i]) && strncasecmp(k, kinds[i], n) == 0)
 			return kinds[i];
-		size_t d = edit_distance(k, n, kinds[i], strlen(kinds[i]));
+		size_t d = pk_text_edit_distance(k, n, kinds[i], strlen(kinds[i]));
 		if (d < best) {
 			best = d;
 			at = i;
