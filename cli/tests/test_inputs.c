@@ -123,6 +123,67 @@ static void test_missing_path(void **state)
 	pk_inputs_free(&in);
 }
 
+/*
+ * A kustomize-like tree with manifests only in subdirectories, a link back
+ * to its root (a loop), a second link to a directory already walked, and a
+ * dangling *.yaml link: each file once, the bad entry kept, the walk whole.
+ */
+static void test_links_loops_and_bad_entries(void **state)
+{
+	(void)state;
+	char t[] = "/tmp/pk_walk_XXXXXX", p[256], q[256];
+	assert_non_null(mkdtemp(t));
+	static const char *const dirs[] = {"base", "overlays", "overlays/prod"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", t, dirs[i]);
+		assert_int_equal(mkdir(p, 0755), 0);
+	}
+	snprintf(p, sizeof(p), "%s/base/pool.yaml", t);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/overlays/prod/patch.yaml", t);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/overlays/prod/loop", t);
+	assert_int_equal(symlink(t, p), 0);
+	snprintf(p, sizeof(p), "%s/same", t);
+	snprintf(q, sizeof(q), "%s/base", t);
+	assert_int_equal(symlink(q, p), 0);
+	snprintf(p, sizeof(p), "%s/dangling.yaml", t);
+	assert_int_equal(symlink("/nonexistent/pk.yaml", p), 0);
+
+	struct pk_inputs in = {0};
+	struct pk_err err;
+	assert_int_equal(pk_inputs_add(&in, t, true, NULL, &err), PK_OK);
+	assert_int_equal(in.n, 2);
+	assert_non_null(strstr(in.paths[0], "/base/pool.yaml"));
+	assert_non_null(strstr(in.paths[1], "/overlays/prod/patch.yaml"));
+	assert_int_equal(in.n_bad, 1);
+	assert_non_null(strstr(in.bad[0].path, "dangling.yaml"));
+	assert_non_null(strstr(in.bad[0].message, "No such file"));
+	pk_inputs_free(&in);
+
+	/* not recursive: nothing at the top */
+	assert_int_equal(pk_inputs_add(&in, t, false, NULL, &err), PK_OK);
+	assert_int_equal(in.n, 0);
+	assert_int_equal(in.n_bad, 1);
+	pk_inputs_free(&in);
+
+	static const char *const rm[] = {"dangling.yaml", "same", "overlays/prod/loop",
+	                                 "overlays/prod/patch.yaml", "base/pool.yaml"};
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(p, sizeof(p), "%s/%s", t, rm[i]);
+		unlink(p);
+	}
+	for (size_t i = 3; i-- > 0;) {
+		snprintf(p, sizeof(p), "%s/%s", t, dirs[i]);
+		rmdir(p);
+	}
+	rmdir(t);
+}
+
 static void test_manifest_names(void **state)
 {
 	(void)state;
@@ -142,6 +203,7 @@ int main(void)
 	    cmocka_unit_test(test_files_and_stdin),
 	    cmocka_unit_test(test_missing_path),
 	    cmocka_unit_test(test_manifest_names),
+	    cmocka_unit_test(test_links_loops_and_bad_entries),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
