@@ -64,6 +64,8 @@ void pk_lint_free(struct pk_lint *l)
 	}
 	free(l->objects);
 	free(l->internal);
+	free(l->pool_refs);
+	free(l->addr_refs);
 	for (size_t i = 0; i < l->n_manifests; i++) {
 		pk_manifest_free(l->manifests[i]);
 		free(l->manifests[i]);
@@ -516,6 +518,8 @@ int pk_lint_run(struct pk_lint *l)
 	l->ran = true;
 	l->before = l->n_objects;
 	pk_violations_init(&l->scratch);
+	if (lint_build_lookup(l) != PK_OK)
+		return PK_ERR_NOMEM;
 	for (size_t i = 0; i < l->n_objects; i++)
 		if (check_object(l, i) != PK_OK)
 			return PK_ERR_NOMEM;

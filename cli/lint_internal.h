@@ -17,6 +17,12 @@ struct lint_internal {
 	struct pk_pool *pool; /* decoded, for pools that passed their own rules */
 };
 
+/* An object by (kind, name, namespace): a pool by its own, an IPAddress by its poolRef's. */
+struct lint_ref {
+	const char *kind, *ns, *name;
+	size_t idx;
+};
+
 struct pk_lint {
 	struct pk_manifest **manifests;
 	size_t n_manifests, cap_manifests;
@@ -33,6 +39,8 @@ struct pk_lint {
 	/* The rules' view of what was loaded; list_pools sees the pools before `before`. */
 	struct pk_pool_lookup lookup;
 	size_t before;
+	struct lint_ref *pool_refs, *addr_refs; /* sorted; built by lint_build_lookup */
+	size_t n_pool_refs, n_addr_refs;
 };
 
 /* Namespaced kinds land in "default" when the manifest names no namespace. */
@@ -52,6 +60,8 @@ PK_MUST_CHECK int lint_flush(struct pk_lint *l, size_t i, const char *prefix, co
 
 /* lint_lookup.c */
 void lint_init_lookup(struct pk_lint *l);
+/* Sorts the pools and IPAddresses for the lookup; once, before the checks. */
+PK_MUST_CHECK int lint_build_lookup(struct pk_lint *l);
 
 /* lint_cross.c: duplicates, overlaps, claims' pools, addresses, owners. */
 PK_MUST_CHECK int lint_check_across(struct pk_lint *l);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
 #include "json.h"
 #include "lint_internal.h"
 #include "rules.h"
@@ -55,25 +56,102 @@ static int lookup_list_pools(void *ctx, const char *kind, const char *ns, json_t
 	return PK_OK;
 }
 
+/* ---- sorted references, so that a lookup is a binary search ---- */
+
+static int str_cmp0(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return (a != NULL) - (b != NULL);
+	return strcmp(a, b);
+}
+
+static int cmp_ref_key(const struct lint_ref *x, const struct lint_ref *y)
+{
+	int c = str_cmp0(x->kind, y->kind);
+	return c != 0 ? c : str_cmp0(x->name, y->name);
+}
+
+static int cmp_ref(const void *pa, const void *pb)
+{
+	const struct lint_ref *x = pa, *y = pb;
+	int c = cmp_ref_key(x, y);
+	if (c == 0)
+		c = str_cmp0(x->ns, y->ns);
+	return c != 0 ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The first of refs[0..n) with kind and name, and how many there are. */
+static const struct lint_ref *range(const struct lint_ref *refs, size_t n, const char *kind,
+                                    const char *name, size_t *count)
+{
+	struct lint_ref key = {kind, NULL, name, 0};
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cmp_ref_key(&refs[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t end = lo;
+	while (end < n && cmp_ref_key(&refs[end], &key) == 0)
+		end++;
+	*count = end - lo;
+	return refs + lo;
+}
+
+static int push_ref(struct lint_ref **refs, size_t *n, size_t *cap, struct lint_ref r)
+{
+	if (pk_array_reserve(refs, cap, *n + 1, sizeof(**refs)) != PK_OK)
+		return PK_ERR_NOMEM;
+	(*refs)[(*n)++] = r;
+	return PK_OK;
+}
+
+int lint_build_lookup(struct pk_lint *l)
+{
+	size_t pcap = 0, acap = 0;
+	for (size_t i = 0; i < l->n_objects; i++) {
+		const struct pk_lint_object *o = &l->objects[i];
+		const char *ns = lint_effective_namespace(o);
+		if (o->name != NULL && (lint_is_kind(o, PK_POOL_GROUP, PK_POOL_KIND) ||
+		                        lint_is_kind(o, PK_POOL_GROUP, PK_GLOBAL_POOL_KIND))) {
+			if (push_ref(&l->pool_refs, &l->n_pool_refs, &pcap,
+			             (struct lint_ref){o->kind, ns, o->name, i}) != PK_OK)
+				return PK_ERR_NOMEM;
+			continue;
+		}
+		const json_t *ref =
+		    pk_json_path_keys(l->internal[i].value, "spec", "poolRef", NULL);
+		const char *rkind = pk_json_cstr_at(ref, "kind"),
+		           *rname = pk_json_cstr_at(ref, "name");
+		if (!lint_is_kind(o, PK_CAPI_IPAM_GROUP, PK_ADDRESS_KIND) || rkind == NULL ||
+		    rname == NULL || !pk_rules_is_poolkeeper_pool_ref(ref))
+			continue;
+		if (push_ref(&l->addr_refs, &l->n_addr_refs, &acap,
+		             (struct lint_ref){rkind, ns, rname, i}) != PK_OK)
+			return PK_ERR_NOMEM;
+	}
+	qsort(l->pool_refs, l->n_pool_refs, sizeof(*l->pool_refs), cmp_ref);
+	qsort(l->addr_refs, l->n_addr_refs, sizeof(*l->addr_refs), cmp_ref);
+	return PK_OK;
+}
+
+/* The IPAddresses naming the pool: in namespace ns, or in any when ns is NULL. */
 static int lookup_list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
                                       json_t **items, struct pk_err *err)
 {
 	struct pk_lint *l = ctx;
+	size_t n = 0;
 	*items = json_array();
 	if (*items == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < l->n_objects; i++) {
-		const struct pk_lint_object *o = &l->objects[i];
-		const json_t *v = l->internal[i].value;
-		const json_t *ref = json_object_get(json_object_get(v, "spec"), "poolRef");
-		const char *ons = lint_effective_namespace(o),
-		           *rname = pk_json_cstr_at(ref, "name");
-		const char *rkind = pk_json_cstr_at(ref, "kind");
-		if (name == NULL || !lint_is_kind(o, PK_CAPI_IPAM_GROUP, PK_ADDRESS_KIND) ||
-		    !pk_rules_is_poolkeeper_pool_ref(ref) || rname == NULL || strcmp(rname, name) ||
-		    strcmp(rkind, kind) || (ns != NULL && strcmp(ons, ns)))
+	const struct lint_ref *r =
+	    name != NULL ? range(l->addr_refs, l->n_addr_refs, kind, name, &n) : NULL;
+	for (size_t k = 0; k < n; k++) {
+		if (ns != NULL && str_cmp0(r[k].ns, ns) != 0)
 			continue;
-		if (append(*items, v, err) != PK_OK) {
+		if (append(*items, l->internal[r[k].idx].value, err) != PK_OK) {
 			json_decref(*items);
 			return PK_ERR_NOMEM;
 		}
@@ -86,14 +164,18 @@ static int lookup_get_pool(void *ctx, const char *kind, const char *ns, const ch
                            json_t **obj, struct pk_err *err)
 {
 	struct pk_lint *l = ctx;
+	size_t n = 0, best = SIZE_MAX;
 	(void)err;
 	*obj = NULL;
-	for (size_t i = l->n_objects; i-- > 0 && name != NULL;) {
-		if (pool_matches(l, i, kind, strcmp(kind, PK_POOL_KIND) ? NULL : ns, name)) {
-			*obj = json_incref((json_t *)(uintptr_t)l->internal[i].value);
-			break;
-		}
-	}
+	const struct lint_ref *r =
+	    name != NULL ? range(l->pool_refs, l->n_pool_refs, kind, name, &n) : NULL;
+	bool namespaced = !strcmp(kind, PK_POOL_KIND);
+	for (size_t k = 0; k < n; k++)
+		if ((!namespaced || ns == NULL || !str_cmp0(r[k].ns, ns)) &&
+		    (best == SIZE_MAX || r[k].idx > best))
+			best = r[k].idx;
+	if (best != SIZE_MAX)
+		*obj = json_incref((json_t *)(uintptr_t)l->internal[best].value);
 	return PK_OK;
 }
 
