@@ -85,8 +85,8 @@ void pk_report_write_github(FILE *f, const struct pk_lint *l, bool fail_on_warni
 {
 	each_entry(l, f, gh_entry, NULL);
 	struct pk_lint_totals t = pk_lint_get_totals(l);
-	fprintf(f, "poolkeeper lint: %zu objects, %zu denied, %zu with warnings, %zu skipped%s\n",
-	        t.objects, t.denied, t.warned, t.skipped,
+	fprintf(f, "poolkeeper lint: %zu object%s, %zu denied, %zu with warnings, %zu skipped%s\n",
+	        t.objects, t.objects == 1 ? "" : "s", t.denied, t.warned, t.skipped,
 	        fail_on_warning && t.warned ? " (warnings fail)" : "");
 }
 
@@ -220,11 +220,10 @@ int pk_report_write_sarif(FILE *f, const struct pk_lint *l)
 	each_entry(l, f, sarif_entry, &s);
 	json_t *root = NULL;
 	if (s.ok)
-		root = json_pack("{s:s, s:s, s:[{s:{s:{s:s, s:s, s:O}}, s:O}]}", "$schema",
+		root = json_pack("{s:s, s:s, s:[{s:{s:{s:s, s:O}}, s:O}]}", "$schema",
 		                 "https://json.schemastore.org/sarif-2.1.0.json", "version",
-		                 "2.1.0", "runs", "tool", "driver", "name", "poolkeeper",
-		                 "informationUri", "https://github.com/poolkeeper/poolkeeper",
-		                 "rules", s.rules, "results", s.results);
+		                 "2.1.0", "runs", "tool", "driver", "name", "poolkeeper", "rules",
+		                 s.rules, "results", s.results);
 	json_decref(s.rules);
 	json_decref(s.index);
 	json_decref(s.results);
