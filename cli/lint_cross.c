@@ -81,7 +81,8 @@ static int build_index(const struct pk_lint *l, struct index *x)
 		x->ids[x->n++] =
 		    (struct identity){o->kind, lint_effective_namespace(o), o->name, i};
 	}
-	qsort(x->ids, x->n, sizeof(*x->ids), cmp_identity);
+	if (x->n > 1)
+		qsort(x->ids, x->n, sizeof(*x->ids), cmp_identity);
 	return PK_OK;
 }
 
@@ -149,7 +150,8 @@ static int collect_spans(const struct pk_lint *l, struct span **out, size_t *n)
 		for (size_t k = 0; k < nr; k++)
 			(*out)[(*n)++] = (struct span){r[k].lo, r[k].hi, i, (int)p->family};
 	}
-	qsort(*out, *n, sizeof(**out), cmp_span);
+	if (*n > 1)
+		qsort(*out, *n, sizeof(**out), cmp_span);
 	return PK_OK;
 }
 
@@ -343,7 +345,8 @@ static int check_same_address(struct pk_lint *l, const struct index *x)
 		    pk_json_cstr_at(ref, "apiGroup"), kind, global ? NULL : x->ids[k].ns,
 		    pk_json_cstr_at(ref, "name"),     addr, i};
 	}
-	qsort(h, n, sizeof(*h), cmp_held);
+	if (n > 1)
+		qsort(h, n, sizeof(*h), cmp_held);
 	int rc = PK_OK;
 	for (size_t k = 1; k < n && rc == PK_OK; k++) {
 		struct held a = h[k - 1], b = h[k];

@@ -132,8 +132,10 @@ int lint_build_lookup(struct pk_lint *l)
 		             (struct lint_ref){rkind, ns, rname, i}) != PK_OK)
 			return PK_ERR_NOMEM;
 	}
-	qsort(l->pool_refs, l->n_pool_refs, sizeof(*l->pool_refs), cmp_ref);
-	qsort(l->addr_refs, l->n_addr_refs, sizeof(*l->addr_refs), cmp_ref);
+	if (l->n_pool_refs > 1)
+		qsort(l->pool_refs, l->n_pool_refs, sizeof(*l->pool_refs), cmp_ref);
+	if (l->n_addr_refs > 1)
+		qsort(l->addr_refs, l->n_addr_refs, sizeof(*l->addr_refs), cmp_ref);
 	return PK_OK;
 }
 
