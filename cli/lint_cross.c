@@ -23,42 +23,37 @@ struct identity {
 	size_t idx;
 };
 
-static int str_cmp_null(const char *a, const char *b)
+/* (kind, namespace, name): what bsearch looks for. */
+static int cmp_key(const void *pa, const void *pb)
+{
+	const struct identity *x = pa, *y = pb;
+	int c = lint_str_cmp(x->kind, y->kind);
+	if (c == 0)
+		c = lint_str_cmp(x->ns, y->ns);
+	if (c == 0)
+		c = lint_str_cmp(x->name, y->name);
+	return c;
+}
+
+/* The same, then load order. */
+static int cmp_identity(const void *pa, const void *pb)
+{
+	const struct identity *x = pa, *y = pb;
+	int c = cmp_key(pa, pb);
+	return c != 0 ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+int lint_str_cmp(const char *a, const char *b)
 {
 	if (a == NULL || b == NULL)
 		return (a != NULL) - (b != NULL);
 	return strcmp(a, b);
 }
 
-static int cmp_identity(const void *pa, const void *pb)
-{
-	const struct identity *x = pa, *y = pb;
-	int c = str_cmp_null(x->kind, y->kind);
-	if (c == 0)
-		c = str_cmp_null(x->ns, y->ns);
-	if (c == 0)
-		c = str_cmp_null(x->name, y->name);
-	if (c == 0)
-		c = (x->idx > y->idx) - (x->idx < y->idx);
-	return c;
-}
-
-/* The same order without the load order: what bsearch looks for. */
-static int cmp_key(const void *pa, const void *pb)
-{
-	const struct identity *x = pa, *y = pb;
-	int c = str_cmp_null(x->kind, y->kind);
-	if (c == 0)
-		c = str_cmp_null(x->ns, y->ns);
-	if (c == 0)
-		c = str_cmp_null(x->name, y->name);
-	return c;
-}
-
 bool lint_same_identity(const struct pk_lint_object *x, const struct pk_lint_object *y)
 {
-	return x->name != NULL && y->name != NULL && !str_cmp_null(x->kind, y->kind) &&
-	       !str_cmp_null(lint_effective_namespace(x), lint_effective_namespace(y)) &&
+	return x->name != NULL && y->name != NULL && !lint_str_cmp(x->kind, y->kind) &&
+	       !lint_str_cmp(lint_effective_namespace(x), lint_effective_namespace(y)) &&
 	       !strcmp(x->name, y->name);
 }
 
@@ -238,10 +233,8 @@ static int check_claim_pool(struct pk_lint *l, const struct index *x, size_t i)
 	const char *kind = pk_json_cstr_at(ref, "kind"), *name = pk_json_cstr_at(ref, "name");
 	if (kind == NULL || name == NULL)
 		return PK_OK;
-	const char *elsewhere = NULL;
-	for (size_t k = 0; k < x->n && !strcmp(kind, PK_POOL_KIND); k++)
-		if (!strcmp(x->ids[k].kind, kind) && !strcmp(x->ids[k].name, name))
-			elsewhere = x->ids[k].ns;
+	const char *elsewhere =
+	    strcmp(kind, PK_POOL_KIND) ? NULL : lint_pool_namespace(l, kind, name);
 	if (elsewhere != NULL)
 		pk_violations_add(
 		    &l->scratch, PK_SEV_WARN, "spec.poolRef.name",
@@ -318,7 +311,7 @@ static int cmp_held(const void *pa, const void *pb)
 	const char *a[] = {x->group, x->kind, x->ns, x->name, x->address};
 	const char *b[] = {y->group, y->kind, y->ns, y->name, y->address};
 	for (size_t k = 0; k < 5; k++) {
-		int c = str_cmp_null(a[k], b[k]);
+		int c = lint_str_cmp(a[k], b[k]);
 		if (c != 0)
 			return c;
 	}

@@ -46,6 +46,9 @@ struct pk_lint {
 /* Namespaced kinds land in "default" when the manifest names no namespace. */
 const char *lint_effective_namespace(const struct pk_lint_object *o);
 
+/* strcmp, with NULL before any string. */
+int lint_str_cmp(const char *a, const char *b);
+
 /* Whether x and y are the same object (kind, namespace, name). */
 bool lint_same_identity(const struct pk_lint_object *x, const struct pk_lint_object *y);
 
@@ -60,6 +63,8 @@ PK_MUST_CHECK int lint_flush(struct pk_lint *l, size_t i, const char *prefix, co
 
 /* lint_lookup.c */
 void lint_init_lookup(struct pk_lint *l);
+/* The namespace of some pool of kind named name, or NULL when the files hold none. */
+const char *lint_pool_namespace(const struct pk_lint *l, const char *kind, const char *name);
 /* Sorts the pools and IPAddresses for the lookup; once, before the checks. */
 PK_MUST_CHECK int lint_build_lookup(struct pk_lint *l);
 

@@ -58,17 +58,10 @@ static int lookup_list_pools(void *ctx, const char *kind, const char *ns, json_t
 
 /* ---- sorted references, so that a lookup is a binary search ---- */
 
-static int str_cmp0(const char *a, const char *b)
-{
-	if (a == NULL || b == NULL)
-		return (a != NULL) - (b != NULL);
-	return strcmp(a, b);
-}
-
 static int cmp_ref_key(const struct lint_ref *x, const struct lint_ref *y)
 {
-	int c = str_cmp0(x->kind, y->kind);
-	return c != 0 ? c : str_cmp0(x->name, y->name);
+	int c = lint_str_cmp(x->kind, y->kind);
+	return c != 0 ? c : lint_str_cmp(x->name, y->name);
 }
 
 static int cmp_ref(const void *pa, const void *pb)
@@ -76,7 +69,7 @@ static int cmp_ref(const void *pa, const void *pb)
 	const struct lint_ref *x = pa, *y = pb;
 	int c = cmp_ref_key(x, y);
 	if (c == 0)
-		c = str_cmp0(x->ns, y->ns);
+		c = lint_str_cmp(x->ns, y->ns);
 	return c != 0 ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
@@ -139,6 +132,13 @@ int lint_build_lookup(struct pk_lint *l)
 	return PK_OK;
 }
 
+const char *lint_pool_namespace(const struct pk_lint *l, const char *kind, const char *name)
+{
+	size_t n;
+	const struct lint_ref *r = range(l->pool_refs, l->n_pool_refs, kind, name, &n);
+	return n > 0 ? r[0].ns : NULL;
+}
+
 /* The IPAddresses naming the pool: in namespace ns, or in any when ns is NULL. */
 static int lookup_list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
                                       json_t **items, struct pk_err *err)
@@ -151,7 +151,7 @@ static int lookup_list_pool_addresses(void *ctx, const char *kind, const char *n
 	const struct lint_ref *r =
 	    name != NULL ? range(l->addr_refs, l->n_addr_refs, kind, name, &n) : NULL;
 	for (size_t k = 0; k < n; k++) {
-		if (ns != NULL && str_cmp0(r[k].ns, ns) != 0)
+		if (ns != NULL && lint_str_cmp(r[k].ns, ns) != 0)
 			continue;
 		if (append(*items, l->internal[r[k].idx].value, err) != PK_OK) {
 			json_decref(*items);
@@ -173,7 +173,7 @@ static int lookup_get_pool(void *ctx, const char *kind, const char *ns, const ch
 	    name != NULL ? range(l->pool_refs, l->n_pool_refs, kind, name, &n) : NULL;
 	bool namespaced = !strcmp(kind, PK_POOL_KIND);
 	for (size_t k = 0; k < n; k++)
-		if ((!namespaced || ns == NULL || !str_cmp0(r[k].ns, ns)) &&
+		if ((!namespaced || ns == NULL || !lint_str_cmp(r[k].ns, ns)) &&
 		    (best == SIZE_MAX || r[k].idx > best))
 			best = r[k].idx;
 	if (best != SIZE_MAX)

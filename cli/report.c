@@ -175,9 +175,8 @@ json_t *pk_report_to_json(const struct pk_lint *l, bool fail_on_warning)
 	return root;
 }
 
-int pk_report_write_json(FILE *f, const struct pk_lint *l, bool fail_on_warning)
+int pk_report_dump(FILE *f, json_t *j)
 {
-	json_t *j = pk_report_to_json(l, fail_on_warning);
 	if (j == NULL)
 		return PK_ERR_NOMEM;
 	int rc = json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -186,4 +185,9 @@ int pk_report_write_json(FILE *f, const struct pk_lint *l, bool fail_on_warning)
 		return PK_ERR_NOMEM;
 	fputc('\n', f);
 	return PK_OK;
+}
+
+int pk_report_write_json(FILE *f, const struct pk_lint *l, bool fail_on_warning)
+{
+	return pk_report_dump(f, pk_report_to_json(l, fail_on_warning));
 }

@@ -36,6 +36,9 @@ json_t *pk_report_to_json(const struct pk_lint *l, bool fail_on_warning);
 /* pk_report_to_json written to f, indented, with a final newline. */
 PK_MUST_CHECK int pk_report_write_json(FILE *f, const struct pk_lint *l, bool fail_on_warning);
 
+/* j (taken; NULL for out of memory) written to f, indented, with a final newline. */
+PK_MUST_CHECK int pk_report_dump(FILE *f, json_t *j);
+
 /* report_ci.c: one workflow command per finding and load error, then a summary line. */
 void pk_report_write_github(FILE *f, const struct pk_lint *l, bool fail_on_warning);
 

@@ -227,12 +227,5 @@ int pk_report_write_sarif(FILE *f, const struct pk_lint *l)
 	json_decref(s.rules);
 	json_decref(s.index);
 	json_decref(s.results);
-	if (root == NULL)
-		return PK_ERR_NOMEM;
-	int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	if (rc != 0)
-		return PK_ERR_NOMEM;
-	fputc('\n', f);
-	return PK_OK;
+	return pk_report_dump(f, root);
 }
