@@ -57,6 +57,7 @@ void pk_lint_free(struct pk_lint *l)
 		return;
 	for (size_t i = 0; i < l->n_objects; i++) {
 		free(l->objects[i].findings);
+		free(l->objects[i].origin);
 		if (l->internal[i].pool != NULL) {
 			pk_pool_release(l->internal[i].pool);
 			free(l->internal[i].pool);
@@ -137,7 +138,10 @@ static int add_object(struct pk_lint *l, const struct pk_manifest *m,
 	struct lint_internal *in = &l->internal[l->n_objects];
 	memset(o, 0, sizeof(*o));
 	memset(in, 0, sizeof(*in));
-	pk_manifest_format_origin(m, d, o->origin, sizeof(o->origin));
+	char origin[PK_LINT_ORIGIN_MAX];
+	o->origin = strdup(pk_manifest_format_origin(m, d, origin, sizeof(origin)));
+	if (o->origin == NULL)
+		return PK_ERR_NOMEM;
 	o->source = d->source;
 	o->line = d->line;
 	o->document = d->document;

@@ -78,7 +78,7 @@ struct pk_lint_finding {
 };
 
 struct pk_lint_object {
-	char origin[PK_LINT_ORIGIN_MAX]; /* "examples/pool.yaml:12 (document 2)" */
+	char *origin; /* owned; "examples/pool.yaml:12 (document 2)", under PK_LINT_ORIGIN_MAX */
 	const char *source;
 	size_t line, document, item; /* see struct pk_manifest_doc */
 	/* Borrowed from the loaded object; NULL when absent or not a string. */
