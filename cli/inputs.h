@@ -4,29 +4,47 @@
  *
  * A file named on the command line is read whatever its name. "-" stands
  * for standard input. A directory contributes its *.yaml, *.yml and *.json
- * entries, sorted by name, skipping names that start with '.'; it is not
- * descended into unless `recursive` is set (like kubectl's -R), so
- * `poolkeeper lint examples/` leaves examples/invalid/ alone.
+ * entries, sorted by name, skipping names that start with '.', and, when
+ * `recursive` is set (lint's default; --no-recursive turns it off), its
+ * subdirectories' in turn, so a kustomize base and its overlays are found.
+ * Symbolic links to directories are followed, each directory once per run
+ * (by device and inode), so a link loop ends where it started. An entry
+ * that cannot be used (a dangling *.yaml link, a subdirectory that cannot
+ * be listed) is kept in `bad` and the walk goes on.
  */
 #ifndef PK_INPUTS_H
 #define PK_INPUTS_H
+
+#include <sys/types.h>
 
 #include "pk.h"
 
 #define PK_INPUTS_MAX_FILES 100000 /* per run */
 #define PK_INPUTS_MAX_DEPTH 32     /* directory levels below an argument */
 
+struct pk_inputs_bad {
+	char *path;    /* owned */
+	char *message; /* owned; names the path and the reason */
+};
+
 struct pk_inputs {
 	char **paths; /* owned */
 	size_t n;
 	size_t cap;
+	struct pk_inputs_bad *bad; /* entries that could not be used */
+	size_t n_bad, cap_bad;
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} * dirs; /* directories walked */
+	size_t n_dirs, cap_dirs;
 };
 
 /*
  * Appends what `arg` names. A path that does not exist or a directory that
- * cannot be listed is PK_ERR_INVALID with the path and the reason in err,
- * more than PK_INPUTS_MAX_FILES files (or entries in one directory)
- * PK_ERR_TOO_BIG; what was added before stays. `*found` (may be NULL) is set to the number
+ * cannot be listed is PK_ERR_INVALID; more than PK_INPUTS_MAX_FILES files is
+ * PK_ERR_TOO_BIG with the path and the reason in err;
+ * what was added before stays. `*found` (may be NULL) is set to the number
  * of files this argument contributed.
  */
 PK_MUST_CHECK int pk_inputs_add(struct pk_inputs *in, const char *arg, bool recursive,

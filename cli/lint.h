@@ -17,6 +17,10 @@
  *   anything else                                    skipped, with a note
  * Objects without a string apiVersion and kind, and checked objects without
  * metadata.name (or generateName), are DENY: the API server refuses them.
+ * Checked kinds' fields are checked against their CRDs' schemas (schema.h):
+ * an unknown field is DENY with a "did you mean". An apiVersion within
+ * three edits of a known one, and a kind near a known one in a known group,
+ * are DENY with a suggestion rather than skipped.
  *
  * Across everything loaded, pools that pass their own rules are checked for
  * overlap by the webhook's rule (pk_pool_lookup_check_overlaps, through
@@ -60,8 +64,21 @@ struct pk_lint_pool_summary {
 	char last[PK_ADDR_STRLEN];       /* highest usable address */
 };
 
+/*
+ * One thing lint found on an object: the violation (severity, field path,
+ * message), the rule that found it ("pool/spec.addresses",
+ * "unknown-field", "claim-pool-missing", ...) and where: the object's
+ * first line and column 1, since fields carry no positions of their own.
+ */
+#define PK_LINT_RULE_MAX 64
+struct pk_lint_finding {
+	struct pk_violation v;
+	char rule[PK_LINT_RULE_MAX];
+	size_t line, column;
+};
+
 struct pk_lint_object {
-	char origin[PK_LINT_ORIGIN_MAX]; /* "examples/pool.yaml:12 (document 2)" */
+	char *origin; /* owned; "examples/pool.yaml:12 (document 2)", under PK_LINT_ORIGIN_MAX */
 	const char *source;
 	size_t line, document, item; /* see struct pk_manifest_doc */
 	/* Borrowed from the loaded object; NULL when absent, not a string, or holding a NUL
@@ -69,15 +86,19 @@ struct pk_lint_object {
 	const char *api_version, *kind, *namespace_, *name;
 	enum pk_lint_status status;
 	const char *note;                 /* why it was skipped; static text */
-	struct pk_violations *violations; /* NULL when skipped */
-	bool has_pool;                    /* a pool that passed: `pool` is filled */
+	struct pk_lint_finding *findings; /* n_findings of them; NULL when none */
+	size_t n_findings, cap_findings;
+	size_t n_deny, n_warn; /* findings of each severity */
+	bool has_pool;         /* a pool that passed: `pool` is filled */
 	struct pk_lint_pool_summary pool;
 };
 
 /* A file that could not be read (unreadable) or not be loaded (bad YAML/JSON, a cap). */
 struct pk_lint_problem {
-	char *source;  /* owned */
-	char *message; /* owned; names the file, and line and column when known */
+	char *source;        /* owned */
+	char *message;       /* owned; names the file, and line and column when known */
+	size_t line, column; /* from the message; 0 when it names none */
+	const char *detail;  /* the message after "<source>:<line>:<column>: "; in message */
 	bool unreadable;
 };
 
@@ -109,12 +130,35 @@ void pk_lint_set_enforcement(struct pk_lint *l, enum pk_enforcement claims,
                              enum pk_enforcement foreign_claims);
 
 /*
+ * With `strict`, metadata's own fields are checked against ObjectMeta's
+ * as well (unknown fields elsewhere are always errors). Call before pk_lint_run.
+ */
+void pk_lint_set_strict(struct pk_lint *l, bool strict);
+
+/*
+ * The largest file pk_lint_add_buffer loads (the manifest loader's
+ * default, 8 MiB, when never called); above the default, the caps on
+ * documents and nodes grow in proportion, so that a large
+ * `kubectl get -o yaml` dump loads. Call before adding.
+ */
+void pk_lint_set_max_file_size(struct pk_lint *l, size_t bytes);
+
+/*
  * Loads the manifests in `len` bytes of `buf` named `source` (copied), and
  * expands Lists. Content that does not load is recorded as a problem, not
  * returned as an error. Returns PK_OK, or PK_ERR_NOMEM.
  */
 PK_MUST_CHECK int pk_lint_add_buffer(struct pk_lint *l, const char *buf, size_t len,
                                      const char *source);
+
+/*
+ * Adds one object read from elsewhere (a live cluster), as if it were the
+ * only document of a file named `source` at `line` (0 when unknown). The
+ * lint takes `obj` whether or not this succeeds. Counts as one input.
+ * Returns PK_OK, or PK_ERR_NOMEM.
+ */
+PK_MUST_CHECK int pk_lint_add_object(struct pk_lint *l, json_t *obj, const char *source,
+                                     size_t line);
 
 /* Records a file that could not be read; `message` should name it. */
 PK_MUST_CHECK int pk_lint_add_unreadable(struct pk_lint *l, const char *source,
@@ -128,10 +172,10 @@ const struct pk_lint_problem *pk_lint_problems(const struct pk_lint *l, size_t *
 struct pk_lint_totals pk_lint_get_totals(const struct pk_lint *l);
 
 /*
- * 2 when a file could not be read; else 1 when any object was denied or
- * any file did not load (or, with `strict`, any warning was found); else 0.
+ * 2 when a file could not be read or did not load; else 1 when any object
+ * was denied (or, with `fail_on_warning`, has a warning); else 0.
  */
-int pk_lint_exit_code(const struct pk_lint *l, bool strict);
+int pk_lint_exit_code(const struct pk_lint *l, bool fail_on_warning);
 
 /*
  * "IPPool default/a", "GlobalIPPool g", "ConfigMap x" into buf: the kind and

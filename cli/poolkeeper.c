@@ -3,9 +3,9 @@
  *
  *   poolkeeper lint [flags] FILE|DIR|- ...
  *
- * Exit status: 0 nothing denied (warnings allowed unless --strict);
- * 1 something denied, or a file's YAML/JSON did not load;
- * 2 a usage error or a file that could not be read.
+ * Exit status: 0 clean (warnings allowed unless --fail-on=warning);
+ * 1 findings that fail; 2 a usage error, a file that could not be read or
+ * whose YAML/JSON did not load.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,16 +29,41 @@
 
 #define EXIT_USAGE 2
 
-enum lint_flag { F_FORMAT, F_STRICT, F_RECURSIVE, F_VERBOSE, F_CLAIMS, F_FOREIGN, F_HELP, F_COUNT };
+enum lint_flag {
+	F_OUTPUT,
+	F_FAIL_ON,
+	F_STRICT,
+	F_NO_RECURSIVE,
+	F_RECURSIVE,
+	F_MAX_FILE_SIZE,
+	F_VERBOSE,
+	F_QUIET,
+	F_CLAIMS,
+	F_FOREIGN,
+	F_HELP,
+	F_COUNT
+};
 
 static const struct pk_flag lint_flags[F_COUNT] = {
-    [F_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
-                  "report as text lines or as one JSON object"},
-    [F_STRICT] = {"strict", 0, PK_FLAG_BOOL, NULL, NULL, "fail (exit 1) on warnings too"},
+    [F_OUTPUT] = {"output", 'o', PK_FLAG_CHOICE, "text", "text|json|github|junit|sarif",
+                  "report as text lines (file:line:col: severity: ...), one JSON object, "
+                  "GitHub workflow commands, JUnit XML or SARIF 2.1.0"},
+    [F_FAIL_ON] = {"fail-on", 0, PK_FLAG_CHOICE, "error", "warning|error",
+                   "the least severe finding that makes the exit status 1"},
+    [F_STRICT] = {"strict", 0, PK_FLAG_BOOL, NULL, NULL,
+                  "also check metadata's fields against ObjectMeta's (unknown fields in "
+                  "the rest of checked kinds always fail)"},
+    [F_NO_RECURSIVE] = {"no-recursive", 0, PK_FLAG_BOOL, NULL, NULL,
+                        "do not descend into subdirectories of DIR arguments"},
     [F_RECURSIVE] = {"recursive", 'R', PK_FLAG_BOOL, NULL, NULL,
-                     "descend into subdirectories of DIR arguments"},
+                     "descend into subdirectories (the default; kept for kubectl's -R)"},
+    [F_MAX_FILE_SIZE] = {"max-file-size", 0, PK_FLAG_UINT, "8388608", "1..17179869184",
+                         "refuse files (and standard input) over this many bytes"},
     [F_VERBOSE] = {"verbose", 'v', PK_FLAG_COUNT, NULL, NULL,
-                   "also list the objects lint skips and directories without manifests"},
+                   "also list objects without errors, skipped objects and directories "
+                   "without manifests"},
+    [F_QUIET] = {"quiet", 'q', PK_FLAG_BOOL, NULL, NULL,
+                 "list only findings (the default; overrides --verbose)"},
     [F_CLAIMS] = {"claim-enforcement", 0, PK_FLAG_CHOICE, "repair", "repair|deny|warn",
                   "claims on poolkeeper pools, as the webhook's flag of the same name: "
                   "repair checks them as completed on admission"},
@@ -54,15 +79,13 @@ static const char lint_summary[] =
     "(" PK_POOL_API_VERSION ") against the pool rules and each other for overlaps,\n" PK_CLAIM_KIND
     " and " PK_ADDRESS_KIND " (" PK_CAPI_IPAM_GROUP " " PK_CAPI_V1BETA1 ", " PK_CAPI_V1BETA2
     ") against the\n"
-    "CAPI IPAM contract (an " PK_ADDRESS_KIND " also against its pool when the files hold it),\n"
-    "under the webhook's claim modes: in repair "
-    "mode a claim is\n"
-    "checked as the webhook completes it (a warning per repair). Other kinds are skipped. A DIR "
-    "contributes its *.yaml, *.yml\n"
-    "and *.json files (subdirectories only with -R); - reads standard input.\n"
+    "CAPI IPAM contract and the files' pools and claims, under the webhook's claim modes.\n"
+    "Fields the CRDs do not define are errors, with a suggestion; so are apiVersions and\n"
+    "kinds close to these. Other kinds are counted as skipped. A DIR contributes its\n"
+    "*.yaml, *.yml and *.json files, subdirectories included; - reads standard input.\n"
     "\n"
-    "Exit status: 0 nothing denied (warnings pass unless --strict), 1 something\n"
-    "denied or a file did not load, 2 usage error or a file could not be read.";
+    "Exit status: 0 clean, 1 findings that fail (errors, or warnings with\n"
+    "--fail-on=warning), 2 usage error, or a file that could not be read or loaded.";
 
 static void print_main_help(FILE *f)
 {
@@ -84,16 +107,15 @@ static void print_main_help(FILE *f)
 }
 
 /* Reads one input into the lint; an unreadable file is recorded, not fatal. */
-static int lint_one(struct pk_lint *l, const char *path)
+static int lint_one(struct pk_lint *l, const char *path, size_t max_bytes)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	struct pk_err err = {{0}};
 	bool std_in = !strcmp(path, "-");
 	const char *name = std_in ? "(stdin)" : path;
-	int rc = std_in ? pk_manifest_read_fd(STDIN_FILENO, name, PK_MANIFEST_MAX_BYTES, &buf, &len,
-	                                      &err)
-	                : pk_manifest_read_file(path, PK_MANIFEST_MAX_BYTES, &buf, &len, &err);
+	int rc = std_in ? pk_manifest_read_fd(STDIN_FILENO, name, max_bytes, &buf, &len, &err)
+	                : pk_manifest_read_file(path, max_bytes, &buf, &len, &err);
 	if (rc != PK_OK) {
 		fprintf(stderr, "poolkeeper lint: %s\n", err.msg);
 		return pk_lint_add_unreadable(l, name, err.msg);
@@ -103,16 +125,31 @@ static int lint_one(struct pk_lint *l, const char *path)
 	return rc;
 }
 
+/* Entries a directory walk could not use: reported, and the run goes on. */
+static int lint_bad_entries(struct pk_lint *l, const struct pk_inputs *in, size_t from)
+{
+	int rc = PK_OK;
+	for (size_t i = from; i < in->n_bad && rc == PK_OK; i++) {
+		fprintf(stderr, "poolkeeper lint: %s\n", in->bad[i].message);
+		rc = pk_lint_add_unreadable(l, in->bad[i].path, in->bad[i].message);
+	}
+	return rc;
+}
+
 /* Reads every input the arguments name into the lint, then runs it. */
 static int lint_inputs(struct pk_lint *l, const char **pos, size_t npos, bool recursive,
-                       bool verbose)
+                       bool verbose, size_t max_bytes)
 {
 	struct pk_inputs in = {0};
 	struct pk_err err = {{0}};
 	int rc = PK_OK;
 	for (size_t i = 0; i < npos && rc == PK_OK; i++) {
-		size_t found = 0;
-		if (pk_inputs_add(&in, pos[i], recursive, &found, &err) != PK_OK) {
+		size_t found = 0, bad = in.n_bad;
+		int arc = pk_inputs_add(&in, pos[i], recursive, &found, &err);
+		rc = lint_bad_entries(l, &in, bad);
+		if (rc != PK_OK || arc == PK_ERR_NOMEM) {
+			rc = PK_ERR_NOMEM;
+		} else if (arc != PK_OK) {
 			fprintf(stderr, "poolkeeper lint: %s\n", err.msg);
 			rc = pk_lint_add_unreadable(l, pos[i], err.msg);
 		} else if (found == 0 && verbose) {
@@ -121,7 +158,7 @@ static int lint_inputs(struct pk_lint *l, const char **pos, size_t npos, bool re
 		}
 	}
 	for (size_t i = 0; i < in.n && rc == PK_OK; i++)
-		rc = lint_one(l, in.paths[i]);
+		rc = lint_one(l, in.paths[i], max_bytes);
 	pk_inputs_free(&in);
 	return rc != PK_OK ? rc : pk_lint_run(l);
 }
@@ -140,12 +177,28 @@ static bool lint_modes(const struct pk_flag_value *vals, enum pk_enforcement *cl
 	return false;
 }
 
+static int write_report(const struct pk_lint *l, const char *output, bool verbose, bool fail_warn)
+{
+	if (!strcmp(output, "json"))
+		return pk_report_write_json(stdout, l, fail_warn);
+	if (!strcmp(output, "sarif"))
+		return pk_report_write_sarif(stdout, l);
+	if (!strcmp(output, "github"))
+		pk_report_write_github(stdout, l, fail_warn);
+	else if (!strcmp(output, "junit"))
+		pk_report_write_junit(stdout, l, fail_warn);
+	else
+		pk_report_write_text(stdout, l, verbose, fail_warn);
+	return PK_OK;
+}
+
 /* Lints what the flags and arguments name and prints the report; the exit status. */
 static int lint_and_report(const struct pk_flag_value *vals, const char **pos, size_t npos)
 {
-	bool json = !strcmp(pk_flags_get_string(lint_flags, vals, F_FORMAT), "json");
-	bool strict = pk_flags_get_bool(vals, F_STRICT);
-	bool verbose = vals[F_VERBOSE].count > 0;
+	const char *output = pk_flags_get_string(lint_flags, vals, F_OUTPUT);
+	bool fail_warn = !strcmp(pk_flags_get_string(lint_flags, vals, F_FAIL_ON), "warning");
+	bool verbose = vals[F_VERBOSE].count > 0 && !pk_flags_get_bool(vals, F_QUIET);
+	bool recursive = !pk_flags_get_bool(vals, F_NO_RECURSIVE);
 	enum pk_enforcement claims, foreign;
 	int status = EXIT_USAGE;
 
@@ -155,15 +208,13 @@ static int lint_and_report(const struct pk_flag_value *vals, const char **pos, s
 	if (l == NULL)
 		goto nomem;
 	pk_lint_set_enforcement(l, claims, foreign);
-	if (lint_inputs(l, pos, npos, pk_flags_get_bool(vals, F_RECURSIVE), verbose) != PK_OK)
+	pk_lint_set_strict(l, pk_flags_get_bool(vals, F_STRICT));
+	size_t max_bytes = (size_t)pk_flags_get_num(vals, F_MAX_FILE_SIZE);
+	pk_lint_set_max_file_size(l, max_bytes);
+	if (lint_inputs(l, pos, npos, recursive, verbose, max_bytes) != PK_OK ||
+	    write_report(l, output, verbose, fail_warn) != PK_OK)
 		goto nomem;
-	if (json) {
-		if (pk_report_write_json(stdout, l, strict) != PK_OK)
-			goto nomem;
-	} else {
-		pk_report_write_text(stdout, l, verbose, strict);
-	}
-	status = pk_lint_exit_code(l, strict);
+	status = pk_lint_exit_code(l, fail_warn);
 	if (fflush(stdout) != 0) {
 		perror("poolkeeper lint: writing the report");
 		status = EXIT_USAGE;

@@ -5,7 +5,7 @@
 
 static const char *severity_word(enum pk_severity s)
 {
-	return s == PK_SEV_DENY ? "deny" : "warn";
+	return s == PK_SEV_DENY ? "error" : "warning";
 }
 
 static void write_pool_summary(FILE *f, const struct pk_lint_pool_summary *p)
@@ -14,51 +14,50 @@ static void write_pool_summary(FILE *f, const struct pk_lint_pool_summary *p)
 	        p->size, p->first, p->last);
 }
 
-void pk_report_write_text(FILE *f, const struct pk_lint *l, bool verbose, bool strict)
+/* "file:line:col: error: IPPool ns/a: spec.prefix: message [rule]", one per finding. */
+static void write_object_text(FILE *f, const struct pk_lint_object *o, bool verbose)
 {
-	size_t n, np;
-	const struct pk_lint_object *objs = pk_lint_objects(l, &n);
-	const struct pk_lint_problem *probs = pk_lint_problems(l, &np);
-
-	for (size_t i = 0; i < n; i++) {
-		const struct pk_lint_object *o = &objs[i];
-		char what[320];
-		pk_lint_describe_object(o, what, sizeof(what));
-		if (o->status == PK_LINT_SKIPPED) {
-			if (verbose)
-				fprintf(f, "%s: %s: skipped (%s)\n", o->origin, what, o->note);
-			continue;
-		}
-		fprintf(f, "%s: %s: ", o->origin, what);
-		if (o->status == PK_LINT_DENY)
-			fputs("denied", f);
-		else if (o->status == PK_LINT_WARN)
-			fputs("ok with warnings", f);
-		else
-			fputs("ok", f);
+	char what[320];
+	pk_lint_describe_object(o, what, sizeof(what));
+	if (o->status == PK_LINT_SKIPPED) {
+		if (verbose)
+			fprintf(f, "%s:%zu:1: skipped: %s: %s\n", o->source, o->line, what,
+			        o->note);
+		return;
+	}
+	for (size_t k = 0; k < o->n_findings; k++) {
+		const struct pk_lint_finding *x = &o->findings[k];
+		fprintf(f, "%s:%zu:%zu: %s: %s: %s: %s [%s]\n", o->source, x->line, x->column,
+		        severity_word(x->v.severity), what, x->v.field, x->v.message, x->rule);
+	}
+	if (verbose && o->status != PK_LINT_DENY) {
+		fprintf(f, "%s:%zu:1: ok: %s", o->source, o->line, what);
 		if (o->has_pool) {
 			fputs(": ", f);
 			write_pool_summary(f, &o->pool);
 		}
 		fputc('\n', f);
-		const struct pk_violations *v = o->violations;
-		for (size_t k = 0; v != NULL && k < v->n; k++) {
-			char text[PK_FIELD_MAX + PK_MESSAGE_MAX + 4];
-			fprintf(f, "    %s %s\n", severity_word(v->items[k].severity),
-			        pk_violation_text(&v->items[k], text, sizeof(text)));
-		}
-		if (v != NULL && v->dropped > 0)
-			fprintf(f, "    ... and %zu more\n", v->dropped);
 	}
+}
+
+void pk_report_write_text(FILE *f, const struct pk_lint *l, bool verbose, bool fail_on_warning)
+{
+	size_t n, np;
+	const struct pk_lint_object *objs = pk_lint_objects(l, &n);
+	const struct pk_lint_problem *probs = pk_lint_problems(l, &np);
+
+	for (size_t i = 0; i < n; i++)
+		write_object_text(f, &objs[i], verbose);
 	/* Unreadable files were already reported on stderr as they were met. */
 	for (size_t i = 0; i < np; i++)
 		if (!probs[i].unreadable)
-			fprintf(f, "%s\n", probs[i].message);
+			fprintf(f, "%s:%zu:%zu: error: %s [load]\n", probs[i].source, probs[i].line,
+			        probs[i].column, probs[i].detail);
 
 	struct pk_lint_totals t = pk_lint_get_totals(l);
 	fprintf(f,
 	        "summary: %zu object%s in %zu file%s: %zu passed, %zu with warnings, %zu denied, "
-	        "%zu skipped",
+	        "%zu skipped (not kinds lint checks)",
 	        t.objects, t.objects == 1 ? "" : "s", t.files, t.files == 1 ? "" : "s", t.passed,
 	        t.warned, t.denied, t.skipped);
 	if (t.skipped > 0 && !verbose)
@@ -68,8 +67,8 @@ void pk_report_write_text(FILE *f, const struct pk_lint *l, bool verbose, bool s
 	if (t.unreadable > 0)
 		fprintf(f, "; %zu file%s could not be read", t.unreadable,
 		        t.unreadable == 1 ? "" : "s");
-	if (strict && t.warned > 0)
-		fputs("; --strict: warnings fail", f);
+	if (fail_on_warning && t.warned > 0)
+		fputs("; --fail-on=warning: warnings fail", f);
 	fputc('\n', f);
 }
 
@@ -98,18 +97,18 @@ static json_t *object_json(const struct pk_lint_object *o)
 	    set_str(j, "apiVersion", o->api_version) && set_str(j, "kind", o->kind) &&
 	    set_str(j, "namespace", pk_lint_object_namespace(o)) && set_str(j, "name", o->name) &&
 	    set_str(j, "status", pk_lint_status_name(o->status)) && set_str(j, "note", o->note);
-	if (ok && o->violations != NULL) {
+	if (ok && o->status != PK_LINT_SKIPPED) {
 		json_t *arr = json_array();
 		ok = arr != NULL && json_object_set_new(j, "violations", arr) == 0;
-		for (size_t k = 0; ok && k < o->violations->n; k++) {
-			const struct pk_violation *x = &o->violations->items[k];
+		for (size_t k = 0; ok && k < o->n_findings; k++) {
+			const struct pk_lint_finding *x = &o->findings[k];
 			json_t *vj =
-			    json_pack("{s:s, s:s, s:s}", "severity", severity_word(x->severity),
-			              "field", x->field, "message", x->message);
+			    json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "severity",
+			              severity_word(x->v.severity), "rule", x->rule, "field",
+			              x->v.field, "message", x->v.message, "line",
+			              (json_int_t)x->line, "column", (json_int_t)x->column);
 			ok = vj != NULL && json_array_append_new(arr, vj) == 0;
 		}
-		if (ok && o->violations->dropped > 0)
-			ok = set_int(j, "droppedViolations", o->violations->dropped);
 	}
 	if (ok && o->has_pool) {
 		const struct pk_lint_pool_summary *p = &o->pool;
@@ -125,7 +124,7 @@ static json_t *object_json(const struct pk_lint_object *o)
 	return j;
 }
 
-json_t *pk_report_to_json(const struct pk_lint *l, bool strict)
+json_t *pk_report_to_json(const struct pk_lint *l, bool fail_on_warning)
 {
 	size_t n, np;
 	const struct pk_lint_object *objs = pk_lint_objects(l, &n);
@@ -139,8 +138,10 @@ json_t *pk_report_to_json(const struct pk_lint *l, bool strict)
 		ok = oj != NULL && json_array_append_new(objects, oj) == 0;
 	}
 	for (size_t i = 0; ok && i < np; i++) {
-		json_t *pj = json_pack("{s:s, s:s, s:b}", "source", probs[i].source, "message",
-		                       probs[i].message, "unreadable", probs[i].unreadable);
+		json_t *pj =
+		    json_pack("{s:s, s:s, s:b, s:I, s:I}", "source", probs[i].source, "message",
+		              probs[i].message, "unreadable", probs[i].unreadable, "line",
+		              (json_int_t)probs[i].line, "column", (json_int_t)probs[i].column);
 		ok = pj != NULL && json_array_append_new(problems, pj) == 0;
 	}
 	json_t *totals = NULL;
@@ -160,8 +161,9 @@ json_t *pk_report_to_json(const struct pk_lint *l, bool strict)
 		problems = NULL;
 		ok = ok && json_object_set_new(root, "totals", totals) == 0;
 		totals = NULL;
-		ok = ok && json_object_set_new(root, "strict", json_boolean(strict)) == 0;
-		ok = ok && set_int(root, "exitCode", (size_t)pk_lint_exit_code(l, strict));
+		ok = ok &&
+		     json_object_set_new(root, "failOnWarning", json_boolean(fail_on_warning)) == 0;
+		ok = ok && set_int(root, "exitCode", (size_t)pk_lint_exit_code(l, fail_on_warning));
 	}
 	json_decref(objects);
 	json_decref(problems);
@@ -173,9 +175,8 @@ json_t *pk_report_to_json(const struct pk_lint *l, bool strict)
 	return root;
 }
 
-int pk_report_write_json(FILE *f, const struct pk_lint *l, bool strict)
+int pk_report_dump(FILE *f, json_t *j)
 {
-	json_t *j = pk_report_to_json(l, strict);
 	if (j == NULL)
 		return PK_ERR_NOMEM;
 	int rc = json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -184,4 +185,9 @@ int pk_report_write_json(FILE *f, const struct pk_lint *l, bool strict)
 		return PK_ERR_NOMEM;
 	fputc('\n', f);
 	return PK_OK;
+}
+
+int pk_report_write_json(FILE *f, const struct pk_lint *l, bool fail_on_warning)
+{
+	return pk_report_dump(f, pk_report_to_json(l, fail_on_warning));
 }

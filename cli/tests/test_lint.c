@@ -56,11 +56,11 @@ static const struct pk_lint_object *obj(const struct pk_lint *l, size_t i)
 /* True when object i has a violation of `sev` whose "field: message" contains `want`. */
 static bool has(const struct pk_lint *l, size_t i, enum pk_severity sev, const char *want)
 {
-	const struct pk_violations *v = obj(l, i)->violations;
-	for (size_t k = 0; v != NULL && k < v->n; k++) {
+	const struct pk_lint_object *o = obj(l, i);
+	for (size_t k = 0; k < o->n_findings; k++) {
 		char text[PK_FIELD_MAX + PK_MESSAGE_MAX + 4];
-		if (v->items[k].severity == sev &&
-		    strstr(pk_violation_text(&v->items[k], text, sizeof(text)), want) != NULL)
+		if (o->findings[k].v.severity == sev &&
+		    strstr(pk_violation_text(&o->findings[k].v, text, sizeof(text)), want) != NULL)
 			return true;
 	}
 	return false;
@@ -147,7 +147,7 @@ static void test_dispatch_by_kind(void **state)
 	    "{name: s}\n",
 	    NULL);
 	assert_int_equal(obj(l, 0)->status, PK_LINT_SKIPPED);
-	assert_null(obj(l, 0)->violations);
+	assert_int_equal(obj(l, 0)->n_findings, 0);
 	assert_non_null(obj(l, 0)->note);
 	assert_int_equal(obj(l, 1)->status, PK_LINT_SKIPPED);
 	assert_int_equal(obj(l, 2)->status, PK_LINT_DENY);
@@ -198,7 +198,7 @@ static void test_claims(void **state)
 	/* Label only: in repair mode (the default) the webhook copies it silently (the one
 	 * warning left is the duplicate name of this fixture). */
 	assert_int_equal(obj(l, 2)->status, PK_LINT_WARN);
-	assert_int_equal(obj(l, 2)->violations->n, 1);
+	assert_int_equal(obj(l, 2)->n_findings, 1);
 	assert_true(has(l, 2, PK_SEV_WARN, "is also defined at"));
 	pk_lint_free(l);
 
@@ -255,7 +255,7 @@ static void test_claim_modes(void **state)
 	                "metadata.ownerReferences[0]: set controller: true and blockOwnerDeletion: "
 	                "true on the owner reference to VSphereVM \"vm-1\"; VSphereVM's provider "
 	                "should set them itself"));
-	assert_int_equal(obj(l, 0)->violations->n, 1);
+	assert_int_equal(obj(l, 0)->n_findings, 1);
 	pk_lint_free(l);
 	/* deny: refused, naming the mode and how to change it */
 	l = lint_modes(CAPV_CLAIM, PK_ENFORCE_DENY, PK_ENFORCE_WARN);
@@ -545,6 +545,25 @@ static void test_duplicates_warn(void **state)
 	pk_lint_free(l);
 }
 
+/* An object handed over (as from a live cluster) is checked and freed with the lint. */
+static void test_add_object(void **state)
+{
+	(void)state;
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	json_t *bad = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:[s], s:i}}", "apiVersion",
+	                        PK_POOL_API_VERSION, "kind", PK_POOL_KIND, "metadata", "name", "p",
+	                        "namespace", "n", "spec", "addresses", "10.0.0.0/33", "prefix", 24);
+	assert_non_null(bad);
+	assert_int_equal(pk_lint_add_object(l, bad, "cluster", 0), PK_OK);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
+	assert_string_equal(obj(l, 0)->source, "cluster");
+	assert_string_equal(obj(l, 0)->name, "p");
+	assert_int_equal(pk_lint_exit_code(l, false), 1);
+	pk_lint_free(l);
+}
+
 static void test_problems_and_exit_codes(void **state)
 {
 	(void)state;
@@ -558,7 +577,9 @@ static void test_problems_and_exit_codes(void **state)
 	assert_non_null(strstr(p[0].message, "broken.yaml:2:"));
 	assert_false(p[0].unreadable);
 	assert_non_null(strstr(p[1].message, "anchors and aliases"));
-	assert_int_equal(pk_lint_exit_code(l, false), 1);
+	assert_int_equal(p[0].line, 2);
+	assert_true(p[0].column > 0);
+	assert_int_equal(pk_lint_exit_code(l, false), 2);
 	struct pk_lint_totals t = pk_lint_get_totals(l);
 	assert_int_equal(t.files, 3);
 	assert_int_equal(t.unloadable, 2);
@@ -595,6 +616,7 @@ int main(void)
 	    cmocka_unit_test(test_denied_pool_not_compared),
 	    cmocka_unit_test(test_duplicates_warn),
 	    cmocka_unit_test(test_problems_and_exit_codes),
+	    cmocka_unit_test(test_add_object),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

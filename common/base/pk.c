@@ -1,7 +1,9 @@
 /* pk.c - error texts and quoting shared by the pure modules. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pk.h"
 

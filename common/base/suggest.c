@@ -1,5 +1,6 @@
 /* suggest.c - edit distance and the nearest known name; see suggest.h. */
 #include <string.h>
+#include <strings.h>
 
 #include "suggest.h"
 
@@ -40,4 +41,16 @@ const char *pk_suggest(const char *word, size_t len, const char *const *known, s
 		}
 	}
 	return best;
+}
+
+const char *pk_suggest_name(const char *word, const char *const *candidates, size_t n, size_t max)
+{
+	size_t len = strlen(word);
+	for (size_t i = 0; i < n; i++)
+		if (strlen(candidates[i]) == len && strcasecmp(word, candidates[i]) == 0)
+			return candidates[i];
+	const char *at = pk_suggest(word, len, candidates, n, max);
+	if (at == NULL || pk_edit_distance(word, len, at, strlen(at)) >= len)
+		return NULL;
+	return at;
 }

@@ -24,4 +24,11 @@ size_t pk_edit_distance(const char *a, size_t na, const char *b, size_t nb);
 const char *pk_suggest(const char *word, size_t len, const char *const *known, size_t n,
                        size_t max_distance);
 
+/*
+ * The name a user most likely meant: the candidate equal to `word` ignoring
+ * case, else the nearest (the first on a tie) within `max` edits and fewer
+ * edits than the word has bytes (so "ab" suggests nothing); NULL when none is.
+ */
+const char *pk_suggest_name(const char *word, const char *const *candidates, size_t n, size_t max);
+
 #endif

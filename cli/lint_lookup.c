@@ -1,0 +1,213 @@
+/* lint_lookup.c - the rules' lookup (pool_lookup.h) over what a lint loaded. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buf.h"
+#include "json.h"
+#include "lint_internal.h"
+#include "rules.h"
+
+/* ---- the rules' lookup over what was loaded ---- */
+
+bool lint_is_kind(const struct pk_lint_object *o, const char *group, const char *kind)
+{
+	size_t n = strlen(group);
+	return o->api_version != NULL && o->kind != NULL && !strncmp(o->api_version, group, n) &&
+	       o->api_version[n] == '/' && !strcmp(o->kind, kind);
+}
+
+/* Whether object i is a pool of `kind` in namespace ns (NULL: any) named `name` (NULL: any). */
+static bool pool_matches(const struct pk_lint *l, size_t i, const char *kind, const char *ns,
+                         const char *name)
+{
+	const struct pk_lint_object *o = &l->objects[i];
+	const char *ons = lint_effective_namespace(o);
+	return lint_is_kind(o, PK_POOL_GROUP, kind) && o->name != NULL &&
+	       (name == NULL || !strcmp(o->name, name)) &&
+	       (ns == NULL || (ons != NULL && !strcmp(ons, ns)));
+}
+
+static int append(json_t *items, const json_t *value, struct pk_err *err)
+{
+	if (json_array_append(items, (json_t *)(uintptr_t)value) != 0)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	return PK_OK;
+}
+
+/* The pools that passed their own rules, loaded before l->before, but that one's duplicates. */
+static int lookup_list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
+                             struct pk_err *err)
+{
+	struct pk_lint *l = ctx;
+	const struct pk_lint_object *cur = l->before < l->n_objects ? &l->objects[l->before] : NULL;
+	*items = json_array();
+	if (*items == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < l->before; i++) {
+		if (l->internal[i].pool == NULL || !pool_matches(l, i, kind, ns, NULL) ||
+		    (cur != NULL && lint_same_identity(cur, &l->objects[i])))
+			continue;
+		if (append(*items, l->internal[i].value, err) != PK_OK) {
+			json_decref(*items);
+			return PK_ERR_NOMEM;
+		}
+	}
+	return PK_OK;
+}
+
+/* ---- sorted references, so that a lookup is a binary search ---- */
+
+static int cmp_ref_key(const struct lint_ref *x, const struct lint_ref *y)
+{
+	int c = lint_str_cmp(x->kind, y->kind);
+	return c != 0 ? c : lint_str_cmp(x->name, y->name);
+}
+
+static int cmp_ref(const void *pa, const void *pb)
+{
+	const struct lint_ref *x = pa, *y = pb;
+	int c = cmp_ref_key(x, y);
+	if (c == 0)
+		c = lint_str_cmp(x->ns, y->ns);
+	return c != 0 ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The first of refs[0..n) with kind and name, and how many there are. */
+static const struct lint_ref *range(const struct lint_ref *refs, size_t n, const char *kind,
+                                    const char *name, size_t *count)
+{
+	struct lint_ref key = {kind, NULL, name, 0};
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cmp_ref_key(&refs[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t end = lo;
+	while (end < n && cmp_ref_key(&refs[end], &key) == 0)
+		end++;
+	*count = end - lo;
+	return refs + lo;
+}
+
+static int push_ref(struct lint_ref **refs, size_t *n, size_t *cap, struct lint_ref r)
+{
+	if (pk_array_reserve(refs, cap, *n + 1, sizeof(**refs)) != PK_OK)
+		return PK_ERR_NOMEM;
+	(*refs)[(*n)++] = r;
+	return PK_OK;
+}
+
+int lint_build_lookup(struct pk_lint *l)
+{
+	size_t pcap = 0, acap = 0;
+	for (size_t i = 0; i < l->n_objects; i++) {
+		const struct pk_lint_object *o = &l->objects[i];
+		const char *ns = lint_effective_namespace(o);
+		if (o->name != NULL && (lint_is_kind(o, PK_POOL_GROUP, PK_POOL_KIND) ||
+		                        lint_is_kind(o, PK_POOL_GROUP, PK_GLOBAL_POOL_KIND))) {
+			if (push_ref(&l->pool_refs, &l->n_pool_refs, &pcap,
+			             (struct lint_ref){o->kind, ns, o->name, i}) != PK_OK)
+				return PK_ERR_NOMEM;
+			continue;
+		}
+		const json_t *ref =
+		    pk_json_path_keys(l->internal[i].value, "spec", "poolRef", NULL);
+		const char *rkind = pk_json_cstr_at(ref, "kind"),
+		           *rname = pk_json_cstr_at(ref, "name");
+		if (!lint_is_kind(o, PK_CAPI_IPAM_GROUP, PK_ADDRESS_KIND) || rkind == NULL ||
+		    rname == NULL || !pk_rules_is_poolkeeper_pool_ref(ref))
+			continue;
+		if (push_ref(&l->addr_refs, &l->n_addr_refs, &acap,
+		             (struct lint_ref){rkind, ns, rname, i}) != PK_OK)
+			return PK_ERR_NOMEM;
+	}
+	if (l->n_pool_refs > 1)
+		qsort(l->pool_refs, l->n_pool_refs, sizeof(*l->pool_refs), cmp_ref);
+	if (l->n_addr_refs > 1)
+		qsort(l->addr_refs, l->n_addr_refs, sizeof(*l->addr_refs), cmp_ref);
+	return PK_OK;
+}
+
+const char *lint_pool_namespace(const struct pk_lint *l, const char *kind, const char *name)
+{
+	size_t n;
+	const struct lint_ref *r = range(l->pool_refs, l->n_pool_refs, kind, name, &n);
+	return n > 0 ? r[0].ns : NULL;
+}
+
+/* The IPAddresses naming the pool: in namespace ns, or in any when ns is NULL. */
+static int lookup_list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
+                                      json_t **items, struct pk_err *err)
+{
+	struct pk_lint *l = ctx;
+	size_t n = 0;
+	*items = json_array();
+	if (*items == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	const struct lint_ref *r =
+	    name != NULL ? range(l->addr_refs, l->n_addr_refs, kind, name, &n) : NULL;
+	for (size_t k = 0; k < n; k++) {
+		if (ns != NULL && lint_str_cmp(r[k].ns, ns) != 0)
+			continue;
+		if (append(*items, l->internal[r[k].idx].value, err) != PK_OK) {
+			json_decref(*items);
+			return PK_ERR_NOMEM;
+		}
+	}
+	return PK_OK;
+}
+
+/* The last definition of the pool (applying the files keeps the last). */
+static int lookup_get_pool(void *ctx, const char *kind, const char *ns, const char *name,
+                           json_t **obj, struct pk_err *err)
+{
+	struct pk_lint *l = ctx;
+	size_t n = 0, best = SIZE_MAX;
+	(void)err;
+	*obj = NULL;
+	const struct lint_ref *r =
+	    name != NULL ? range(l->pool_refs, l->n_pool_refs, kind, name, &n) : NULL;
+	bool namespaced = !strcmp(kind, PK_POOL_KIND);
+	for (size_t k = 0; k < n; k++)
+		if ((!namespaced || ns == NULL || !lint_str_cmp(r[k].ns, ns)) &&
+		    (best == SIZE_MAX || r[k].idx > best))
+			best = r[k].idx;
+	if (best != SIZE_MAX)
+		*obj = json_incref((json_t *)(uintptr_t)l->internal[best].value);
+	return PK_OK;
+}
+
+/* "IPPool default/a at file.yaml:3 (document 1)": which object, and where it was loaded. */
+static void lookup_name_pool(void *ctx, const json_t *other, char *buf, size_t len)
+{
+	const struct pk_lint *l = ctx;
+	char what[256];
+	snprintf(buf, len, "another pool");
+	for (size_t i = 0; i < l->n_objects; i++) {
+		if (l->internal[i].value == other) {
+			snprintf(buf, len, "%s at %s",
+			         pk_lint_describe_object(&l->objects[i], what, sizeof(what)),
+			         l->objects[i].origin);
+			return;
+		}
+	}
+}
+
+void lint_init_lookup(struct pk_lint *l)
+{
+	l->lookup.ctx = l;
+	l->lookup.list_pools = lookup_list_pools;
+	l->lookup.list_pool_addresses = lookup_list_pool_addresses;
+	l->lookup.get_pool = lookup_get_pool;
+	l->lookup.name_pool = lookup_name_pool;
+	l->lookup.partial = true;
+}
+
+const struct pk_pool_lookup *pk_lint_lookup(const struct pk_lint *l)
+{
+	return &l->lookup;
+}

@@ -1,0 +1,323 @@
+/* schema.c - the field trees of the kinds lint checks, and unknown fields against them. */
+#include "schema.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "suggest.h"
+
+#define PATH_MAX_LEN PK_FIELD_MAX
+
+/* charts/poolkeeper/crds/ipam.poolkeeper.io_{ippools,globalippools}.yaml (the same tree). */
+static const char *const pool_paths[] = {"apiVersion",
+                                         "kind",
+                                         "metadata *",
+                                         "spec.addresses[]",
+                                         "spec.prefix",
+                                         "spec.gateway",
+                                         "spec.excludedAddresses[]",
+                                         "spec.allocateReservedIPAddresses",
+                                         "spec.addressReuseGracePeriodSeconds",
+                                         "status.ipAddresses.total",
+                                         "status.ipAddresses.used",
+                                         "status.ipAddresses.free",
+                                         "status.ipAddresses.outOfRange",
+                                         "status.quarantinedAddresses[].address",
+                                         "status.quarantinedAddresses[].until",
+                                         "status.conditions[].type",
+                                         "status.conditions[].status",
+                                         "status.conditions[].observedGeneration",
+                                         "status.conditions[].lastTransitionTime",
+                                         "status.conditions[].reason",
+                                         "status.conditions[].message",
+                                         NULL};
+
+/* cluster-api config/crd/bases/ipam.cluster.x-k8s.io_ipaddressclaims.yaml, v1beta1. */
+static const char *const claim_v1beta1_paths[] = {"apiVersion",
+                                                  "kind",
+                                                  "metadata *",
+                                                  "spec.clusterName",
+                                                  "spec.poolRef.apiGroup",
+                                                  "spec.poolRef.kind",
+                                                  "spec.poolRef.name",
+                                                  "status.addressRef.name",
+                                                  "status.conditions[].lastTransitionTime",
+                                                  "status.conditions[].message",
+                                                  "status.conditions[].reason",
+                                                  "status.conditions[].severity",
+                                                  "status.conditions[].status",
+                                                  "status.conditions[].type",
+                                                  "status.v1beta2.conditions[].lastTransitionTime",
+                                                  "status.v1beta2.conditions[].message",
+                                                  "status.v1beta2.conditions[].observedGeneration",
+                                                  "status.v1beta2.conditions[].reason",
+                                                  "status.v1beta2.conditions[].status",
+                                                  "status.v1beta2.conditions[].type",
+                                                  NULL};
+
+/* The same file, v1beta2. */
+static const char *const claim_v1beta2_paths[] = {
+    "apiVersion",
+    "kind",
+    "metadata *",
+    "spec.clusterName",
+    "spec.poolRef.apiGroup",
+    "spec.poolRef.kind",
+    "spec.poolRef.name",
+    "status.addressRef.name",
+    "status.conditions[].lastTransitionTime",
+    "status.conditions[].message",
+    "status.conditions[].observedGeneration",
+    "status.conditions[].reason",
+    "status.conditions[].status",
+    "status.conditions[].type",
+    "status.deprecated.v1beta1.conditions[].lastTransitionTime",
+    "status.deprecated.v1beta1.conditions[].message",
+    "status.deprecated.v1beta1.conditions[].reason",
+    "status.deprecated.v1beta1.conditions[].severity",
+    "status.deprecated.v1beta1.conditions[].status",
+    "status.deprecated.v1beta1.conditions[].type",
+    NULL};
+
+/* cluster-api config/crd/bases/ipam.cluster.x-k8s.io_ipaddresses.yaml, v1beta1 and v1beta2. */
+static const char *const address_paths[] = {"apiVersion",
+                                            "kind",
+                                            "metadata *",
+                                            "spec.address",
+                                            "spec.claimRef.name",
+                                            "spec.gateway",
+                                            "spec.poolRef.apiGroup",
+                                            "spec.poolRef.kind",
+                                            "spec.poolRef.name",
+                                            "spec.prefix",
+                                            NULL};
+
+/* ObjectMeta's fields a manifest may carry, for --strict. */
+static const char *const meta_paths[] = {"metadata.name",
+                                         "metadata.generateName",
+                                         "metadata.namespace",
+                                         "metadata.selfLink",
+                                         "metadata.uid",
+                                         "metadata.resourceVersion",
+                                         "metadata.generation",
+                                         "metadata.creationTimestamp",
+                                         "metadata.deletionTimestamp",
+                                         "metadata.deletionGracePeriodSeconds",
+                                         "metadata.labels *",
+                                         "metadata.annotations *",
+                                         "metadata.ownerReferences[].apiVersion",
+                                         "metadata.ownerReferences[].kind",
+                                         "metadata.ownerReferences[].name",
+                                         "metadata.ownerReferences[].uid",
+                                         "metadata.ownerReferences[].controller",
+                                         "metadata.ownerReferences[].blockOwnerDeletion",
+                                         "metadata.finalizers[]",
+                                         "metadata.managedFields[] *",
+                                         NULL};
+
+static const struct pk_schema schemas[] = {
+    {PK_POOL_GROUP, PK_POOL_VERSION, PK_POOL_KIND, pool_paths},
+    {PK_POOL_GROUP, PK_POOL_VERSION, PK_GLOBAL_POOL_KIND, pool_paths},
+    {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA1, PK_CLAIM_KIND, claim_v1beta1_paths},
+    {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_CLAIM_KIND, claim_v1beta2_paths},
+    {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA1, PK_ADDRESS_KIND, address_paths},
+    {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_ADDRESS_KIND, address_paths},
+};
+
+const struct pk_schema *pk_schema_find(const char *group, const char *version, const char *kind)
+{
+	for (size_t i = 0; i < sizeof(schemas) / sizeof(schemas[0]); i++)
+		if (!strcmp(schemas[i].group, group) && !strcmp(schemas[i].version, version) &&
+		    !strcmp(schemas[i].kind, kind))
+			return &schemas[i];
+	return NULL;
+}
+
+const char *const *pk_schema_api_versions(size_t *n)
+{
+	static const char *const v[] = {PK_POOL_API_VERSION, PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1,
+	                                PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2};
+	*n = sizeof(v) / sizeof(v[0]);
+	return v;
+}
+
+const char *const *pk_schema_kinds(size_t *n)
+{
+	static const char *const k[] = {PK_POOL_KIND, PK_GLOBAL_POOL_KIND, PK_CLAIM_KIND,
+	                                PK_ADDRESS_KIND};
+	*n = sizeof(k) / sizeof(k[0]);
+	return k;
+}
+
+/* ---- checking an object ---- */
+
+enum node { NODE_UNKNOWN, NODE_LEAF, NODE_OBJECT, NODE_LIST };
+
+struct walk {
+	const char *const *lists[2]; /* the kind's paths; ObjectMeta's under --strict */
+	bool strict;
+	struct pk_violations *out;
+};
+
+/* Whether path p (of the schema) is taken over by ObjectMeta's list under --strict. */
+static bool shadowed(const struct walk *w, const char *p)
+{
+	return w->strict && !strcmp(p, "metadata *");
+}
+
+/* What the schema path `at` (n bytes) is. */
+static enum node classify(const struct walk *w, const char *at, size_t n)
+{
+	enum node found = NODE_UNKNOWN;
+	for (size_t l = 0; l < 2 && w->lists[l] != NULL; l++) {
+		for (const char *const *p = w->lists[l]; *p != NULL; p++) {
+			if (strncmp(*p, at, n) != 0 || shadowed(w, *p))
+				continue;
+			const char *rest = *p + n;
+			if (*rest == '\0' || !strcmp(rest, " *") || !strcmp(rest, "[]") ||
+			    !strcmp(rest, "[] *"))
+				return NODE_LEAF;
+			if (*rest == '.')
+				found = NODE_OBJECT;
+			else if (!strncmp(rest, "[].", 3))
+				found = NODE_LIST;
+		}
+	}
+	return found;
+}
+
+/* The known field under schema path `at` (n bytes; root when 0) nearest to key. */
+static const char *suggest(const struct walk *w, const char *at, size_t n, const char *key,
+                           char *buf, size_t len)
+{
+	const char *names[64];
+	char store[64][64];
+	size_t k = 0;
+	for (size_t l = 0; l < 2 && w->lists[l] != NULL; l++) {
+		for (const char *const *p = w->lists[l]; *p != NULL && k < 64; p++) {
+			if (strncmp(*p, at, n) != 0 || (n > 0 && (*p)[n] != '.'))
+				continue;
+			const char *s = *p + n + (n > 0);
+			size_t m = strcspn(s, ".[ ");
+			if (m == 0 || m >= sizeof(store[k]))
+				continue;
+			memcpy(store[k], s, m);
+			store[k][m] = '\0';
+			names[k] = store[k];
+			k++;
+		}
+	}
+	const char *best = pk_suggest_name(key, names, k, 3);
+	if (best == NULL)
+		return NULL;
+	snprintf(buf, len, "%s", best);
+	return buf;
+}
+
+static void walk_object(const struct walk *w, const json_t *obj, const char *spath,
+                        const char *dpath);
+
+/* a b c into buf; false when it does not fit. */
+static bool join(char *buf, size_t len, const char *a, const char *b, const char *c)
+{
+	int n = snprintf(buf, len, "%s%s%s", a, b, c);
+	return n >= 0 && (size_t)n < len;
+}
+
+/* One field: known or not, then into it. spath is the schema path, dpath the one shown. */
+static void walk_field(const struct walk *w, const char *key, const json_t *v, const char *spath,
+                       const char *dpath)
+{
+	char sp[PATH_MAX_LEN], dp[PATH_MAX_LEN];
+	if (!join(sp, sizeof(sp), spath, *spath ? "." : "", key) ||
+	    !join(dp, sizeof(dp), dpath, *dpath ? "." : "", key))
+		return; /* deeper than any known field: its parent was already unknown */
+	enum node kind = classify(w, sp, strlen(sp));
+	if (kind == NODE_UNKNOWN) {
+		char near[64];
+		const char *s = suggest(w, spath, strlen(spath), key, near, sizeof(near));
+		if (s != NULL)
+			pk_violations_add(w->out, PK_SEV_DENY, dp,
+			                  "unknown field \"%.64s\"; did you mean \"%s\"?", key, s);
+		else
+			pk_violations_add(w->out, PK_SEV_DENY, dp, "unknown field \"%.64s\"", key);
+		return;
+	}
+	if (kind == NODE_OBJECT && json_is_object(v)) {
+		walk_object(w, v, sp, dp);
+	} else if (kind == NODE_LIST && json_is_array(v)) {
+		char isp[PATH_MAX_LEN], idp[PATH_MAX_LEN], index[32];
+		if (!join(isp, sizeof(isp), sp, "[]", ""))
+			return;
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			snprintf(index, sizeof(index), "[%zu]", i);
+			if (join(idp, sizeof(idp), dp, index, "") &&
+			    json_is_object(json_array_get(v, i)))
+				walk_object(w, json_array_get(v, i), isp, idp);
+		}
+	}
+}
+
+static void walk_object(const struct walk *w, const json_t *obj, const char *spath,
+                        const char *dpath)
+{
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)(uintptr_t)obj, key, v)
+	{
+		walk_field(w, key, v, spath, dpath);
+	}
+}
+
+void pk_schema_check(const struct pk_schema *s, const json_t *obj, bool strict,
+                     struct pk_violations *out)
+{
+	struct walk w = {{s->paths, strict ? meta_paths : NULL}, strict, out};
+	walk_object(&w, obj, "", "");
+}
+
+/* ---- the same notation from an OpenAPI v3 schema ---- */
+
+static int push_path(json_t *paths, const char *p, const char *suffix)
+{
+	char buf[PATH_MAX_LEN];
+	if (!join(buf, sizeof(buf), p, suffix, ""))
+		return PK_OK;
+	return json_array_append_new(paths, json_string(buf)) == 0 ? PK_OK : PK_ERR_NOMEM;
+}
+
+static int from_openapi(const json_t *s, const char *path, json_t *paths)
+{
+	const json_t *props = json_object_get(s, "properties");
+	const char *type = json_string_value(json_object_get(s, "type"));
+	if (json_object_size(props) > 0) {
+		const char *key;
+		const json_t *v;
+		json_object_foreach((json_t *)(uintptr_t)props, key, v)
+		{
+			char sub[PATH_MAX_LEN];
+			if (join(sub, sizeof(sub), path, *path ? "." : "", key) &&
+			    from_openapi(v, sub, paths) != PK_OK)
+				return PK_ERR_NOMEM;
+		}
+		return PK_OK;
+	}
+	if (type != NULL && !strcmp(type, "array")) {
+		const json_t *items = json_object_get(s, "items");
+		const char *itype = json_string_value(json_object_get(items, "type"));
+		char sub[PATH_MAX_LEN];
+		if (!join(sub, sizeof(sub), path, "[]", ""))
+			return PK_OK;
+		if (json_object_size(json_object_get(items, "properties")) > 0)
+			return from_openapi(items, sub, paths);
+		return push_path(paths, sub, itype != NULL && !strcmp(itype, "object") ? " *" : "");
+	}
+	return push_path(paths, path, type != NULL && !strcmp(type, "object") ? " *" : "");
+}
+
+int pk_schema_paths_from_openapi(const json_t *schema, json_t *paths)
+{
+	return from_openapi(schema, "", paths);
+}

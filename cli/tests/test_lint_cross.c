@@ -1,0 +1,171 @@
+/*
+ * test_lint_cross.c - what lint finds across files: claims' pools, one
+ * address held twice, IPAddresses against their claim and pool, overlaps
+ * by sweep; near-miss apiVersions and kinds; unknown fields; rule ids.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lint.h"
+
+#define POOL(name, ns, addrs)                                                       \
+	"apiVersion: " PK_POOL_API_VERSION "\nkind: IPPool\nmetadata: {name: " name \
+	", namespace: " ns ", uid: pool-uid}\nspec: {addresses: [" addrs "], prefix: 24}\n---\n"
+
+#define CLAIM(name, ns, pool)                                                               \
+	"apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddressClaim\nmetadata:\n  "    \
+	"name: " name "\n  namespace: " ns                                                  \
+	"\n  uid: claim-uid\n  ownerReferences:\n  - {apiVersion: "                         \
+	"infrastructure.cluster.x-k8s.io/v1beta1, kind: Metal3Machine, name: m, uid: u, "   \
+	"controller: true, blockOwnerDeletion: true}\nspec:\n  clusterName: w\n  poolRef: " \
+	"{apiGroup: ipam.poolkeeper.io, kind: IPPool, name: " pool "}\n---\n"
+
+#define ADDRESS(name, claim, pool, claim_uid, addr)                                               \
+	"apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata:\n  name: " name    \
+	"\n  namespace: default\n  ownerReferences:\n  - {apiVersion: "                           \
+	"ipam.cluster.x-k8s.io/v1beta2, kind: IPAddressClaim, name: " claim ", uid: " claim_uid   \
+	", controller: true, blockOwnerDeletion: true}\n  - {apiVersion: "                        \
+	"ipam.poolkeeper.io/v1alpha1, kind: IPPool, name: " pool ", uid: pool-uid, "              \
+	"blockOwnerDeletion: true}\nspec:\n  claimRef: {name: " claim "}\n  poolRef: {apiGroup: " \
+	"ipam.poolkeeper.io, kind: IPPool, name: " pool "}\n  address: " addr "\n  prefix: 24\n"  \
+	"---\n"
+
+static struct pk_lint *run(const char *text)
+{
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	assert_int_equal(pk_lint_add_buffer(l, text, strlen(text), "set.yaml"), PK_OK);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	return l;
+}
+
+/* The finding of object i with `rule`, or NULL. */
+static const struct pk_lint_finding *rule(const struct pk_lint *l, size_t i, const char *id)
+{
+	size_t n;
+	const struct pk_lint_object *o = pk_lint_objects(l, &n);
+	assert_true(i < n);
+	for (size_t k = 0; k < o[i].n_findings; k++)
+		if (!strcmp(o[i].findings[k].rule, id))
+			return &o[i].findings[k];
+	return NULL;
+}
+
+/* Whether f is there and its message contains text. */
+static bool says(const struct pk_lint_finding *f, const char *text)
+{
+	return f != NULL && strstr(f->v.message, text) != NULL;
+}
+
+static void test_claim_pool_missing(void **state)
+{
+	(void)state;
+	struct pk_lint *l = run(POOL("p", "default", "10.0.0.0/24") CLAIM("c1", "default", "p")
+	                            CLAIM("c2", "default", "q") CLAIM("c3", "other", "p"));
+	assert_null(rule(l, 1, "claim-pool-missing"));
+	const struct pk_lint_finding *f = rule(l, 2, "claim-pool-missing");
+	assert_non_null(f);
+	assert_int_equal(f->v.severity, PK_SEV_WARN);
+	assert_true(says(f, "IPPool \"q\" is not in the files linted"));
+	f = rule(l, 3, "claim-pool-missing");
+	assert_non_null(f);
+	assert_true(says(f, "the files have it in namespace default"));
+	assert_int_equal(pk_lint_exit_code(l, false), 0);
+	assert_int_equal(pk_lint_exit_code(l, true), 1);
+	pk_lint_free(l);
+}
+
+static void test_same_address_and_owners(void **state)
+{
+	(void)state;
+	struct pk_lint *l = run(POOL("p", "default", "10.0.0.0/24") CLAIM("c1", "default", "p")
+	                            ADDRESS("a1", "c1", "p", "claim-uid", "10.0.0.5")
+	                                ADDRESS("a2", "c2", "p", "u2", "10.0.0.5")
+	                                    ADDRESS("a3", "c1", "p", "wrong-uid", "10.0.0.6"));
+	assert_null(rule(l, 2, "duplicate-address"));
+	assert_null(rule(l, 2, "owner-reference"));
+	const struct pk_lint_finding *f = rule(l, 3, "duplicate-address");
+	assert_non_null(f);
+	assert_int_equal(f->v.severity, PK_SEV_DENY);
+	assert_true(says(f, "also held by IPAddress a1"));
+	f = rule(l, 4, "owner-reference");
+	assert_non_null(f);
+	assert_true(says(f, "has uid \"wrong-uid\""));
+	pk_lint_free(l);
+
+	/* an IPAddress on another pool than its claim's */
+	l = run(POOL("p", "default", "10.0.0.0/24") POOL("r", "default", "10.0.1.0/24")
+	            CLAIM("c1", "default", "p") ADDRESS("a1", "c1", "r", "claim-uid", "10.0.1.5"));
+	f = rule(l, 3, "owner-reference");
+	assert_non_null(f);
+	assert_true(says(f, "differs from the poolRef of its claim"));
+	pk_lint_free(l);
+}
+
+/* The sweep finds an overlap between the first and the last of three, and no other. */
+static void test_overlaps_by_sweep(void **state)
+{
+	(void)state;
+	struct pk_lint *l = run(
+	    POOL("a", "default", "10.0.0.0/24") POOL("b", "default", "10.1.0.0/24")
+	        POOL("c", "other", "10.0.0.0/24") POOL("d", "default", "10.0.0.100-10.0.0.110"));
+	assert_null(rule(l, 0, "pool-overlap"));
+	assert_null(rule(l, 1, "pool-overlap"));
+	assert_null(rule(l, 2, "pool-overlap")); /* another namespace */
+	const struct pk_lint_finding *f = rule(l, 3, "pool-overlap");
+	assert_non_null(f);
+	assert_true(says(f, "IPPool default/a"));
+	pk_lint_free(l);
+}
+
+static void test_near_misses_and_fields(void **state)
+{
+	(void)state;
+	struct pk_lint *l =
+	    run("apiVersion: ipam.poolkeepr.io/v1alpha1\nkind: IPPool\nmetadata: {name: a}\n---\n"
+	        "apiVersion: ipam.poolkeeper.io/v1alpha1\nkind: IPpool\nmetadata: {name: b}\n---\n"
+	        "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAdress\nmetadata: {name: c}\n"
+	        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\n"
+	        "apiVersion: v1\nkind: IPPool\nmetadata: {name: e}\n---\n"
+	        "apiVersion: " PK_POOL_API_VERSION "\nkind: IPPool\nmetadata: {name: f}\n"
+	        "spec: {addresses: [10.0.0.0/24], prefix: 24, excludeAddresses: [10.0.0.1]}\n");
+	const struct pk_lint_finding *f = rule(l, 0, "unknown-api-version");
+	assert_non_null(f);
+	assert_true(says(f, "did you mean \"ipam.poolkeeper.io/v1alpha1\"?"));
+	f = rule(l, 1, "unknown-kind");
+	assert_non_null(f);
+	assert_true(says(f, "did you mean \"IPPool\"?"));
+	f = rule(l, 2, "unknown-kind");
+	assert_non_null(f);
+	assert_true(says(f, "did you mean \"IPAddress\"?"));
+	size_t n;
+	const struct pk_lint_object *o = pk_lint_objects(l, &n);
+	assert_int_equal(o[3].status, PK_LINT_SKIPPED);
+	assert_int_equal(o[4].status, PK_LINT_SKIPPED); /* v1 is far from every group of ours */
+	f = rule(l, 5, "unknown-field");
+	assert_true(says(f, "unknown field"));
+	assert_string_equal(f->v.field, "spec.excludeAddresses");
+	assert_true(says(f, "did you mean \"excludedAddresses\"?"));
+	assert_int_equal(f->line, o[5].line);
+	assert_int_equal(f->column, 1);
+	assert_int_equal(o[5].status, PK_LINT_DENY);
+	pk_lint_free(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_claim_pool_missing),
+	    cmocka_unit_test(test_same_address_and_owners),
+	    cmocka_unit_test(test_overlaps_by_sweep),
+	    cmocka_unit_test(test_near_misses_and_fields),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,193 @@
+/* test_schema.c - the field tables agree with the chart's CRDs; unknown fields and suggestions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api.h"
+#include "manifest.h"
+#include "schema.h"
+#include "suggest.h"
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The table's paths and the CRD's, each sorted, are the same list. */
+static void assert_same_paths(const struct pk_schema *s, const json_t *openapi)
+{
+	json_t *paths = json_array();
+	assert_non_null(paths);
+	assert_int_equal(pk_schema_paths_from_openapi(openapi, paths), PK_OK);
+	size_t n = json_array_size(paths), m = 0;
+	const char **want = calloc(n + 1, sizeof(*want));
+	assert_non_null(want);
+	for (size_t i = 0; i < n; i++)
+		want[i] = json_string_value(json_array_get(paths, i));
+	while (s->paths[m] != NULL)
+		m++;
+	const char **have = calloc(m + 1, sizeof(*have));
+	assert_non_null(have);
+	memcpy(have, s->paths, m * sizeof(*have));
+	qsort(want, n, sizeof(*want), cmp_str);
+	qsort(have, m, sizeof(*have), cmp_str);
+	for (size_t i = 0; i < n && i < m; i++)
+		if (strcmp(want[i], have[i]) != 0)
+			fail_msg("%s %s: the CRD has %s where schema.c has %s", s->kind, s->version,
+			         want[i], have[i]);
+	if (n != m)
+		fail_msg("%s: the CRD has %zu fields, schema.c %zu", s->kind, n, m);
+	free(want);
+	free(have);
+	json_decref(paths);
+}
+
+/* charts/poolkeeper/crds: a drift between the chart and schema.c fails here. */
+static void test_tables_match_chart(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"ipam.poolkeeper.io_ippools.yaml",
+	                                    "ipam.poolkeeper.io_globalippools.yaml"};
+	const char *src = getenv("PK_SOURCE_DIR");
+	assert_non_null(src);
+	for (size_t i = 0; i < 2; i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/charts/poolkeeper/crds/%s", src, files[i]);
+		struct pk_manifest m = {0};
+		struct pk_err err;
+		char *buf;
+		size_t len;
+		assert_int_equal(
+		    pk_manifest_read_file(path, PK_MANIFEST_MAX_BYTES, &buf, &len, &err), PK_OK);
+		assert_int_equal(pk_manifest_parse_buffer(buf, len, path, NULL, &m, &err), PK_OK);
+		free(buf);
+		assert_int_equal(m.n, 1);
+		const json_t *crd = m.docs[0].value;
+		const char *kind = json_string_value(json_object_get(
+		    json_object_get(json_object_get(crd, "spec"), "names"), "kind"));
+		const json_t *versions = json_object_get(json_object_get(crd, "spec"), "versions");
+		assert_true(json_array_size(versions) > 0);
+		for (size_t v = 0; v < json_array_size(versions); v++) {
+			const json_t *ver = json_array_get(versions, v);
+			const struct pk_schema *s = pk_schema_find(
+			    PK_POOL_GROUP, json_string_value(json_object_get(ver, "name")), kind);
+			assert_non_null(s);
+			assert_same_paths(
+			    s, json_object_get(json_object_get(ver, "schema"), "openAPIV3Schema"));
+		}
+		pk_manifest_free(&m);
+	}
+}
+
+/* The derivation itself: a property that appears or goes changes the list. */
+static void test_paths_from_openapi(void **state)
+{
+	(void)state;
+	json_t *schema =
+	    json_pack("{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s, s:{s:{s:s, s:{s:s}}, s:{s:s}}}}}", "type",
+	              "object", "properties", "kind", "type", "string", "metadata", "type",
+	              "object", "spec", "type", "object", "properties", "addresses", "type",
+	              "array", "items", "type", "string", "prefix", "type", "integer");
+	json_t *paths = json_array();
+	assert_int_equal(pk_schema_paths_from_openapi(schema, paths), PK_OK);
+	assert_int_equal(json_array_size(paths), 4);
+	assert_string_equal(json_string_value(json_array_get(paths, 0)), "kind");
+	assert_string_equal(json_string_value(json_array_get(paths, 1)), "metadata *");
+	assert_string_equal(json_string_value(json_array_get(paths, 2)), "spec.addresses[]");
+	assert_string_equal(json_string_value(json_array_get(paths, 3)), "spec.prefix");
+	json_decref(paths);
+	json_decref(schema);
+}
+
+static bool has(const struct pk_violations *v, const char *field, const char *text)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (!strcmp(v->items[i].field, field) && strstr(v->items[i].message, text) != NULL)
+			return true;
+	return false;
+}
+
+static void check(const char *group, const char *version, const char *kind, const char *json,
+                  bool strict, struct pk_violations *v)
+{
+	json_error_t je;
+	json_t *obj = json_loads(json, 0, &je);
+	assert_non_null(obj);
+	const struct pk_schema *s = pk_schema_find(group, version, kind);
+	assert_non_null(s);
+	pk_violations_init(v);
+	pk_schema_check(s, obj, strict, v);
+	json_decref(obj);
+}
+
+static void test_unknown_fields(void **state)
+{
+	(void)state;
+	struct pk_violations *v = malloc(sizeof(*v));
+	assert_non_null(v);
+	/* the in-cluster provider README's spelling */
+	check(PK_POOL_GROUP, PK_POOL_VERSION, PK_POOL_KIND,
+	      "{\"apiVersion\":\"x\",\"kind\":\"IPPool\",\"metadata\":{\"name\":\"a\",\"x\":1},"
+	      "\"spec\":{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,\"excludeAddresses\":[]},"
+	      "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"stauts\":\"True\"}]},"
+	      "\"extra\":{\"deep\":1}}",
+	      false, v);
+	assert_int_equal(v->n, 3);
+	assert_true(has(v, "spec.excludeAddresses", "did you mean \"excludedAddresses\"?"));
+	assert_true(has(v, "status.conditions[0].stauts", "did you mean \"status\"?"));
+	assert_true(has(v, "extra", "unknown field \"extra\""));
+	assert_false(has(v, "extra", "did you mean"));
+	/* metadata's own fields only under --strict */
+	check(PK_POOL_GROUP, PK_POOL_VERSION, PK_GLOBAL_POOL_KIND,
+	      "{\"metadata\":{\"name\":\"a\",\"labels\":{\"any\":\"x\"},\"namespce\":\"b\","
+	      "\"ownerReferences\":[{\"kind\":\"A\",\"nmae\":\"b\"}]}}",
+	      true, v);
+	assert_int_equal(v->n, 2);
+	assert_true(has(v, "metadata.namespce", "did you mean \"namespace\"?"));
+	assert_true(has(v, "metadata.ownerReferences[0].nmae", "did you mean \"name\"?"));
+	/* the CAPI kinds, per version: v1beta2 claims have no status.v1beta2 */
+	check(PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA1, PK_CLAIM_KIND,
+	      "{\"spec\":{\"clusterName\":\"c\",\"poolRef\":{\"apiGroup\":\"g\",\"kind\":\"k\","
+	      "\"name\":\"n\",\"namespace\":\"x\"}},\"status\":{\"v1beta2\":{}}}",
+	      false, v);
+	assert_int_equal(v->n, 1);
+	assert_true(has(v, "spec.poolRef.namespace", "unknown field"));
+	check(PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_CLAIM_KIND, "{\"status\":{\"v1beta2\":{}}}",
+	      false, v);
+	assert_int_equal(v->n, 1);
+	check(PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_ADDRESS_KIND,
+	      "{\"spec\":{\"adress\":\"10.0.0.1\",\"claimRef\":{\"name\":\"c\"},\"prefix\":24}}",
+	      false, v);
+	assert_int_equal(v->n, 1);
+	assert_true(has(v, "spec.adress", "did you mean \"address\"?"));
+	assert_null(pk_schema_find(PK_CAPI_IPAM_GROUP, "v1alpha1", PK_CLAIM_KIND));
+	free(v);
+}
+
+static void test_closest(void **state)
+{
+	(void)state;
+	static const char *const words[] = {"excludedAddresses", "addresses", "prefix"};
+	assert_string_equal(pk_suggest_name("excludeAddresses", words, 3, 3), "excludedAddresses");
+	assert_string_equal(pk_suggest_name("PREFIX", words, 3, 3), "prefix");
+	assert_null(pk_suggest_name("zzz", words, 3, 3));
+	assert_null(pk_suggest_name("ab", words, 3, 3)); /* no suggestion as long as the word */
+	assert_int_equal(pk_edit_distance("kitten", 6, "sitting", 7), 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tables_match_chart),
+	    cmocka_unit_test(test_paths_from_openapi),
+	    cmocka_unit_test(test_unknown_fields),
+	    cmocka_unit_test(test_closest),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
