@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api.h"
 #include "incluster.h"
 #include "controller_internal.h"
 #include "kube_informer.h"
@@ -178,7 +179,7 @@ static struct pk_controller *controller_alloc(const struct pk_controller_opts *o
 	                                            : opts->workers;
 	c->namespace = dup_or_null(opts->namespace);
 	c->selector = dup_or_null(opts->label_selector);
-	c->claim_version = strdup(opts->claim_version ? opts->claim_version : "v1beta2");
+	c->claim_version = strdup(opts->claim_version ? opts->claim_version : PK_CAPI_V1BETA2);
 	c->cluster_version = dup_or_null(opts->cluster_version);
 	c->queue = pk_queue_new();
 	c->expect = pk_expect_new();
@@ -241,15 +242,15 @@ static size_t informers(struct pk_controller *c, struct pk_kube_informer **all, 
 {
 	size_t n = 0;
 	all[n] = c->cache.claims;
-	names[n++] = "ipaddressclaims";
+	names[n++] = PK_CLAIM_RESOURCE;
 	all[n] = c->cache.addresses;
-	names[n++] = "ipaddresses";
+	names[n++] = PK_ADDRESS_RESOURCE;
 	for (size_t i = 0; i < c->cache.npools; i++) {
 		all[n] = c->cache.pools[i].inf;
 		names[n++] = c->cache.pools[i].kind->resource;
 	}
 	all[n] = c->cache.clusters;
-	names[n++] = "clusters";
+	names[n++] = PK_CLUSTER_RESOURCE;
 	return n;
 }
 
