@@ -216,10 +216,12 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
 	c->cache.backend = &c->backend;
-	if (opts->events_config != NULL &&
-	    pk_event_poster_new(opts->events_config, &c->events, err) != PK_OK) {
+	int rc = opts->events_config != NULL
+	             ? pk_event_poster_new(opts->events_config, &c->events, err)
+	             : PK_OK;
+	if (rc != PK_OK) {
 		pk_controller_free(c);
-		return PK_ERR_INVALID;
+		return rc;
 	}
 	c->claims = (struct pk_claim_reconciler){.backend = &c->backend,
 	                                         .writer = &c->writer,
@@ -229,9 +231,9 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	                                         .ipam_version = c->claim_version,
 	                                         .queue_claim = reconciler_queue_claim,
 	                                         .ud = c};
-	if (ctl_informers_new(c, err) != PK_OK) {
+	if ((rc = ctl_informers_new(c, err)) != PK_OK) {
 		pk_controller_free(c);
-		return PK_ERR_INVALID;
+		return rc;
 	}
 	*out = c;
 	return PK_OK;
@@ -261,9 +263,11 @@ int pk_controller_start(struct pk_controller *c, struct pk_err *err)
 	struct pk_kube_informer *all[NINF];
 	const char *names[NINF];
 	size_t n = informers(c, all, names);
-	for (size_t i = 0; i < n; i++)
-		if (all[i] != NULL && pk_kube_informer_start(all[i], err) != PK_OK)
-			return PK_ERR_INVALID;
+	for (size_t i = 0; i < n; i++) {
+		int rc = all[i] != NULL ? pk_kube_informer_start(all[i], err) : PK_OK;
+		if (rc != PK_OK)
+			return rc;
+	}
 	return PK_OK;
 }
 

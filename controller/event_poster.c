@@ -95,12 +95,14 @@ int pk_event_poster_new(struct pk_kube_config *cfg, struct pk_event_poster **out
 	struct pk_kube_client_opts co = {.qps = PK_EVENT_POSTER_QPS,
 	                                 .burst = PK_EVENT_POSTER_BURST};
 	struct pk_kube_recorder_opts ro = {.controller = PK_CONTROLLER_NAME};
-	if (pk_kube_client_new(cfg, &co, &ev->client, err) != PK_OK ||
-	    pk_kube_recorder_new(ev->client, &ro, &ev->rec, err) != PK_OK) {
+	int rc = pk_kube_client_new(cfg, &co, &ev->client, err);
+	if (rc == PK_OK)
+		rc = pk_kube_recorder_new(ev->client, &ro, &ev->rec, err);
+	if (rc != PK_OK) {
 		pk_kube_client_free(ev->client);
 		free(ev->ring);
 		free(ev);
-		return PK_ERR_INVALID;
+		return rc;
 	}
 	pthread_mutex_init(&ev->mu, NULL);
 	pthread_cond_init(&ev->cv, NULL);

@@ -196,11 +196,12 @@ static int informer_new(struct pk_controller *c, const struct informer_spec *s, 
 	    .release = NULL, /* free() */
 	    .handlers = s->h,
 	};
-	return pk_kube_informer_new(c->client, &io, s->slot, err) == PK_OK ? PK_OK : PK_ERR_INVALID;
+	return pk_kube_informer_new(c->client, &io, s->slot, err);
 }
 
 int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 {
+	int rc;
 	/* IPAddresses are never filtered: every address of a pool served must be seen to be
 	 * held, whoever created it. */
 	const struct informer_spec fixed[] = {
@@ -222,8 +223,8 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 	     {on_address, on_address_update, on_address_delete, NULL, c}},
 	};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if (informer_new(c, &fixed[i], err) != PK_OK)
-			return PK_ERR_INVALID;
+		if ((rc = informer_new(c, &fixed[i], err)) != PK_OK)
+			return rc;
 	size_t n = 0;
 	const struct pk_pool_kind *kinds = c->backend.ops->kinds(c->backend.self, &n);
 	for (size_t i = 0; i < n && i < PK_CACHE_MAX_POOL_KINDS; i++) {
@@ -238,8 +239,8 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 		                          true,
 		                          pk_cache_keep_pool,
 		                          {on_pool, on_pool_update, on_pool, NULL, &c->watches[i]}};
-		if (informer_new(c, &s, err) != PK_OK)
-			return PK_ERR_INVALID;
+		if ((rc = informer_new(c, &s, err)) != PK_OK)
+			return rc;
 	}
 	struct informer_spec cl = {&c->cache.clusters,
 	                           PK_CAPI_CORE_GROUP,

@@ -225,7 +225,7 @@ static int incl_on_leading(void *self)
 		if (e.reason != PK_KUBE_CANCELLED)
 			pk_log_error("cannot list IPAddresses", PK_LOG_STR("error", e.message),
 			             PK_LOG_STR("reason", pk_kube_reason_name(e.reason)));
-		return PK_ERR_INVALID;
+		return e.reason == PK_KUBE_NOMEM ? PK_ERR_NOMEM : PK_ERR_API;
 	}
 	/* The pages' memory goes back to the system, not only to the heap. */
 	malloc_trim(0);
