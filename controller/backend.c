@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "json.h"
 #include "kube.h"
 
 void pk_pool_view_clear(struct pk_pool_view *v)
@@ -27,8 +28,8 @@ bool pk_backend_pool_key(const struct pk_backend *b, const json_t *pool_ref, con
 {
 	if (!b->ops->serves(b->self, pool_ref))
 		return false;
-	const char *kind = pk_kube_json_str(pool_ref, "kind"),
-	           *name = pk_kube_json_str(pool_ref, "name");
+	const char *kind = pk_json_cstr_at(pool_ref, "kind"),
+	           *name = pk_json_cstr_at(pool_ref, "name");
 	const struct pk_pool_kind *k = pk_backend_kind(b, kind);
 	if (k == NULL || name == NULL)
 		return false;

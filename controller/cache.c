@@ -1,10 +1,12 @@
 /* cache.c - what the informers keep, and the view a pass reads; see cache.h. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache.h"
 #include "expect.h"
 #include "jpack.h"
+#include "json.h"
 #include "kube.h"
 #include "strmap.h"
 #include "trim.h"
@@ -47,29 +49,22 @@ bool pk_cache_item_deleting(const void *item)
 static void *keep(json_t *trimmed, uint64_t pool_hash, uint64_t cluster_hash, unsigned flags)
 {
 	uint64_t rv_hash = pk_expect_rv_hash(trimmed);
-	unsigned char *packed = NULL;
 	size_t n = 0;
-	int rc = trimmed != NULL ? pk_jpack_encode(trimmed, &packed, &n) : PK_ERR_NOMEM;
-	json_decref(trimmed);
-	if (rc != PK_OK)
-		return NULL;
-	struct kept *k = malloc(sizeof(*k) + n);
+	struct kept *k = pk_trim_pack(trimmed, offsetof(struct kept, packed), 0, &n);
 	if (k != NULL) {
 		k->pool_hash = pool_hash;
 		k->cluster_hash = cluster_hash;
 		k->rv_hash = rv_hash;
 		k->flags = flags;
 		k->len = n;
-		memcpy(k->packed, packed, n);
 	}
-	free(packed);
 	return k;
 }
 
 void *pk_cache_keep_claim(void *ud, const json_t *o)
 {
 	struct pk_cache *c = ud;
-	const char *ns = pk_kube_meta_str(o, "namespace");
+	const char *ns = pk_json_meta_cstr(o, "namespace");
 	char pk[PK_OBJECT_KEY_MAX], ck[PK_OBJECT_KEY_MAX];
 	uint64_t ph = 0, ch = 0;
 	if (pk_backend_pool_key(c->backend, json_object_get(json_object_get(o, "spec"), "poolRef"),
@@ -81,7 +76,7 @@ void *pk_cache_keep_claim(void *ud, const json_t *o)
 		ch = pk_strmap_hash(ck);
 	}
 	unsigned flags = (pk_claim_ready(o) ? KEPT_READY : 0) |
-	                 (pk_kube_meta_str(o, "deletionTimestamp") != NULL ? KEPT_DELETING : 0);
+	                 (pk_json_meta_cstr(o, "deletionTimestamp") != NULL ? KEPT_DELETING : 0);
 	return keep(pk_trim_claim(o), ph, ch, flags);
 }
 

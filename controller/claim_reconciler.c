@@ -3,7 +3,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "api.h"
 #include "claim_reconciler.h"
+#include "json.h"
 #include "kube.h"
 #include "log.h"
 #include "objects.h"
@@ -48,10 +50,10 @@ static void claim_event(const struct pass *p, const json_t *claim, bool warning,
 	char api[64];
 	claim_api(p->r, api, sizeof(api));
 	struct pk_kube_object_ref ref = {.api_version = api,
-	                                 .kind = "IPAddressClaim",
-	                                 .namespace = pk_kube_meta_str(claim, "namespace"),
-	                                 .name = pk_kube_meta_str(claim, "name"),
-	                                 .uid = pk_kube_meta_str(claim, "uid")};
+	                                 .kind = PK_CLAIM_KIND,
+	                                 .namespace = pk_json_meta_cstr(claim, "namespace"),
+	                                 .name = pk_json_meta_cstr(claim, "name"),
+	                                 .uid = pk_json_meta_cstr(claim, "uid")};
 	if (p->r->events != NULL && ref.name != NULL)
 		(void)pk_event_poster_post(p->r->events, &ref, warning, reason, action, "%s",
 		                           message);
@@ -82,16 +84,16 @@ static int claim_status(struct pass *p, const char *address, bool ready, const c
 	                            .reason = reason,
 	                            .message = message,
 	                            .generation = json_is_integer(g) ? json_integer_value(g) : -1,
-	                            .v1beta1 = strcmp(p->r->ipam_version, "v1beta1") == 0};
+	                            .v1beta1 = strcmp(p->r->ipam_version, PK_CAPI_V1BETA1) == 0};
 	const json_t *st = json_object_get(claim, "status");
-	const char *cur = pk_kube_json_str(json_object_get(st, "addressRef"), "name");
+	const char *cur = pk_json_cstr_at(json_object_get(st, "addressRef"), "name");
 	bool ref_same = address == NULL || (cur != NULL && strcmp(cur, address) == 0);
 	if (ref_same && pk_objects_condition_same(json_object_get(st, "conditions"), &cond))
 		return PK_OK;
 	json_t *patch = pk_objects_claim_status_patch(claim, address, &cond, wall_now());
 	if (patch == NULL)
 		return PK_ERR_NOMEM;
-	struct pk_kube_ref ref = claim_ref(p, "ipaddressclaims");
+	struct pk_kube_ref ref = claim_ref(p, PK_CLAIM_RESOURCE);
 	ref.subresource = "status";
 	json_t *written = NULL;
 	int rc = pk_writer_patch(p->r->writer, &ref, true, patch, "claim status", p->key, &written);
@@ -114,7 +116,7 @@ static int claim_status(struct pass *p, const char *address, bool ready, const c
 /* Releases the claim's address once a consistent read shows its IPAddress gone. */
 static int release_if_gone(struct pass *p, const json_t *claim, bool *gone)
 {
-	struct pk_kube_ref ref = claim_ref(p, "ipaddresses");
+	struct pk_kube_ref ref = claim_ref(p, PK_ADDRESS_RESOURCE);
 	int rc = pk_writer_gone(p->r->writer, &ref, p->key, gone);
 	if (rc != PK_OK || !*gone)
 		return rc;
@@ -138,9 +140,9 @@ static int release_if_gone(struct pass *p, const json_t *claim, bool *gone)
 /* "<ns>/<name>" or "<name>" of the pool, for messages. */
 static void pool_text(const json_t *pool, char *buf, size_t len)
 {
-	const char *ns = pk_kube_meta_str(pool, "namespace");
+	const char *ns = pk_json_meta_cstr(pool, "namespace");
 	snprintf(buf, len, "%.63s%s%.253s", ns ? ns : "", ns ? "/" : "",
-	         pk_kube_meta_str(pool, "name"));
+	         pk_json_meta_cstr(pool, "name"));
 }
 
 /* Creates the IPAddress of a lease: *created is it, or NULL when none was. */
@@ -148,7 +150,7 @@ static int create_address(struct pass *p, const struct pk_address_lease *l, json
 {
 	const json_t *claim = p->v.claim, *pool = p->pool.obj;
 	const char *kind =
-	    pk_kube_json_str(json_object_get(json_object_get(claim, "spec"), "poolRef"), "kind");
+	    pk_json_cstr_at(json_object_get(json_object_get(claim, "spec"), "poolRef"), "kind");
 	char api[64], where[330], msg[PK_ERR_MSG_MAX];
 	claim_api(p->r, api, sizeof(api));
 	pool_text(pool, where, sizeof(where));
@@ -157,8 +159,8 @@ static int create_address(struct pass *p, const struct pk_address_lease *l, json
 	                                 .prefix = l->prefix,
 	                                 .gateway = l->gateway[0] != '\0' ? l->gateway : NULL,
 	                                 .pool_kind = kind,
-	                                 .pool_name = pk_kube_meta_str(pool, "name"),
-	                                 .pool_uid = pk_kube_meta_str(pool, "uid")};
+	                                 .pool_name = pk_json_meta_cstr(pool, "name"),
+	                                 .pool_uid = pk_json_meta_cstr(pool, "uid")};
 	json_t *obj = pk_objects_ipaddress(claim, &spec);
 	struct pk_kube_error e;
 	enum pk_kube_reason k;
@@ -166,7 +168,7 @@ static int create_address(struct pass *p, const struct pk_address_lease *l, json
 	if (obj == NULL) {
 		k = pk_kube_error_set(&e, PK_KUBE_NOMEM, 0, "out of memory");
 	} else {
-		struct pk_kube_ref ref = claim_ref(p, "ipaddresses");
+		struct pk_kube_ref ref = claim_ref(p, PK_ADDRESS_RESOURCE);
 		ref.name = NULL;
 		k = p->r->writer->ops->create(p->r->writer->self, &ref, obj, created, &e);
 		json_decref(obj);
@@ -240,12 +242,12 @@ static int allocate(struct pass *p, json_t **created)
 
 static int set_ready(struct pass *p)
 {
-	const char *text = pk_kube_json_str(json_object_get(p->v.address, "spec"), "address");
+	const char *text = pk_json_cstr_at(json_object_get(p->v.address, "spec"), "address");
 	char msg[PK_ERR_MSG_MAX];
 	bool wrote;
 	snprintf(msg, sizeof(msg), "address %s allocated in IPAddress %.300s", text ? text : "?",
 	         p->key);
-	return claim_status(p, pk_kube_meta_str(p->v.address, "name"), true, "Allocated", msg,
+	return claim_status(p, pk_json_meta_cstr(p->v.address, "name"), true, "Allocated", msg,
 	                    &wrote);
 }
 
@@ -279,7 +281,7 @@ static int release(struct pass *p, const struct pk_claim_facts *f)
 			return PK_OK;
 		}
 	}
-	struct pk_kube_ref ref = claim_ref(p, "ipaddressclaims");
+	struct pk_kube_ref ref = claim_ref(p, PK_CLAIM_RESOURCE);
 	return pk_writer_patch(p->r->writer, &ref, false,
 	                       pk_objects_finalizer_remove_patch(p->v.claim, PK_CLAIM_FINALIZER),
 	                       "remove claim finalizer", p->key, NULL);
@@ -309,7 +311,7 @@ static bool act(struct pass *p, const struct pk_claim_facts *f, const struct pk_
 		*rc = PK_OK;
 		return false;
 	case PK_ACT_ADD_FINALIZER:
-		ref = claim_ref(p, "ipaddressclaims");
+		ref = claim_ref(p, PK_CLAIM_RESOURCE);
 		*rc =
 		    pk_writer_patch(p->r->writer, &ref, false,
 		                    pk_objects_finalizer_add_patch(p->v.claim, PK_CLAIM_FINALIZER),
@@ -335,15 +337,15 @@ static bool act(struct pass *p, const struct pk_claim_facts *f, const struct pk_
 		*rc = set_ready(p);
 		return false;
 	case PK_ACT_UNPROTECT_ADDRESS:
-		ref = claim_ref(p, "ipaddresses");
+		ref = claim_ref(p, PK_ADDRESS_RESOURCE);
 		*rc = pk_writer_patch(
 		    p->r->writer, &ref, false,
 		    pk_objects_finalizer_remove_patch(p->v.address, PK_ADDRESS_FINALIZER),
 		    "remove IPAddress finalizer", p->key, NULL);
 		return false;
 	case PK_ACT_DELETE_ADDRESS:
-		ref = claim_ref(p, "ipaddresses");
-		*rc = pk_writer_delete(p->r->writer, &ref, pk_kube_meta_str(p->v.address, "uid"),
+		ref = claim_ref(p, PK_ADDRESS_RESOURCE);
+		*rc = pk_writer_delete(p->r->writer, &ref, pk_json_meta_cstr(p->v.address, "uid"),
 		                       "delete IPAddress", p->key);
 		return false;
 	case PK_ACT_RELEASE:

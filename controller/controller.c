@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api.h"
 #include "incluster.h"
 #include "controller_internal.h"
 #include "kube_informer.h"
@@ -178,7 +179,7 @@ static struct pk_controller *controller_alloc(const struct pk_controller_opts *o
 	                                            : opts->workers;
 	c->namespace = dup_or_null(opts->namespace);
 	c->selector = dup_or_null(opts->label_selector);
-	c->claim_version = strdup(opts->claim_version ? opts->claim_version : "v1beta2");
+	c->claim_version = strdup(opts->claim_version ? opts->claim_version : PK_CAPI_V1BETA2);
 	c->cluster_version = dup_or_null(opts->cluster_version);
 	c->queue = pk_queue_new();
 	c->expect = pk_expect_new();
@@ -215,10 +216,12 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
 	c->cache.backend = &c->backend;
-	if (opts->events_config != NULL &&
-	    pk_event_poster_new(opts->events_config, &c->events, err) != PK_OK) {
+	int rc = opts->events_config != NULL
+	             ? pk_event_poster_new(opts->events_config, &c->events, err)
+	             : PK_OK;
+	if (rc != PK_OK) {
 		pk_controller_free(c);
-		return PK_ERR_INVALID;
+		return rc;
 	}
 	c->claims = (struct pk_claim_reconciler){.backend = &c->backend,
 	                                         .writer = &c->writer,
@@ -228,9 +231,9 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	                                         .ipam_version = c->claim_version,
 	                                         .queue_claim = reconciler_queue_claim,
 	                                         .ud = c};
-	if (ctl_informers_new(c, err) != PK_OK) {
+	if ((rc = ctl_informers_new(c, err)) != PK_OK) {
 		pk_controller_free(c);
-		return PK_ERR_INVALID;
+		return rc;
 	}
 	*out = c;
 	return PK_OK;
@@ -241,15 +244,15 @@ static size_t informers(struct pk_controller *c, struct pk_kube_informer **all, 
 {
 	size_t n = 0;
 	all[n] = c->cache.claims;
-	names[n++] = "ipaddressclaims";
+	names[n++] = PK_CLAIM_RESOURCE;
 	all[n] = c->cache.addresses;
-	names[n++] = "ipaddresses";
+	names[n++] = PK_ADDRESS_RESOURCE;
 	for (size_t i = 0; i < c->cache.npools; i++) {
 		all[n] = c->cache.pools[i].inf;
 		names[n++] = c->cache.pools[i].kind->resource;
 	}
 	all[n] = c->cache.clusters;
-	names[n++] = "clusters";
+	names[n++] = PK_CLUSTER_RESOURCE;
 	return n;
 }
 
@@ -260,9 +263,11 @@ int pk_controller_start(struct pk_controller *c, struct pk_err *err)
 	struct pk_kube_informer *all[NINF];
 	const char *names[NINF];
 	size_t n = informers(c, all, names);
-	for (size_t i = 0; i < n; i++)
-		if (all[i] != NULL && pk_kube_informer_start(all[i], err) != PK_OK)
-			return PK_ERR_INVALID;
+	for (size_t i = 0; i < n; i++) {
+		int rc = all[i] != NULL ? pk_kube_informer_start(all[i], err) : PK_OK;
+		if (rc != PK_OK)
+			return rc;
+	}
 	return PK_OK;
 }
 

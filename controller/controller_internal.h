@@ -60,8 +60,8 @@ void ctl_queue(struct pk_controller *c, const struct pk_work_key *k, long delay_
 /* Queues the claim ns/name (a pk_cache claim visitor: ud is the controller). */
 void ctl_queue_claim(void *ud, const char *ns, const char *name);
 
-/* informers.c: creates the informers (PK_ERR_INVALID with err) and queues every claim and
- * pool (at leadership). */
+/* informers.c: creates the informers (an error: pk_kube_informer_new's, with err) and
+ * queues every claim and pool (at leadership). */
 int ctl_informers_new(struct pk_controller *c, struct pk_err *err);
 void ctl_queue_everything(struct pk_controller *c);
 

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "decide.h"
+#include "json.h"
+#include "objects.h"
 #include "pool.h"
 #include "rules.h"
 
@@ -77,17 +79,13 @@ static void decide_deleting(const struct pk_claim_facts *f, struct pk_claim_deci
 	}
 	switch (f->address) {
 	case PK_ADDRESS_OURS:
-		if (f->address_has_finalizer)
-			set(d, PK_ACT_UNPROTECT_ADDRESS, "Releasing",
-			    "the claim is being deleted: unprotecting its IPAddress");
-		else
-			set(d, PK_ACT_DELETE_ADDRESS, "Releasing",
-			    "the claim is being deleted: deleting its IPAddress");
-		return;
 	case PK_ADDRESS_OURS_DELETING:
 		if (f->address_has_finalizer)
 			set(d, PK_ACT_UNPROTECT_ADDRESS, "Releasing",
 			    "the claim is being deleted: unprotecting its IPAddress");
+		else if (f->address == PK_ADDRESS_OURS)
+			set(d, PK_ACT_DELETE_ADDRESS, "Releasing",
+			    "the claim is being deleted: deleting its IPAddress");
 		else
 			set(d, PK_ACT_WAIT, "Releasing",
 			    "waiting for the IPAddress to be gone before releasing the address");
@@ -224,35 +222,14 @@ void pk_decide_claim(const struct pk_claim_facts *f, struct pk_claim_decision *d
 
 /* ---- facts from objects ---- */
 
-static const char *str_at(const json_t *o, const char *a, const char *b)
-{
-	const json_t *x = json_object_get(o, a);
-	if (b != NULL)
-		x = json_object_get(x, b);
-	return pk_json_cstr(x); /* a string holding a NUL is no name (pk.h) */
-}
-
-static bool has_string(const json_t *arr, const char *want)
-{
-	size_t i;
-	const json_t *v;
-	json_array_foreach(arr, i, v)
-	{
-		if (pk_json_cstr(v) != NULL && strcmp(pk_json_cstr(v), want) == 0)
-			return true;
-	}
-	return false;
-}
-
 static bool deleting(const json_t *obj)
 {
-	return str_at(obj, "metadata", "deletionTimestamp") != NULL;
+	return pk_json_cstr_path(obj, "metadata", "deletionTimestamp") != NULL;
 }
 
 static bool annotated(const json_t *obj, const char *key)
 {
-	const json_t *a = json_object_get(json_object_get(obj, "metadata"), "annotations");
-	return json_is_object(a) && json_object_get(a, key) != NULL;
+	return pk_json_path(obj, "metadata", "annotations", key) != NULL;
 }
 
 bool pk_claim_ready(const json_t *claim)
@@ -261,7 +238,7 @@ bool pk_claim_ready(const json_t *claim)
 	const json_t *c;
 	json_array_foreach(json_object_get(json_object_get(claim, "status"), "conditions"), i, c)
 	{
-		const char *t = str_at(c, "type", NULL), *s = str_at(c, "status", NULL);
+		const char *t = pk_json_cstr_at(c, "type"), *s = pk_json_cstr_at(c, "status");
 		if (t != NULL && s != NULL && strcmp(t, "Ready") == 0 && strcmp(s, "True") == 0)
 			return true;
 	}
@@ -270,19 +247,14 @@ bool pk_claim_ready(const json_t *claim)
 
 const char *pk_claim_cluster_name(const json_t *claim)
 {
-	const char *n = str_at(claim, "spec", "clusterName");
-	if (n != NULL && n[0] != '\0')
-		return n;
-	const json_t *labels = json_object_get(json_object_get(claim, "metadata"), "labels");
-	n = str_at(labels, PK_CLUSTER_NAME_LABEL, NULL);
-	return n != NULL && n[0] != '\0' ? n : NULL;
+	bool from_label;
+	return pk_rules_claim_cluster_name(claim, &from_label);
 }
 
 void pk_pool_facts_from(const json_t *claim, const json_t *pool, struct pk_pool_facts *out)
 {
-	const char *ns = str_at(json_object_get(claim, "metadata"), "namespace", NULL);
-	const char *kind =
-	    str_at(json_object_get(json_object_get(claim, "spec"), "poolRef"), "kind", NULL);
+	const char *ns = pk_json_meta_cstr(claim, "namespace");
+	const char *kind = pk_json_cstr_path(claim, "spec", "poolRef", "kind");
 	bool global = kind != NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
 	out->served = pk_rules_is_poolkeeper_pool_ref(
 	    json_object_get(json_object_get(claim, "spec"), "poolRef"));
@@ -294,7 +266,7 @@ void pk_pool_facts_from(const json_t *claim, const json_t *pool, struct pk_pool_
 		out->state = PK_POOL_PAUSED;
 	else
 		out->state = PK_POOL_ACTIVE; /* a backend says INVALID when it cannot decode it */
-	const char *pool_ns = str_at(json_object_get(pool, "metadata"), "namespace", NULL);
+	const char *pool_ns = pk_json_meta_cstr(pool, "namespace");
 	out->in_scope =
 	    global || pool == NULL || (pool_ns != NULL && ns != NULL && strcmp(pool_ns, ns) == 0);
 }
@@ -312,8 +284,8 @@ static void facts_texts(const json_t *claim, struct pk_claim_facts *f)
 {
 	const json_t *md = json_object_get(claim, "metadata");
 	const json_t *ref = json_object_get(json_object_get(claim, "spec"), "poolRef");
-	const char *ns = str_at(md, "namespace", NULL), *name = str_at(md, "name", NULL);
-	const char *kind = str_at(ref, "kind", NULL), *pool_name = str_at(ref, "name", NULL);
+	const char *ns = pk_json_cstr_at(md, "namespace"), *name = pk_json_cstr_at(md, "name");
+	const char *kind = pk_json_cstr_at(ref, "kind"), *pool_name = pk_json_cstr_at(ref, "name");
 	bool global = kind != NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
 	snprintf(f->pool_text, sizeof(f->pool_text), "%s %s%s%s", kind ? kind : "pool",
 	         global ? "" : (ns ? ns : ""), global ? "" : "/", pool_name ? pool_name : "?");
@@ -329,12 +301,12 @@ void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
 {
 	memset(f, 0, sizeof(*f));
 	const json_t *md = json_object_get(claim, "metadata");
-	const char *name = str_at(md, "name", NULL);
-	const char *uid = str_at(md, "uid", NULL);
+	const char *name = pk_json_cstr_at(md, "name");
+	const char *uid = pk_json_cstr_at(md, "uid");
 
 	f->ours = pool->served;
 	f->deleting = deleting(claim);
-	f->has_finalizer = has_string(json_object_get(md, "finalizers"), PK_CLAIM_FINALIZER);
+	f->has_finalizer = pk_objects_has_finalizer(claim, PK_CLAIM_FINALIZER);
 	f->delete_for_move = annotated(claim, PK_DELETE_FOR_MOVE_ANNOTATION);
 	f->paused = annotated(claim, PK_PAUSED_ANNOTATION); /* CAPI's HasPaused: the key alone */
 	f->address_delete_for_move =
@@ -343,7 +315,7 @@ void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
 
 	/* Bound: status.addressRef names the IPAddress and Ready is True. */
 	const json_t *status = json_object_get(claim, "status");
-	const char *bound_to = str_at(json_object_get(status, "addressRef"), "name", NULL);
+	const char *bound_to = pk_json_cstr_path(status, "addressRef", "name");
 	f->bound = bound_to != NULL && name != NULL && strcmp(bound_to, name) == 0 &&
 	           pk_claim_ready(claim);
 
@@ -369,17 +341,16 @@ void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
 	const json_t *c;
 	json_array_foreach(json_object_get(amd, "ownerReferences"), i, c)
 	{
-		const char *ouid = str_at(c, "uid", NULL), *okind = str_at(c, "kind", NULL);
+		const char *ouid = pk_json_cstr_at(c, "uid"), *okind = pk_json_cstr_at(c, "kind");
 		if (json_is_true(json_object_get(c, "controller")) && ouid != NULL && uid != NULL &&
-		    okind != NULL && strcmp(okind, "IPAddressClaim") == 0 && strcmp(ouid, uid) == 0)
+		    okind != NULL && strcmp(okind, PK_CLAIM_KIND) == 0 && strcmp(ouid, uid) == 0)
 			owned = true;
 	}
 	if (!owned)
 		f->address = PK_ADDRESS_FOREIGN;
 	else
 		f->address = deleting(address) ? PK_ADDRESS_OURS_DELETING : PK_ADDRESS_OURS;
-	f->address_has_finalizer =
-	    has_string(json_object_get(amd, "finalizers"), PK_ADDRESS_FINALIZER);
+	f->address_has_finalizer = pk_objects_has_finalizer(address, PK_ADDRESS_FINALIZER);
 }
 
 void pk_claim_facts_check_address(struct pk_claim_facts *f, const json_t *claim,
@@ -397,7 +368,7 @@ void pk_claim_facts_check_address(struct pk_claim_facts *f, const json_t *claim,
 		return;
 	}
 	pk_rules_check_ipaddress_in_pool(address, pool, f->pool_text, true, &vs);
-	const char *text = str_at(json_object_get(address, "spec"), "address", NULL);
+	const char *text = pk_json_cstr_path(address, "spec", "address");
 	if (taken && text != NULL)
 		pk_rules_check_ipaddress_unique(address, &text, 1, &vs);
 	/* An address that does not parse was never handed out by a pool. */

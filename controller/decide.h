@@ -168,7 +168,8 @@ struct pk_pool;
 void pk_claim_facts_check_address(struct pk_claim_facts *f, const json_t *claim,
                                   const json_t *address, const struct pk_pool *pool, bool taken);
 
-/* The Cluster a claim names: spec.clusterName, else the deprecated label; NULL when neither. */
+/* The Cluster a claim names: the contract rule pk_rules_claim_cluster_name (rules.h), for
+ * callers that need not know whether it came from the deprecated label. */
 const char *pk_claim_cluster_name(const json_t *claim);
 
 /* Whether the claim has a Ready condition with status "True". */

@@ -7,11 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "api.h"
 #include "event_poster.h"
 #include "kube_client.h"
 #include "log.h"
-
-#define CONTROLLER "ipam.poolkeeper.io/poolkeeper-controller"
 
 struct pending {
 	char api_version[64], kind[32], ns[64], name[254], uid[64];
@@ -95,13 +94,15 @@ int pk_event_poster_new(struct pk_kube_config *cfg, struct pk_event_poster **out
 	}
 	struct pk_kube_client_opts co = {.qps = PK_EVENT_POSTER_QPS,
 	                                 .burst = PK_EVENT_POSTER_BURST};
-	struct pk_kube_recorder_opts ro = {.controller = CONTROLLER};
-	if (pk_kube_client_new(cfg, &co, &ev->client, err) != PK_OK ||
-	    pk_kube_recorder_new(ev->client, &ro, &ev->rec, err) != PK_OK) {
+	struct pk_kube_recorder_opts ro = {.controller = PK_CONTROLLER_NAME};
+	int rc = pk_kube_client_new(cfg, &co, &ev->client, err);
+	if (rc == PK_OK)
+		rc = pk_kube_recorder_new(ev->client, &ro, &ev->rec, err);
+	if (rc != PK_OK) {
 		pk_kube_client_free(ev->client);
 		free(ev->ring);
 		free(ev);
-		return PK_ERR_INVALID;
+		return rc;
 	}
 	pthread_mutex_init(&ev->mu, NULL);
 	pthread_cond_init(&ev->cv, NULL);

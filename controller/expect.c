@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "expect.h"
+#include "json.h"
 #include "kube.h"
 #include "strmap.h"
 
@@ -40,7 +41,7 @@ void pk_expect_free(struct pk_expect *x)
 
 uint64_t pk_expect_rv_hash(const json_t *obj)
 {
-	const char *rv = pk_kube_meta_str(obj, "resourceVersion");
+	const char *rv = pk_json_meta_cstr(obj, "resourceVersion");
 	return rv != NULL ? pk_strmap_hash(rv) : 0;
 }
 

@@ -5,7 +5,9 @@
  */
 #include <string.h>
 
+#include "api.h"
 #include "controller_internal.h"
+#include "json.h"
 #include "kube.h"
 #include "log.h"
 #include "rules.h"
@@ -78,8 +80,8 @@ static bool pool_changed(const json_t *old, const json_t *now)
 	const json_t *om = json_object_get(old, "metadata"), *nm = json_object_get(now, "metadata");
 	if (!json_equal(json_object_get(om, "generation"), json_object_get(nm, "generation")))
 		return true;
-	if ((pk_kube_json_str(om, "deletionTimestamp") == NULL) !=
-	    (pk_kube_json_str(nm, "deletionTimestamp") == NULL))
+	if ((pk_json_cstr_at(om, "deletionTimestamp") == NULL) !=
+	    (pk_json_cstr_at(nm, "deletionTimestamp") == NULL))
 		return true;
 	const json_t *oa =
 	    json_object_get(json_object_get(om, "annotations"), PK_PAUSED_ANNOTATION);
@@ -92,8 +94,8 @@ static bool pool_changed(const json_t *old, const json_t *now)
 static void pool_event(struct pk_controller *c, const json_t *pool, const struct pk_pool_kind *kind,
                        bool claims)
 {
-	const char *name = pk_kube_meta_str(pool, "name"),
-	           *ns = pk_kube_meta_str(pool, "namespace");
+	const char *name = pk_json_meta_cstr(pool, "name"),
+	           *ns = pk_json_meta_cstr(pool, "namespace");
 	if (name == NULL)
 		return;
 	struct pk_work_key k;
@@ -194,18 +196,19 @@ static int informer_new(struct pk_controller *c, const struct informer_spec *s, 
 	    .release = NULL, /* free() */
 	    .handlers = s->h,
 	};
-	return pk_kube_informer_new(c->client, &io, s->slot, err) == PK_OK ? PK_OK : PK_ERR_INVALID;
+	return pk_kube_informer_new(c->client, &io, s->slot, err);
 }
 
 int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 {
+	int rc;
 	/* IPAddresses are never filtered: every address of a pool served must be seen to be
 	 * held, whoever created it. */
 	const struct informer_spec fixed[] = {
 	    {&c->cache.claims,
 	     PK_CAPI_IPAM_GROUP,
 	     c->claim_version,
-	     "ipaddressclaims",
+	     PK_CLAIM_RESOURCE,
 	     true,
 	     true,
 	     pk_cache_keep_claim,
@@ -213,15 +216,15 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 	    {&c->cache.addresses,
 	     PK_CAPI_IPAM_GROUP,
 	     c->claim_version,
-	     "ipaddresses",
+	     PK_ADDRESS_RESOURCE,
 	     true,
 	     false,
 	     pk_cache_keep_address,
 	     {on_address, on_address_update, on_address_delete, NULL, c}},
 	};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if (informer_new(c, &fixed[i], err) != PK_OK)
-			return PK_ERR_INVALID;
+		if ((rc = informer_new(c, &fixed[i], err)) != PK_OK)
+			return rc;
 	size_t n = 0;
 	const struct pk_pool_kind *kinds = c->backend.ops->kinds(c->backend.self, &n);
 	for (size_t i = 0; i < n && i < PK_CACHE_MAX_POOL_KINDS; i++) {
@@ -236,13 +239,13 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 		                          true,
 		                          pk_cache_keep_pool,
 		                          {on_pool, on_pool_update, on_pool, NULL, &c->watches[i]}};
-		if (informer_new(c, &s, err) != PK_OK)
-			return PK_ERR_INVALID;
+		if ((rc = informer_new(c, &s, err)) != PK_OK)
+			return rc;
 	}
 	struct informer_spec cl = {&c->cache.clusters,
-	                           "cluster.x-k8s.io",
+	                           PK_CAPI_CORE_GROUP,
 	                           c->cluster_version,
-	                           "clusters",
+	                           PK_CLUSTER_RESOURCE,
 	                           true,
 	                           true,
 	                           pk_cache_keep_cluster,

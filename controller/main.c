@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api.h"
 #include "daemon.h"
 #include "flags.h"
 #include "httpd.h"
@@ -24,10 +25,6 @@
 #ifndef PK_VERSION
 #error "PK_VERSION (the CMake project version) must be defined"
 #endif
-
-/* Cluster API's label for running several instances side by side: each handles only the
- * objects labelled with its --watch-filter value. */
-#define WATCH_FILTER_LABEL "cluster.x-k8s.io/watch-filter"
 
 enum {
 	F_KUBECONFIG,
@@ -52,7 +49,7 @@ static const struct pk_flag flags[F_COUNT] = {
     [F_NAMESPACE] = {"namespace", 0, PK_FLAG_STRING, "", "NS",
                      "watch this namespace only (GlobalIPPools are then ignored); empty: all"},
     [F_WATCH_FILTER] = {"watch-filter", 0, PK_FLAG_STRING, "", "VALUE",
-                        "handle only claims, pools and Clusters labelled " WATCH_FILTER_LABEL
+                        "handle only claims, pools and Clusters labelled " PK_WATCH_FILTER_LABEL
                         "=VALUE; empty: all"},
     [F_WORKERS] = {"workers", 0, PK_FLAG_UINT, "2", "1..64",
                    "reconcile workers; allocation is serialised per pool"},
@@ -225,7 +222,7 @@ static void on_new_leader(void *ud, const char *identity)
 static const char *served_version(struct pk_kube_client *client, const char *group, char *buf,
                                   size_t len)
 {
-	static const char *const prefer[] = {"v1beta2", "v1beta1", NULL};
+	static const char *const prefer[] = {PK_CAPI_V1BETA2, PK_CAPI_V1BETA1, NULL};
 	struct pk_kube_error e;
 	if (pk_kube_client_preferred_version(client, group, prefer, buf, len, &e) != PK_KUBE_OK) {
 		pk_log_warn("API group not served", PK_LOG_STR("group", group),
@@ -294,19 +291,20 @@ static bool discover(struct daemon *dm)
 	const char *claim = served_version(dm->client, PK_CAPI_IPAM_GROUP, dm->claim_version,
 	                                   sizeof(dm->claim_version));
 	if (claim == NULL) {
-		pk_log_error("ipam.cluster.x-k8s.io is not served in v1beta2 or v1beta1: install "
-		             "Cluster API's IPAM CRDs");
+		pk_log_error(PK_CAPI_IPAM_GROUP " is not served in " PK_CAPI_V1BETA2
+		                                " or " PK_CAPI_V1BETA1 ": install "
+		                                "Cluster API's IPAM CRDs");
 		return false;
 	}
-	const char *cluster = served_version(dm->client, "cluster.x-k8s.io", dm->cluster_version,
+	const char *cluster = served_version(dm->client, PK_CAPI_CORE_GROUP, dm->cluster_version,
 	                                     sizeof(dm->cluster_version));
 	if (cluster == NULL)
 		dm->cluster_version[0] = '\0';
-	pk_log_info("API versions", PK_LOG_STR("ipam.cluster.x-k8s.io", claim),
-	            PK_LOG_STR("cluster.x-k8s.io", cluster ? cluster : "none"),
+	pk_log_info("API versions", PK_LOG_STR(PK_CAPI_IPAM_GROUP, claim),
+	            PK_LOG_STR(PK_CAPI_CORE_GROUP, cluster ? cluster : "none"),
 	            PK_LOG_UINT("workers", dm->o.workers));
 	if (*dm->o.watch_filter != '\0') {
-		snprintf(dm->selector, sizeof(dm->selector), WATCH_FILTER_LABEL "=%s",
+		snprintf(dm->selector, sizeof(dm->selector), PK_WATCH_FILTER_LABEL "=%s",
 		         dm->o.watch_filter);
 		pk_log_info("watch filter: claims, pools and Clusters with the label only; every "
 		            "IPAddress is read, so that no address is handed out twice",

@@ -3,12 +3,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "api.h"
 #include "count.h"
 #include "decide.h"
 #include "objects.h"
 #include "rules.h"
-
-#define CLAIM_OWNER_KIND "IPAddressClaim"
 
 void pk_objects_time_text(long long unix_seconds, char buf[PK_TIME_TEXT_MAX])
 {
@@ -230,12 +229,12 @@ json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec
 	const char *claim_api = pk_json_cstr_at(claim, "apiVersion");
 	if (name == NULL || ns == NULL || uid == NULL || s->pool_uid == NULL)
 		return NULL;
-	json_t *owners = json_pack(
-	    "[{s:s, s:s, s:s, s:s, s:b, s:b}, {s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
-	    claim_api ? claim_api : s->api_version, "kind", CLAIM_OWNER_KIND, "name", name, "uid",
-	    uid, "controller", 1, "blockOwnerDeletion", 1, "apiVersion", PK_POOL_GROUP "/v1alpha1",
-	    "kind", s->pool_kind, "name", s->pool_name, "uid", s->pool_uid, "controller", 0,
-	    "blockOwnerDeletion", 1);
+	json_t *owners =
+	    json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}, {s:s, s:s, s:s, s:s, s:b, s:b}]",
+	              "apiVersion", claim_api ? claim_api : s->api_version, "kind", PK_CLAIM_KIND,
+	              "name", name, "uid", uid, "controller", 1, "blockOwnerDeletion", 1,
+	              "apiVersion", PK_POOL_API_VERSION, "kind", s->pool_kind, "name", s->pool_name,
+	              "uid", s->pool_uid, "controller", 0, "blockOwnerDeletion", 1);
 	json_t *spec =
 	    json_pack("{s:s, s:i, s:{s:s}, s:{s:s, s:s, s:s}}", "address", s->address, "prefix",
 	              (int)s->prefix, "claimRef", "name", name, "poolRef", "apiGroup",
@@ -258,8 +257,8 @@ json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec
 	if (cluster != NULL)
 		json_object_set_new(meta, "labels",
 		                    json_pack("{s:s}", PK_CLUSTER_NAME_LABEL, cluster));
-	return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", s->api_version, "kind", "IPAddress",
-	                 "metadata", meta, "spec", spec);
+	return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", s->api_version, "kind",
+	                 PK_ADDRESS_KIND, "metadata", meta, "spec", spec);
 }
 
 json_t *pk_objects_pool_status_patch(const json_t *pool, const struct pk_alloc_counts *counts,

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "queue.h"
 #include "strmap.h"
 
@@ -170,17 +171,8 @@ static void heapify(struct heap *h)
 
 static int heap_reserve(struct heap *h, size_t n)
 {
-	if (n <= h->cap)
-		return PK_OK;
-	size_t cap = h->cap < HEAP_MIN ? HEAP_MIN : h->cap;
-	while (cap < n)
-		cap *= 2;
-	struct item *v = realloc(h->v, cap * sizeof(*v));
-	if (v == NULL)
-		return PK_ERR_NOMEM;
-	h->v = v;
-	h->cap = cap;
-	return PK_OK;
+	/* At least HEAP_MIN, then doubling (amortised O(1)): what heap_trim shrinks back to. */
+	return pk_array_reserve(&h->v, &h->cap, n < HEAP_MIN ? HEAP_MIN : n, sizeof(*h->v));
 }
 
 /* Gives memory back once the heap has far more room than the map has entries. */

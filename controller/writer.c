@@ -75,7 +75,7 @@ int pk_writer_failed(const char *what, const char *key, const struct pk_kube_err
 	pk_log_warn("write failed", PK_LOG_STR("write", what), PK_LOG_STR("object", key),
 	            PK_LOG_STR("reason", pk_kube_reason_name(e->reason)),
 	            PK_LOG_STR("error", e->message));
-	return PK_ERR_INVALID;
+	return e->reason == PK_KUBE_NOMEM ? PK_ERR_NOMEM : PK_ERR_API;
 }
 
 int pk_writer_patch(struct pk_writer *w, const struct pk_kube_ref *r, bool merge, json_t *patch,

@@ -53,24 +53,24 @@ struct pk_api_writer {
 };
 struct pk_writer pk_api_writer(struct pk_api_writer *w);
 
-/* Logs a failed write (what: "claim status", ...; key: the object) and returns
- * PK_ERR_INVALID. */
+/* Logs a failed write (what: "claim status", ...; key: the object) and returns PK_ERR_API
+ * (e, the caller's, says why), or PK_ERR_NOMEM when e's reason is PK_KUBE_NOMEM. */
 int pk_writer_failed(const char *what, const char *key, const struct pk_kube_error *e);
 
 /*
  * Sends a patch (consumed; NULL: nothing to write, PK_OK) as a JSON patch
  * (merge false) or a merge patch. A NotFound object is PK_OK (*out NULL);
- * any other failure is logged and PK_ERR_INVALID. *out (when out is not
+ * any other failure is logged and PK_ERR_API (pk_writer_failed). *out (when out is not
  * NULL) is the object patched, or NULL when nothing was.
  */
 int pk_writer_patch(struct pk_writer *w, const struct pk_kube_ref *r, bool merge, json_t *patch,
                     const char *what, const char *key, json_t **out);
 
-/* Deletes r (with the uid precondition); NotFound is PK_OK; else logged, PK_ERR_INVALID. */
+/* Deletes r (with the uid precondition); NotFound is PK_OK; else as pk_writer_failed. */
 int pk_writer_delete(struct pk_writer *w, const struct pk_kube_ref *r, const char *uid,
                      const char *what, const char *key);
 
-/* Whether r is gone by a consistent read: PK_OK and *gone, or logged and PK_ERR_INVALID. */
+/* Whether r is gone by a consistent read: PK_OK and *gone, or as pk_writer_failed. */
 int pk_writer_gone(struct pk_writer *w, const struct pk_kube_ref *r, const char *key, bool *gone);
 
 #endif

@@ -36,6 +36,7 @@ struct fake_writer {
 	enum pk_kube_reason patch_reason; /* PK_KUBE_OK */
 	json_t *patched;                  /* the answer to a JSON patch (borrowed), or NULL */
 	json_t *pages;                    /* list: an array of pages (borrowed), or NULL */
+	enum pk_kube_reason list_reason;  /* PK_KUBE_OK: the pages */
 };
 
 static inline void fake_record(struct fake_writer *w, const char *op, const struct pk_kube_ref *r,
@@ -119,8 +120,9 @@ static inline enum pk_kube_reason fake_list(void *self, const struct pk_kube_ref
                                             pk_kube_page_fn *fn, void *ud, struct pk_kube_error *e)
 {
 	struct fake_writer *w = self;
-	(void)e;
 	fake_record(w, "list", r, NULL, false);
+	if (w->list_reason != PK_KUBE_OK)
+		return pk_kube_error_set(e, w->list_reason, 500, "fake refusal");
 	size_t i;
 	json_t *page;
 	json_array_foreach(w->pages, i, page)

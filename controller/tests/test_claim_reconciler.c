@@ -268,7 +268,7 @@ static void a_refused_create_abandons_the_lease(void **state)
 	struct fixture *fx = *state;
 	fx->fw.create_reason = PK_KUBE_INVALID;
 	fx->fw.create_code = 422;
-	assert_int_not_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_ERR_API);
 	assert_int_equal(fx->fb.abandons, 1);
 	assert_string_equal(fx->fb.abandoned, "ns/c1 10.0.0.5");
 	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
@@ -281,7 +281,7 @@ static void a_create_perhaps_done_keeps_the_lease(void **state)
 	struct fixture *fx = *state;
 	fx->fw.create_reason = PK_KUBE_SERVER_ERROR;
 	fx->fw.create_code = 503;
-	assert_int_not_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_ERR_API);
 	assert_int_equal(fx->fb.abandons, 0);
 	assert_true(fx->fb.held);
 }
@@ -291,7 +291,7 @@ static void a_create_without_an_answer_keeps_the_lease(void **state)
 	struct fixture *fx = *state;
 	fx->fw.create_reason = PK_KUBE_CONNECTION;
 	fx->fw.create_code = 0;
-	assert_int_not_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_ERR_API);
 	assert_int_equal(fx->fb.abandons, 0);
 	assert_true(fx->fb.held);
 }
@@ -478,6 +478,52 @@ static void waits_for_the_cache_to_catch_up(void **state)
 	assert_int_equal(fx->fb.ensures, 1);
 }
 
+/* A write the API refuses is PK_ERR_API (the reason is in the log and the pk_kube_error); a
+ * pool the backend cannot allocate from stays PK_ERR_INVALID. Both are retried with backoff. */
+static void a_refused_write_is_an_api_error(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fw.patch_reason = PK_KUBE_CONFLICT;
+	assert_int_equal(run(fx, claim_with("", ""), NULL, NULL, false), PK_ERR_API);
+	assert_int_equal(fx->fw.ncalls, 1);
+	assert_int_equal(fx->fb.ensures, 0);
+}
+
+static void an_invalid_pool_stays_invalid(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.ensure_rc = PK_ERR_INVALID;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false),
+	                 PK_ERR_INVALID);
+	assert_int_equal(fx->fb.ensures, 1);
+	assert_int_equal(fx->fw.ncalls, 0);
+}
+
+/* The writer's mapping: NotFound is done, any other refusal PK_ERR_API, no memory NOMEM. */
+static void writer_maps_failures(void **state)
+{
+	struct fixture *fx = *state;
+	struct pk_kube_ref ref = {.resource = "ipaddresses", .namespace = "ns", .name = "c1"};
+	fx->fw.patch_reason = PK_KUBE_FORBIDDEN;
+	assert_int_equal(
+	    pk_writer_patch(&fx->writer, &ref, true, json_object(), "test", "ns/c1", NULL),
+	    PK_ERR_API);
+	fx->fw.patch_reason = PK_KUBE_NOT_FOUND;
+	assert_int_equal(
+	    pk_writer_patch(&fx->writer, &ref, true, json_object(), "test", "ns/c1", NULL), PK_OK);
+	assert_int_equal(pk_writer_patch(&fx->writer, &ref, true, NULL, "test", "ns/c1", NULL),
+	                 PK_OK);
+	fx->fw.get_reason = PK_KUBE_UNAUTHORIZED;
+	bool gone = true;
+	assert_int_equal(pk_writer_gone(&fx->writer, &ref, "ns/c1", &gone), PK_ERR_API);
+	assert_false(gone);
+	struct pk_kube_error e;
+	(void)pk_kube_error_set(&e, PK_KUBE_NOMEM, 0, "out of memory");
+	assert_int_equal(pk_writer_failed("test", "ns/c1", &e), PK_ERR_NOMEM);
+	(void)pk_kube_error_set(&e, PK_KUBE_CANCELLED, -1, "not leading");
+	assert_int_equal(pk_writer_failed("test", "ns/c1", &e), PK_ERR_API);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -507,6 +553,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(stale_lease_is_released_before_a_fresh_one, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(waits_for_the_cache_to_catch_up, setup, teardown),
+	    cmocka_unit_test_setup_teardown(a_refused_write_is_an_api_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(an_invalid_pool_stays_invalid, setup, teardown),
+	    cmocka_unit_test_setup_teardown(writer_maps_failures, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -326,20 +326,44 @@ static void test_table_claim_paused(void **state)
 #define CLAIM_MD "'namespace':'team-a','name':'m-1','uid':'u-claim'"
 #define POOLREF  "'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'nodes'}"
 
+/* A bound claim of Cluster prod, with its finalizer, and its pool, Cluster and IPAddress. */
+struct facts_objs {
+	json_t *claim, *pool, *cluster, *addr;
+};
+
+static int facts_objs_setup(void **state)
+{
+	struct facts_objs *o = calloc(1, sizeof(*o));
+	assert_non_null(o);
+	o->claim = load("{'metadata':{" CLAIM_MD ",'finalizers':['ipam.poolkeeper.io/"
+	                "release-address']},'spec':{'clusterName':'prod'," POOLREF "},"
+	                "'status':{'addressRef':{'name':'m-1'},'conditions':[{'type':'Ready',"
+	                "'status':'True'}]}}");
+	o->pool = load("{'metadata':{'namespace':'team-a','name':'nodes'}}");
+	o->cluster = load("{'metadata':{'name':'prod'},'spec':{}}");
+	o->addr = load("{'metadata':{'name':'m-1','finalizers':['ipam.poolkeeper.io/"
+	               "protect-address'],'ownerReferences':[{'kind':'IPAddressClaim','name':"
+	               "'m-1','uid':'u-claim','controller':true}]}}");
+	*state = o;
+	return 0;
+}
+
+static int facts_objs_teardown(void **state)
+{
+	struct facts_objs *o = *state;
+	json_decref(o->claim);
+	json_decref(o->pool);
+	json_decref(o->cluster);
+	json_decref(o->addr);
+	free(o);
+	return 0;
+}
+
 static void test_facts_from_objects(void **state)
 {
-	(void)state;
+	const struct facts_objs *o = *state;
 	struct pk_claim_facts f;
-	json_t *claim = load("{'metadata':{" CLAIM_MD ",'finalizers':['ipam.poolkeeper.io/"
-	                     "release-address']},'spec':{'clusterName':'prod'," POOLREF "},"
-	                     "'status':{'addressRef':{'name':'m-1'},'conditions':[{'type':'Ready',"
-	                     "'status':'True'}]}}");
-	json_t *pool = load("{'metadata':{'namespace':'team-a','name':'nodes'}}");
-	json_t *cluster = load("{'metadata':{'name':'prod'},'spec':{}}");
-	json_t *addr = load("{'metadata':{'name':'m-1','finalizers':['ipam.poolkeeper.io/"
-	                    "protect-address'],'ownerReferences':[{'kind':'IPAddressClaim','name':"
-	                    "'m-1','uid':'u-claim','controller':true}]}}");
-	pk_claim_facts_from(claim, pool, true, cluster, addr, &f);
+	pk_claim_facts_from(o->claim, o->pool, true, o->cluster, o->addr, &f);
 	assert_true(f.ours && f.has_finalizer && f.bound && f.pool_in_scope);
 	assert_false(f.deleting || f.delete_for_move);
 	assert_int_equal(f.cluster, PK_CLUSTER_ACTIVE);
@@ -347,48 +371,68 @@ static void test_facts_from_objects(void **state)
 	assert_int_equal(f.address, PK_ADDRESS_OURS);
 	assert_true(f.address_has_finalizer);
 	assert_string_equal(f.pool_text, "IPPool team-a/nodes");
-	assert_string_equal(pk_claim_cluster_name(claim), "prod");
+	assert_string_equal(pk_claim_cluster_name(o->claim), "prod");
+}
 
-	/* paused two ways */
-	json_t *paused = load("{'metadata':{'name':'prod'},'spec':{'paused':true}}");
-	pk_claim_facts_from(claim, pool, true, paused, addr, &f);
-	assert_int_equal(f.cluster, PK_CLUSTER_PAUSED);
-	json_decref(paused);
-	paused = load("{'metadata':{'name':'prod','annotations':{'cluster.x-k8s.io/paused':''}}}");
-	pk_claim_facts_from(claim, pool, true, paused, addr, &f);
-	assert_int_equal(f.cluster, PK_CLUSTER_PAUSED);
-	json_decref(paused);
-	/* spec.paused must be a JSON true: a string is not a pause */
-	paused = load("{'metadata':{'name':'prod'},'spec':{'paused':'true'}}");
-	pk_claim_facts_from(claim, pool, true, paused, addr, &f);
-	assert_int_equal(f.cluster, PK_CLUSTER_ACTIVE);
-	json_decref(paused);
+/* A Cluster is paused two ways; spec.paused must be a JSON true. */
+static void test_facts_cluster_paused(void **state)
+{
+	static const struct {
+		const char *cluster;
+		enum pk_cluster_state want;
+	} cases[] = {
+	    {"{'metadata':{'name':'prod'},'spec':{'paused':true}}", PK_CLUSTER_PAUSED},
+	    {"{'metadata':{'name':'prod','annotations':{'cluster.x-k8s.io/paused':''}}}",
+	     PK_CLUSTER_PAUSED},
+	    /* a string is not a pause */
+	    {"{'metadata':{'name':'prod'},'spec':{'paused':'true'}}", PK_CLUSTER_ACTIVE},
+	};
+	const struct facts_objs *o = *state;
+	struct pk_claim_facts f;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *paused = load(cases[i].cluster);
+		pk_claim_facts_from(o->claim, o->pool, true, paused, o->addr, &f);
+		if (f.cluster != cases[i].want)
+			fail_msg("%s: cluster %d, want %d", cases[i].cluster, f.cluster,
+			         cases[i].want);
+		json_decref(paused);
+	}
+}
 
-	/* an address owned by another claim (moved objects get new UIDs, so the claim's must match)
-	 */
+/* Another claim's IPAddress; a missing Cluster and pool, and an IPAddress being deleted. */
+static void test_facts_address_owner(void **state)
+{
+	const struct facts_objs *o = *state;
+	struct pk_claim_facts f;
+	/* owned by another claim (moved objects get new UIDs, so the claim's must match) */
 	json_t *other =
 	    load("{'metadata':{'name':'m-1','ownerReferences':[{'kind':'IPAddressClaim',"
 	         "'name':'m-1','uid':'u-other','controller':true}]}}");
-	pk_claim_facts_from(claim, pool, true, cluster, other, &f);
+	pk_claim_facts_from(o->claim, o->pool, true, o->cluster, other, &f);
 	assert_int_equal(f.address, PK_ADDRESS_FOREIGN);
 	json_decref(other);
-	/* missing cluster, missing pool, deleting address */
 	json_t *going = load("{'metadata':{'name':'m-1','deletionTimestamp':'2026-11-30T00:00:00Z',"
 	                     "'ownerReferences':[{'kind':'IPAddressClaim','uid':'u-claim',"
 	                     "'controller':true}]}}");
-	pk_claim_facts_from(claim, NULL, true, NULL, going, &f);
+	pk_claim_facts_from(o->claim, NULL, true, NULL, going, &f);
 	assert_int_equal(f.cluster, PK_CLUSTER_MISSING);
 	assert_int_equal(f.pool, PK_POOL_MISSING);
 	assert_int_equal(f.address, PK_ADDRESS_OURS_DELETING);
 	assert_false(f.address_has_finalizer);
 	json_decref(going);
+}
 
-	json_decref(claim);
+/* The deprecated label; delete-for-move; another provider's pool; a GlobalIPPool. */
+static void test_facts_claim_variants(void **state)
+{
+	const struct facts_objs *o = *state;
+	struct pk_claim_facts f;
 	/* the deprecated label names the cluster; delete-for-move; no status */
-	claim = load("{'metadata':{" CLAIM_MD ",'labels':{'cluster.x-k8s.io/cluster-name':'old'},"
-	             "'annotations':{'clusterctl.cluster.x-k8s.io/delete-for-move':''},"
-	             "'deletionTimestamp':'2026-11-30T00:00:00Z'},'spec':{" POOLREF "}}");
-	pk_claim_facts_from(claim, pool, true, cluster, NULL, &f);
+	json_t *claim =
+	    load("{'metadata':{" CLAIM_MD ",'labels':{'cluster.x-k8s.io/cluster-name':'old'},"
+	         "'annotations':{'clusterctl.cluster.x-k8s.io/delete-for-move':''},"
+	         "'deletionTimestamp':'2026-11-30T00:00:00Z'},'spec':{" POOLREF "}}");
+	pk_claim_facts_from(claim, o->pool, true, o->cluster, NULL, &f);
 	assert_string_equal(pk_claim_cluster_name(claim), "old");
 	assert_true(f.deleting && f.delete_for_move);
 	assert_false(f.bound || f.has_finalizer);
@@ -411,10 +455,6 @@ static void test_facts_from_objects(void **state)
 	assert_string_equal(f.pool_text, "GlobalIPPool shared");
 	json_decref(global);
 	json_decref(claim);
-
-	json_decref(pool);
-	json_decref(cluster);
-	json_decref(addr);
 }
 
 /*
@@ -497,6 +537,73 @@ static void test_claim_pause_from_objects(void **state)
  * The checks before adoption, from objects: the claim the IPAddress names,
  * its pool, the address inside the pool, and not held elsewhere.
  */
+struct check_case {
+	const char *what, *address, *claim_ref, *kind, *pool;
+	bool taken, no_pool;
+	enum pk_address_check want;
+	const char *says;
+};
+
+static const struct check_case check_cases[] = {
+    {"consistent", "10.0.0.5", "m-1", "IPPool", "nodes", false, false, PK_ADDRESS_CONSISTENT, NULL},
+    {"drained since it was handed out", "10.0.0.100", "m-1", "IPPool", "nodes", false, false,
+     PK_ADDRESS_CONSISTENT, NULL},
+    {"held by another IPAddress too", "10.0.0.5", "m-1", "IPPool", "nodes", true, false,
+     PK_ADDRESS_INCONSISTENT, "already held by another IPAddress of the pool"},
+    {"outside the pool", "10.9.0.5", "m-1", "IPPool", "nodes", false, false,
+     PK_ADDRESS_INCONSISTENT, "not a usable address of IPPool team-a/nodes"},
+    {"the gateway", "10.0.0.1", "m-1", "IPPool", "nodes", false, false, PK_ADDRESS_INCONSISTENT,
+     "(it is the gateway)"},
+    {"another claim's", "10.0.0.5", "m-2", "IPPool", "nodes", false, false, PK_ADDRESS_INCONSISTENT,
+     "\"m-2\" is not IPAddressClaim \"m-1\""},
+    {"another pool's", "10.0.0.5", "m-1", "GlobalIPPool", "nodes", false, false,
+     PK_ADDRESS_INCONSISTENT, "there is no such claim"},
+    {"not an address", "10.0.0.500", "m-1", "IPPool", "nodes", false, false,
+     PK_ADDRESS_INCONSISTENT, "not an IP address"},
+    {"no pool to check against", "10.0.0.5", "m-1", "IPPool", "nodes", false, true,
+     PK_ADDRESS_UNCHECKED, NULL},
+    {"another claim's, pool or not", "10.0.0.5", "m-2", "IPPool", "nodes", false, true,
+     PK_ADDRESS_INCONSISTENT, "is not IPAddressClaim"},
+};
+
+/* One case: the check, the decision it leads to, and nothing checked once bound. */
+static void check_address_case(const struct check_case *c, const json_t *claim, const json_t *pool,
+                               const struct pk_pool *p)
+{
+	static const char addr_fmt[] =
+	    "{'metadata':{'namespace':'team-a','name':'m-1','ownerReferences':[{'kind':"
+	    "'IPAddressClaim','uid':'u-claim','controller':true}]},'spec':{'address':'%s',"
+	    "'prefix':24,'claimRef':{'name':'%s'},'poolRef':{'apiGroup':'ipam.poolkeeper.io',"
+	    "'kind':'%s','name':'%s'}}}";
+	char text[1024];
+	struct pk_claim_facts f;
+	snprintf(text, sizeof(text), addr_fmt, c->address, c->claim_ref, c->kind, c->pool);
+	json_t *addr = load(text);
+	pk_claim_facts_from(claim, pool, false, NULL, addr, &f);
+	assert_int_equal(f.address, PK_ADDRESS_OURS);
+	pk_claim_facts_check_address(&f, claim, addr, c->no_pool ? NULL : p, c->taken);
+	if (f.address_check != c->want ||
+	    (c->says != NULL && strstr(f.address_problem, c->says) == NULL))
+		fail_msg("%s: got %d \"%s\", want %d \"%s\"", c->what, f.address_check,
+		         f.address_problem, c->want, c->says ? c->says : "");
+	struct pk_claim_decision d;
+	pk_decide_claim(&f, &d);
+	if (c->want == PK_ADDRESS_CONSISTENT)
+		assert_int_equal(d.action, PK_ACT_SET_READY);
+	else
+		assert_int_equal(d.action, PK_ACT_NOT_READY);
+	/* bound: checked when it was adopted; nothing is checked again */
+	json_t *bound = json_deep_copy(claim);
+	json_object_set_new(bound, "status",
+	                    json_pack("{s:{s:s}, s:[{s:s, s:s}]}", "addressRef", "name", "m-1",
+	                              "conditions", "type", "Ready", "status", "True"));
+	pk_claim_facts_from(bound, pool, false, NULL, addr, &f);
+	pk_claim_facts_check_address(&f, bound, addr, NULL, true);
+	assert_int_equal(f.address_check, PK_ADDRESS_CONSISTENT);
+	json_decref(bound);
+	json_decref(addr);
+}
+
 static void test_check_address(void **state)
 {
 	(void)state;
@@ -512,70 +619,8 @@ static void test_check_address(void **state)
 	json_t *claim = load("{'metadata':{" CLAIM_MD ",'finalizers':['ipam.poolkeeper.io/"
 	                     "release-address']},'spec':{" POOLREF "}}");
 	json_t *pool = load("{'metadata':{'namespace':'team-a','name':'nodes'}}");
-	static const char addr_fmt[] =
-	    "{'metadata':{'namespace':'team-a','name':'m-1','ownerReferences':[{'kind':"
-	    "'IPAddressClaim','uid':'u-claim','controller':true}]},'spec':{'address':'%s',"
-	    "'prefix':24,'claimRef':{'name':'%s'},'poolRef':{'apiGroup':'ipam.poolkeeper.io',"
-	    "'kind':'%s','name':'%s'}}}";
-	static const struct {
-		const char *what, *address, *claim_ref, *kind, *pool;
-		bool taken, no_pool;
-		enum pk_address_check want;
-		const char *says;
-	} cases[] = {
-	    {"consistent", "10.0.0.5", "m-1", "IPPool", "nodes", false, false,
-	     PK_ADDRESS_CONSISTENT, NULL},
-	    {"drained since it was handed out", "10.0.0.100", "m-1", "IPPool", "nodes", false,
-	     false, PK_ADDRESS_CONSISTENT, NULL},
-	    {"held by another IPAddress too", "10.0.0.5", "m-1", "IPPool", "nodes", true, false,
-	     PK_ADDRESS_INCONSISTENT, "already held by another IPAddress of the pool"},
-	    {"outside the pool", "10.9.0.5", "m-1", "IPPool", "nodes", false, false,
-	     PK_ADDRESS_INCONSISTENT, "not a usable address of IPPool team-a/nodes"},
-	    {"the gateway", "10.0.0.1", "m-1", "IPPool", "nodes", false, false,
-	     PK_ADDRESS_INCONSISTENT, "(it is the gateway)"},
-	    {"another claim's", "10.0.0.5", "m-2", "IPPool", "nodes", false, false,
-	     PK_ADDRESS_INCONSISTENT, "\"m-2\" is not IPAddressClaim \"m-1\""},
-	    {"another pool's", "10.0.0.5", "m-1", "GlobalIPPool", "nodes", false, false,
-	     PK_ADDRESS_INCONSISTENT, "there is no such claim"},
-	    {"not an address", "10.0.0.500", "m-1", "IPPool", "nodes", false, false,
-	     PK_ADDRESS_INCONSISTENT, "not an IP address"},
-	    {"no pool to check against", "10.0.0.5", "m-1", "IPPool", "nodes", false, true,
-	     PK_ADDRESS_UNCHECKED, NULL},
-	    {"another claim's, pool or not", "10.0.0.5", "m-2", "IPPool", "nodes", false, true,
-	     PK_ADDRESS_INCONSISTENT, "is not IPAddressClaim"},
-	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char text[1024];
-		snprintf(text, sizeof(text), addr_fmt, cases[i].address, cases[i].claim_ref,
-		         cases[i].kind, cases[i].pool);
-		json_t *addr = load(text);
-		pk_claim_facts_from(claim, pool, false, NULL, addr, &f);
-		assert_int_equal(f.address, PK_ADDRESS_OURS);
-		pk_claim_facts_check_address(&f, claim, addr, cases[i].no_pool ? NULL : &p,
-		                             cases[i].taken);
-		if (f.address_check != cases[i].want ||
-		    (cases[i].says != NULL && strstr(f.address_problem, cases[i].says) == NULL))
-			fail_msg("%s: got %d \"%s\", want %d \"%s\"", cases[i].what,
-			         f.address_check, f.address_problem, cases[i].want,
-			         cases[i].says ? cases[i].says : "");
-		struct pk_claim_decision d;
-		pk_decide_claim(&f, &d);
-		if (cases[i].want == PK_ADDRESS_CONSISTENT)
-			assert_int_equal(d.action, PK_ACT_SET_READY);
-		else
-			assert_int_equal(d.action, PK_ACT_NOT_READY);
-		/* bound: checked when it was adopted; nothing is checked again */
-		json_t *bound = json_deep_copy(claim);
-		json_object_set_new(bound, "status",
-		                    json_pack("{s:{s:s}, s:[{s:s, s:s}]}", "addressRef", "name",
-		                              "m-1", "conditions", "type", "Ready", "status",
-		                              "True"));
-		pk_claim_facts_from(bound, pool, false, NULL, addr, &f);
-		pk_claim_facts_check_address(&f, bound, addr, NULL, true);
-		assert_int_equal(f.address_check, PK_ADDRESS_CONSISTENT);
-		json_decref(bound);
-		json_decref(addr);
-	}
+	for (size_t i = 0; i < sizeof(check_cases) / sizeof(check_cases[0]); i++)
+		check_address_case(&check_cases[i], claim, pool, &p);
 	/* no IPAddress: nothing to check */
 	pk_claim_facts_from(claim, pool, false, NULL, NULL, &f);
 	pk_claim_facts_check_address(&f, claim, NULL, &p, true);
@@ -662,7 +707,14 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_table_claim_paused),
-	    cmocka_unit_test(test_facts_from_objects),
+	    cmocka_unit_test_setup_teardown(test_facts_from_objects, facts_objs_setup,
+	                                    facts_objs_teardown),
+	    cmocka_unit_test_setup_teardown(test_facts_cluster_paused, facts_objs_setup,
+	                                    facts_objs_teardown),
+	    cmocka_unit_test_setup_teardown(test_facts_address_owner, facts_objs_setup,
+	                                    facts_objs_teardown),
+	    cmocka_unit_test_setup_teardown(test_facts_claim_variants, facts_objs_setup,
+	                                    facts_objs_teardown),
 	    cmocka_unit_test(test_claim_pause_from_objects),
 	    cmocka_unit_test(test_check_address),
 	    cmocka_unit_test(test_claim_ready),

@@ -344,6 +344,18 @@ static void leading_reloads_from_a_consistent_read(void **state)
 	json_decref(pages);
 }
 
+/* A reload the API refuses is PK_ERR_API (tried again), not an invalid input. */
+static void a_refused_reload_is_an_api_error(void **state)
+{
+	struct host_fixture *h = *state;
+	h->fw.list_reason = PK_KUBE_SERVER_ERROR;
+	assert_int_equal(h->b.ops->on_leading(h->b.self), PK_ERR_API);
+	h->fw.list_reason = PK_KUBE_NOMEM;
+	assert_int_equal(h->b.ops->on_leading(h->b.self), PK_ERR_NOMEM);
+	h->fw.list_reason = PK_KUBE_OK;
+	assert_int_equal(h->b.ops->on_leading(h->b.self), PK_OK);
+}
+
 static void pool_finalizer_follows_what_is_held(void **state)
 {
 	struct host_fixture *h = *state;
@@ -405,6 +417,7 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(pool_finalizer_follows_what_is_held, setup, teardown),
 	    cmocka_unit_test_setup_teardown(kinds_and_keys, setup, teardown),
+	    cmocka_unit_test_setup_teardown(a_refused_reload_is_an_api_error, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

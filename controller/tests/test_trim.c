@@ -3,9 +3,9 @@
  * reads survives, the rest (managedFields, the last-applied annotation,
  * other labels and annotations, a Cluster's spec and status) is gone, and
  * every reader - the facts the decisions take, every patch and object
- * built from a cached object, the reads reconcile.c makes itself - answers
- * the same for the trimmed object as for the whole one, also when members
- * have the wrong JSON type.
+ * built from a cached object, the reads the claim reconciler and its backend make themselves -
+ * answers the same for the trimmed object as for the whole one, also when members have the wrong
+ * JSON type.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -319,7 +319,7 @@ static void collect_quarantine(void *ud, const char *address, long long until)
 	    list, json_pack("{s:s, s:I}", "address", address, "until", (json_int_t)until));
 }
 
-/* The reads reconcile.c makes of cached objects itself (the rest go through decide.c and
+/* The reads claim_reconciler.c makes of cached objects itself (the rest go through decide.c and
  * objects.c, called below). */
 static const char *const claim_reads[][5] = {
     {"apiVersion"},
@@ -366,7 +366,8 @@ static void same_reads(const json_t *a, const json_t *b, const char *const (*rea
 	}
 }
 
-static void agree(const struct objs *w, const struct objs *t)
+/* The facts decide.c finds, and the members read directly. */
+static void agree_facts(const struct objs *w, const struct objs *t)
 {
 	struct pk_claim_facts fw, ft;
 	facts_of(w, &fw);
@@ -395,10 +396,13 @@ static void agree(const struct objs *w, const struct objs *t)
 	           "pool");
 	same_reads(w->cluster, t->cluster, cluster_reads,
 	           sizeof(cluster_reads) / sizeof(cluster_reads[0]), "cluster");
+}
 
-	/* finalizer patches: resourceVersion and the entry's index */
-	const char *fins[] = {PK_CLAIM_FINALIZER, PK_ADDRESS_FINALIZER,
-	                      "ipam.poolkeeper.io/protect-pool", "other.example.com/hold"};
+/* Finalizer patches: resourceVersion and the entry's index. */
+static void agree_finalizer_patches(const struct objs *w, const struct objs *t)
+{
+	const char *fins[] = {PK_CLAIM_FINALIZER, PK_ADDRESS_FINALIZER, PK_POOL_FINALIZER,
+	                      "other.example.com/hold"};
 	const json_t *objs[][2] = {
 	    {w->claim, t->claim}, {w->address, t->address}, {w->pool, t->pool}};
 	for (size_t o = 0; o < 3; o++) {
@@ -410,8 +414,11 @@ static void agree(const struct objs *w, const struct objs *t)
 			         "remove patch");
 		}
 	}
+}
 
-	/* the claim's status, as reconcile.c's claim_status builds it */
+/* The claim's status, as claim_reconciler.c's claim_status builds it. */
+static void agree_claim_status(const struct objs *w, const struct objs *t)
+{
 	for (int ready = 0; ready <= 1; ready++) {
 		const json_t *gw =
 		    json_object_get(json_object_get(w->claim, "metadata"), "generation");
@@ -441,8 +448,11 @@ static void agree(const struct objs *w, const struct objs *t)
 		         pk_objects_claim_status_patch(t->claim, NULL, &ct, T0),
 		         "v1beta1 claim status patch");
 	}
+}
 
-	/* the IPAddress made for the claim */
+/* The IPAddress made for the claim, and the pool's status and quarantine. */
+static void agree_written(const struct objs *w, const struct objs *t)
+{
 	struct pk_ipaddress_spec s = {.api_version = "ipam.cluster.x-k8s.io/v1beta2",
 	                              .address = "10.0.0.5",
 	                              .prefix = 24,
@@ -453,7 +463,6 @@ static void agree(const struct objs *w, const struct objs *t)
 	same_new(pk_objects_ipaddress(w->claim, &s), pk_objects_ipaddress(t->claim, &s),
 	         "IPAddress");
 
-	/* the pool's status and quarantine */
 	struct pk_alloc_counts n;
 	memset(&n, 0, sizeof(n));
 	struct pk_condition pc = {.type = "Ready",
@@ -467,6 +476,14 @@ static void agree(const struct objs *w, const struct objs *t)
 	pk_objects_pool_quarantine(w->pool, T0, collect_quarantine, qw);
 	pk_objects_pool_quarantine(t->pool, T0, collect_quarantine, qt);
 	same_new(qw, qt, "pool quarantine");
+}
+
+static void agree(const struct objs *w, const struct objs *t)
+{
+	agree_facts(w, t);
+	agree_finalizer_patches(w, t);
+	agree_claim_status(w, t);
+	agree_written(w, t);
 }
 
 static void load_all(struct objs *o)

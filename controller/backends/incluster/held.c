@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "incluster_internal.h"
+#include "json.h"
 #include "kube.h"
 #include "log.h"
 #include "objects.h"
@@ -218,7 +219,7 @@ static int state_build(struct incluster *b, struct pool_state *s, const json_t *
 struct pool_state *incl_pool_state(struct incluster *b, const char *pool_key, const json_t *pool)
 {
 	struct pool_state *s = incl_state_find(b, pool_key);
-	const char *uid = pk_kube_meta_str(pool, "uid");
+	const char *uid = pk_json_meta_cstr(pool, "uid");
 	const json_t *g = json_object_get(json_object_get(pool, "metadata"), "generation");
 	long long gen = json_is_integer(g) ? (long long)json_integer_value(g) : 0;
 	if (s != NULL && uid != NULL && strcmp(s->uid, uid) == 0 && s->generation == gen)
@@ -276,13 +277,13 @@ static struct held *held_entry(struct incluster *b, const char *key, struct held
  */
 bool incl_held_record(struct incluster *b, const json_t *a, char *pool_key, size_t len)
 {
-	const char *ns = pk_kube_meta_str(a, "namespace"), *name = pk_kube_meta_str(a, "name");
+	const char *ns = pk_json_meta_cstr(a, "namespace"), *name = pk_json_meta_cstr(a, "name");
 	const json_t *spec = json_object_get(a, "spec");
 	char key[PK_OBJECT_KEY_MAX];
 	if (ns == NULL || name == NULL ||
 	    !pk_backend_pool_key(&b->seam, json_object_get(spec, "poolRef"), ns, pool_key, len))
 		return false;
-	const char *text = pk_kube_json_str(spec, "address");
+	const char *text = pk_json_cstr_at(spec, "address");
 	struct pk_addr addr;
 	struct pk_err err;
 	if (text == NULL || pk_address_parse(text, &addr, "spec.address", &err) != PK_OK) {

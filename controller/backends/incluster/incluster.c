@@ -4,15 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "incluster.h"
 #include "incluster_internal.h"
+#include "json.h"
 #include "kube.h"
 #include "log.h"
 #include "rules.h"
 
 static const struct pk_pool_kind kinds[] = {
-    {PK_POOL_KIND, PK_POOL_GROUP, INCLUSTER_POOL_VERSION, "ippools", true},
-    {PK_GLOBAL_POOL_KIND, PK_POOL_GROUP, INCLUSTER_POOL_VERSION, "globalippools", false},
+    {PK_POOL_KIND, PK_POOL_GROUP, PK_POOL_VERSION, PK_POOL_RESOURCE, true},
+    {PK_GLOBAL_POOL_KIND, PK_POOL_GROUP, PK_POOL_VERSION, PK_GLOBAL_POOL_RESOURCE, false},
 };
 
 static const struct pk_pool_kind *incl_kinds(void *self, size_t *n)
@@ -32,7 +34,7 @@ static int incl_fetch_pool(void *self, const json_t *claim, struct pk_pool_view 
 {
 	struct incluster *b = self;
 	const json_t *ref = json_object_get(json_object_get(claim, "spec"), "poolRef");
-	const char *ns = pk_kube_meta_str(claim, "namespace");
+	const char *ns = pk_json_meta_cstr(claim, "namespace");
 	memset(out, 0, sizeof(*out));
 	if (pk_backend_pool_key(&b->seam, ref, ns, out->key, sizeof(out->key))) {
 		struct pk_work_key k;
@@ -210,7 +212,7 @@ static int incl_on_leading(void *self)
 	struct incluster *b = self;
 	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
 	                        .version = b->host.ipam_version,
-	                        .resource = "ipaddresses",
+	                        .resource = PK_ADDRESS_RESOURCE,
 	                        .namespace = b->host.namespace};
 	struct pk_kube_error e;
 	struct load_ctx l = {b, 0};
@@ -223,7 +225,7 @@ static int incl_on_leading(void *self)
 		if (e.reason != PK_KUBE_CANCELLED)
 			pk_log_error("cannot list IPAddresses", PK_LOG_STR("error", e.message),
 			             PK_LOG_STR("reason", pk_kube_reason_name(e.reason)));
-		return PK_ERR_INVALID;
+		return e.reason == PK_KUBE_NOMEM ? PK_ERR_NOMEM : PK_ERR_API;
 	}
 	/* The pages' memory goes back to the system, not only to the heap. */
 	malloc_trim(0);

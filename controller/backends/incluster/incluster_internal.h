@@ -17,8 +17,6 @@
 #include "pool.h"
 #include "strmap.h"
 
-#define INCLUSTER_POOL_VERSION "v1alpha1"
-#define INCLUSTER_FINALIZER    "ipam.poolkeeper.io/protect-pool"
 /* Pool status writes are batched: one per pool at most this often. */
 #define INCLUSTER_SYNC_DELAY_MS 300
 

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api.h"
 #include "incluster_internal.h"
+#include "json.h"
 #include "kube.h"
 #include "kube_events.h"
 #include "log.h"
@@ -118,8 +120,8 @@ static int write_pool(struct incluster *b, const json_t *pool, struct pk_kube_re
 	/* A finalizer on the pool while addresses from it exist. */
 	int rc = pk_writer_patch(
 	    b->host.writer, ref, false,
-	    r->holding > 0 ? pk_objects_finalizer_add_patch(pool, INCLUSTER_FINALIZER)
-	                   : pk_objects_finalizer_remove_patch(pool, INCLUSTER_FINALIZER),
+	    r->holding > 0 ? pk_objects_finalizer_add_patch(pool, PK_POOL_FINALIZER)
+	                   : pk_objects_finalizer_remove_patch(pool, PK_POOL_FINALIZER),
 	    r->holding > 0 ? "add pool finalizer" : "remove pool finalizer", pool_key, NULL);
 	*finalized = rc == PK_OK;
 	if (rc != PK_OK)
@@ -142,7 +144,7 @@ static int write_pool(struct incluster *b, const json_t *pool, struct pk_kube_re
 		                               .kind = k->pool_kind,
 		                               .namespace = ref->namespace,
 		                               .name = k->name,
-		                               .uid = pk_kube_meta_str(pool, "uid")};
+		                               .uid = pk_json_meta_cstr(pool, "uid")};
 		b->host.post_event(b->host.ud, &o, true, "DuplicateAddresses", "Reconcile", r->msg);
 	}
 	return PK_OK;
