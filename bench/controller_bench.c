@@ -346,7 +346,7 @@ static void *claim_transform(void *ud, const json_t *obj)
 	struct claim_item *it = malloc(sizeof(*it));
 	if (it == NULL)
 		return NULL;
-	const json_t *c = pk_objects_condition(
+	const json_t *c = pk_meta_condition(
 	    json_object_get(json_object_get(obj, "status"), "conditions"), "Ready");
 	const char *s = pk_json_cstr_at(c, "status");
 	it->ready = s != NULL && strcmp(s, "True") == 0;

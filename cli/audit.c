@@ -11,7 +11,7 @@
 #include "buf.h"
 #include "flags.h"
 #include "json.h"
-#include "objects.h"
+#include "meta.h"
 #include "parse.h"
 #include "report.h"
 #include "rules.h"
@@ -214,8 +214,7 @@ int pk_audit_check_outside_pool(const struct pk_live *l, struct pk_audit_finding
 /* "reason: message" of the claim's Ready condition, or why there is none. */
 static void ready_reason(const json_t *claim, char *buf, size_t len)
 {
-	const json_t *c =
-	    pk_objects_condition(pk_json_path(claim, "status", "conditions"), "Ready");
+	const json_t *c = pk_meta_condition(pk_json_path(claim, "status", "conditions"), "Ready");
 	const char *reason = pk_json_cstr_at(c, "reason"), *msg = pk_json_cstr_at(c, "message");
 	if (c == NULL)
 		snprintf(buf, len, "no Ready condition");
@@ -237,8 +236,8 @@ int pk_audit_check_pending(const struct pk_live *l, long long now, long long pen
 		    pk_json_cstr(pk_json_path(claim, "status", "addressRef", "name"));
 		long long created;
 		if ((bound && *bound) || deleting(claim) ||
-		    pk_objects_time_parse(pk_json_meta_cstr(claim, "creationTimestamp"),
-		                          &created) != PK_OK ||
+		    pk_meta_time_parse(pk_json_meta_cstr(claim, "creationTimestamp"), &created) !=
+		        PK_OK ||
 		    now - created <= pending_after)
 			continue;
 		char age[32], why[PK_MESSAGE_MAX / 2];

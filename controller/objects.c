@@ -9,50 +9,6 @@
 #include "objects.h"
 #include "rules.h"
 
-void pk_objects_time_text(long long unix_seconds, char buf[PK_TIME_TEXT_MAX])
-{
-	time_t t = (time_t)unix_seconds;
-	struct tm tm;
-	if (gmtime_r(&t, &tm) == NULL ||
-	    strftime(buf, PK_TIME_TEXT_MAX, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		snprintf(buf, PK_TIME_TEXT_MAX, "1970-01-01T00:00:00Z");
-}
-
-/* The decimal of text[at..at+n), all digits; -1 otherwise. */
-static int digits(const char *text, int at, int n)
-{
-	int v = 0;
-	for (int i = at; i < at + n; i++) {
-		if (text[i] < '0' || text[i] > '9')
-			return -1;
-		v = v * 10 + (text[i] - '0');
-	}
-	return v;
-}
-
-int pk_objects_time_parse(const char *text, long long *out)
-{
-	/* YYYY-MM-DDTHH:MM:SSZ */
-	if (text == NULL || strlen(text) != 20 || text[4] != '-' || text[7] != '-' ||
-	    text[10] != 'T' || text[13] != ':' || text[16] != ':' || text[19] != 'Z')
-		return PK_ERR_INVALID;
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
-	int y = digits(text, 0, 4), mo = digits(text, 5, 2), d = digits(text, 8, 2),
-	    h = digits(text, 11, 2), mi = digits(text, 14, 2), s = digits(text, 17, 2);
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
-	    mi > 59 || s < 0 || s > 60)
-		return PK_ERR_INVALID;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = s;
-	*out = (long long)timegm(&tm);
-	return PK_OK;
-}
-
 static const json_t *finalizers_of(const json_t *obj)
 {
 	return json_object_get(json_object_get(obj, "metadata"), "finalizers");
@@ -115,19 +71,6 @@ json_t *pk_objects_finalizer_remove_patch(const json_t *obj, const char *finaliz
 	                 finalizer, "op", "remove", "path", path);
 }
 
-const json_t *pk_objects_condition(const json_t *conditions, const char *type)
-{
-	size_t i;
-	const json_t *c;
-	json_array_foreach(conditions, i, c)
-	{
-		const char *t = pk_json_cstr_at(c, "type");
-		if (t != NULL && strcmp(t, type) == 0)
-			return c;
-	}
-	return NULL;
-}
-
 static bool str_is(const json_t *o, const char *key, const char *want)
 {
 	const char *s = pk_json_cstr_at(o, key);
@@ -136,7 +79,7 @@ static bool str_is(const json_t *o, const char *key, const char *want)
 
 bool pk_objects_condition_same(const json_t *conditions, const struct pk_condition *c)
 {
-	const json_t *old = pk_objects_condition(conditions, c->type);
+	const json_t *old = pk_meta_condition(conditions, c->type);
 	if (old == NULL)
 		return false;
 	if (!str_is(old, "status", c->status ? "True" : "False") ||
@@ -154,11 +97,11 @@ json_t *pk_objects_condition_build(const json_t *old_conditions, const struct pk
                                    long long now)
 {
 	const char *status = c->status ? "True" : "False";
-	const json_t *old = pk_objects_condition(old_conditions, c->type);
+	const json_t *old = pk_meta_condition(old_conditions, c->type);
 	char when[PK_TIME_TEXT_MAX];
 	const char *ltt = pk_json_cstr_at(old, "lastTransitionTime");
 	if (old == NULL || !str_is(old, "status", status) || ltt == NULL) {
-		pk_objects_time_text(now, when);
+		pk_meta_time_text(now, when);
 		ltt = when;
 	}
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", c->type, "status", status,
@@ -301,7 +244,7 @@ bool pk_objects_quarantine_add(json_t *quarantine, const char *address, long lon
 	if (json_array_size(quarantine) >= PK_QUARANTINE_MAX)
 		return false;
 	char when[PK_TIME_TEXT_MAX];
-	pk_objects_time_text(until, when);
+	pk_meta_time_text(until, when);
 	return json_array_append_new(
 	           quarantine, json_pack("{s:s, s:s}", "address", address, "until", when)) == 0;
 }
@@ -317,8 +260,7 @@ void pk_objects_pool_quarantine(const json_t *pool, long long now,
 	{
 		const char *a = pk_json_cstr_at(e, "address");
 		long long until;
-		if (a != NULL &&
-		    pk_objects_time_parse(pk_json_cstr_at(e, "until"), &until) == PK_OK &&
+		if (a != NULL && pk_meta_time_parse(pk_json_cstr_at(e, "until"), &until) == PK_OK &&
 		    until > now)
 			fn(ud, a, until);
 	}

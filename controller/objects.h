@@ -21,14 +21,8 @@
 #include <jansson.h>
 
 #include "allocator.h"
+#include "meta.h"
 #include "pk.h"
-
-/* RFC 3339 in UTC, seconds: "2026-01-02T03:04:05Z" (21 bytes with the NUL). */
-#define PK_TIME_TEXT_MAX 32
-void pk_objects_time_text(long long unix_seconds, char buf[PK_TIME_TEXT_MAX]);
-
-/* The inverse, for exactly that form: PK_OK and *out, or PK_ERR_INVALID. */
-PK_MUST_CHECK int pk_objects_time_parse(const char *text, long long *out);
 
 /* [test resourceVersion, add finalizer]; NULL when obj already has it (or has no
  * resourceVersion). */
@@ -38,9 +32,6 @@ json_t *pk_objects_finalizer_add_patch(const json_t *obj, const char *finalizer)
 json_t *pk_objects_finalizer_remove_patch(const json_t *obj, const char *finalizer);
 
 bool pk_objects_has_finalizer(const json_t *obj, const char *finalizer);
-
-/* The condition of that type in a conditions array, or NULL (borrowed). */
-const json_t *pk_objects_condition(const json_t *conditions, const char *type);
 
 struct pk_condition {
 	const char *type;   /* "Ready" */

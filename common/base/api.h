@@ -61,7 +61,7 @@
 #define PK_SUBJECT_ACCESS_REVIEW_KIND     "SubjectAccessReview"
 #define PK_SUBJECT_ACCESS_REVIEW_RESOURCE "subjectaccessreviews"
 
-/* The controller's name in Events (reportingController) and as a field manager. */
+/* The controller's name in its Events (reportingController). */
 #define PK_CONTROLLER_NAME "ipam.poolkeeper.io/poolkeeper-controller"
 
 /* Kubernetes' admission webhooks: what the API server sends and expects back. */

@@ -19,7 +19,7 @@ static void test_time_text(void **state)
 {
 	(void)state;
 	char b[PK_TIME_TEXT_MAX];
-	pk_objects_time_text(T0, b);
+	pk_meta_time_text(T0, b);
 	assert_string_equal(b, "2026-01-01T00:00:00Z");
 }
 
@@ -90,7 +90,7 @@ static void test_conditions(void **state)
 	assert_json(x, "{'type':'Ready','status':'False','reason':'PoolNotReady','message':'gone',"
 	               "'lastTransitionTime':'2026-01-01T00:00:00Z','severity':'Warning'}");
 	json_decref(x);
-	assert_null(pk_objects_condition(NULL, "Ready"));
+	assert_null(pk_meta_condition(NULL, "Ready"));
 	assert_false(pk_objects_condition_same(NULL, &v1));
 	json_decref(old);
 }
@@ -197,13 +197,13 @@ static void test_pool_quarantine(void **state)
 {
 	(void)state;
 	long long t;
-	assert_int_equal(pk_objects_time_parse("2026-01-01T00:00:00Z", &t), PK_OK);
+	assert_int_equal(pk_meta_time_parse("2026-01-01T00:00:00Z", &t), PK_OK);
 	assert_true(t == T0);
 	/* only the exact form the controller writes */
-	assert_int_equal(pk_objects_time_parse("2026-01-01T00:00:00", &t), PK_ERR_INVALID);
-	assert_int_equal(pk_objects_time_parse("2026-01-01T00:00:00+01:00", &t), PK_ERR_INVALID);
-	assert_int_equal(pk_objects_time_parse("2026-13-01T00:00:00Z", &t), PK_ERR_INVALID);
-	assert_int_equal(pk_objects_time_parse(NULL, &t), PK_ERR_INVALID);
+	assert_int_equal(pk_meta_time_parse("2026-01-01T00:00:00", &t), PK_ERR_INVALID);
+	assert_int_equal(pk_meta_time_parse("2026-01-01T00:00:00+01:00", &t), PK_ERR_INVALID);
+	assert_int_equal(pk_meta_time_parse("2026-13-01T00:00:00Z", &t), PK_ERR_INVALID);
+	assert_int_equal(pk_meta_time_parse(NULL, &t), PK_ERR_INVALID);
 
 	struct pk_alloc_counts n;
 	memset(&n, 0, sizeof(n));
