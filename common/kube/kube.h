@@ -195,17 +195,6 @@ void pk_kube_object_ident(const char *text, size_t len, const char *prefix, char
 
 /* ---- small helpers shared by the modules ---- */
 
-/*
- * Older names of base's readers, kept for callers not yet moved to them:
- * pk_kube_json_str(obj, key) is pk_json_cstr_at and pk_kube_meta_str(obj,
- * key) pk_json_meta_cstr (json.h: NULL when missing, not a string, or
- * holding a NUL); pk_kube_base64_decode is pk_base64_decode (base64.h).
- * New code uses the base names.
- */
-#define pk_kube_json_str      pk_json_cstr_at
-#define pk_kube_meta_str      pk_json_meta_cstr
-#define pk_kube_base64_decode pk_base64_decode
-
 /* Monotonic clock in nanoseconds. */
 long long pk_kube_now_ns(void);
 
