@@ -365,7 +365,7 @@ static const struct pk_flag audit_flags[A_COUNT] = {
                       "always)"},
     [PK_LIVE_F_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
                           "report as text lines or as one JSON object"},
-    [PK_LIVE_F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
+    [PK_LIVE_F_HELP] = PK_FLAG_DEF_HELP,
     [A_PENDING] = {"pending-after", 0, PK_FLAG_DURATION, "5m", "0s..8760h",
                    "a claim without an address for longer than this is a finding"},
 };

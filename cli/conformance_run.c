@@ -690,7 +690,7 @@ static const struct pk_flag conf_flags[C_COUNT] = {
                    "how long each step waits for the provider"},
     [C_BURST] = {"burst", 0, PK_FLAG_UINT, "20", "1..100",
                  "claims created at once for the duplicate check"},
-    [C_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
+    [C_HELP] = PK_FLAG_DEF_HELP,
 };
 
 static const char conf_usage[] = "poolkeeper conformance --pool-ref GROUP/KIND/NAME [flags]";

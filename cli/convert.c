@@ -502,7 +502,7 @@ static const struct pk_flag convert_flags[C_COUNT] = {
                      "the objects convert rewrites; \"default\" otherwise)"},
     [C_RECURSIVE] = {"recursive", 'R', PK_FLAG_BOOL, NULL, NULL,
                      "descend into subdirectories of DIR arguments"},
-    [C_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
+    [C_HELP] = PK_FLAG_DEF_HELP,
 };
 
 static const char convert_usage[] = "poolkeeper convert [flags] FILE|DIR|- ...";

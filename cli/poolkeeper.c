@@ -69,7 +69,7 @@ static const struct pk_flag lint_flags[F_COUNT] = {
                   "repair checks them as completed on admission"},
     [F_FOREIGN] = {"foreign-claims", 0, PK_FLAG_CHOICE, "warn", "ignore|warn|deny",
                    "claims on other providers' pools, as the webhook's flag"},
-    [F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
+    [F_HELP] = PK_FLAG_DEF_HELP,
 };
 
 static const char lint_usage[] = "poolkeeper lint [flags] FILE|DIR|- ...";

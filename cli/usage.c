@@ -225,7 +225,7 @@ static const struct pk_flag usage_flags[U_COUNT] = {
                       "only this namespace's IPPools and IPAddresses (GlobalIPPools always)"},
     [PK_LIVE_F_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
                           "a table, or one JSON object"},
-    [PK_LIVE_F_HELP] = {"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit"},
+    [PK_LIVE_F_HELP] = PK_FLAG_DEF_HELP,
     [U_TOP] = {"top", 0, PK_FLAG_UINT, "5", "0..1000", "consumers shown per pool"},
 };
 

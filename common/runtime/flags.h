@@ -58,6 +58,11 @@ struct pk_flag_value {
 		"kubeconfig", 0, PK_FLAG_STRING, NULL, "FILE",                                    \
 		    "kubeconfig for API access; else $KUBECONFIG, else the pod's service account" \
 	}
+/* -h/--help of the poolkeeper CLI's commands (the daemons' is daemon.h's). */
+#define PK_FLAG_DEF_HELP                                                         \
+	{                                                                        \
+		"help", 'h', PK_FLAG_BOOL, NULL, NULL, "show this help and exit" \
+	}
 #define PK_FLAG_DEF_HEALTH_ADDR                                                        \
 	{                                                                              \
 		"health-probe-bind-address", 0, PK_FLAG_STRING, ":8081", "HOST:PORT",  \
