@@ -3,7 +3,9 @@
  * YAML or JSON, must either load or fail with a message and a code that
  * says what happened (bad input, a cap hit, memory), within the caps,
  * without crashing or leaking. Loaded documents are expanded as Lists and
- * re-serialised to walk every value built.
+ * re-serialised to walk every value built. The streaming form
+ * (pk_manifest_parse_each) must agree: the same result code and, on
+ * success, the same objects in the same order.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +14,41 @@
 #include "manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct compare {
+	const struct pk_manifest *m; /* expanded; NULL when expansion failed */
+	size_t n;
+};
+
+static int compare_one(void *ctx, const struct pk_manifest_doc *d, struct pk_err *err)
+{
+	struct compare *c = ctx;
+	(void)err;
+	if (c->m != NULL) {
+		if (c->n >= c->m->n)
+			abort();
+		const struct pk_manifest_doc *w = &c->m->docs[c->n];
+		if (!json_equal(w->value, d->value) || w->line != d->line || w->item != d->item ||
+		    w->offset != d->offset)
+			abort();
+	}
+	c->n++;
+	return PK_OK;
+}
+
+/* Streams the same bytes: the same code as parse and expand, the same objects. */
+static void check_stream(const uint8_t *data, size_t size, const struct pk_manifest_limits *lim,
+                         int want_rc, const struct pk_manifest *m)
+{
+	struct compare c = {m, 0};
+	struct pk_err err;
+	int rc = pk_manifest_parse_each((const char *)data, size, "fuzz", lim, compare_one, &c,
+	                                NULL, &err);
+	if (rc != want_rc && rc != PK_ERR_NOMEM && want_rc != PK_ERR_NOMEM)
+		abort();
+	if (rc == PK_OK && m != NULL && c.n != m->n)
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -28,9 +65,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* every error names its source */
 		if (rc != PK_ERR_INVALID && rc != PK_ERR_TOO_BIG && rc != PK_ERR_NOMEM)
 			abort(); /* bad input, a cap, or memory: nothing else */
+		check_stream(data, size, &lim, rc, NULL);
 		return 0;
 	}
-	if (pk_manifest_expand_lists(&m, &err) == PK_OK) {
+	int xrc = pk_manifest_expand_lists(&m, &err);
+	check_stream(data, size, &lim, xrc, xrc == PK_OK ? &m : NULL);
+	if (xrc == PK_OK) {
 		for (size_t i = 0; i < m.n; i++) {
 			char origin[256];
 			pk_manifest_format_origin(&m, &m.docs[i], origin, sizeof(origin));

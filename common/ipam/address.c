@@ -39,10 +39,11 @@ const char *pk_address_family_name(enum pk_family f)
 int pk_address_parse_n(const char *s, size_t n, struct pk_addr *out, const char *what,
                        struct pk_err *err)
 {
-	char shown[300];
+	char shown[300] = "";
 	char text[PK_ADDR_TEXT_MAX + 1];
+/* The text as messages quote it, made only when a message needs it. */
+#define SHOWN() (shown[0] != '\0' ? shown : (pk_text_quote(s, n, shown, sizeof(shown)), shown))
 
-	pk_text_quote(s, n, shown, sizeof(shown));
 	if (n == 0)
 		return pk_err_set(err, PK_ERR_INVALID,
 		                  "%s: empty, expected an IPv4 or IPv6 address", WHAT(what));
@@ -50,22 +51,22 @@ int pk_address_parse_n(const char *s, size_t n, struct pk_addr *out, const char 
 		return pk_err_set(err, PK_ERR_INVALID,
 		                  "%s: \"%s\" is too long to be an IP address (%zu characters, at "
 		                  "most %d)",
-		                  WHAT(what), shown, n, PK_ADDR_TEXT_MAX);
+		                  WHAT(what), SHOWN(), n, PK_ADDR_TEXT_MAX);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f')
 			return pk_err_set(err, PK_ERR_INVALID,
 			                  "%s: \"%s\" contains whitespace; write the address alone",
-			                  WHAT(what), shown);
+			                  WHAT(what), SHOWN());
 		if (c == '%')
 			return pk_err_set(err, PK_ERR_INVALID,
 			                  "%s: \"%s\" has a zone (%%...); zones are not allowed in "
 			                  "pool addresses",
-			                  WHAT(what), shown);
+			                  WHAT(what), SHOWN());
 		if (c == '\0' || c >= 0x7f)
 			return pk_err_set(err, PK_ERR_INVALID,
 			                  "%s: \"%s\" is not an IPv4 or IPv6 address", WHAT(what),
-			                  shown);
+			                  SHOWN());
 	}
 	memcpy(text, s, n);
 	text[n] = '\0';
@@ -75,7 +76,7 @@ int pk_address_parse_n(const char *s, size_t n, struct pk_addr *out, const char 
 		if (inet_pton(AF_INET6, text, b) != 1)
 			return pk_err_set(err, PK_ERR_INVALID,
 			                  "%s: \"%s\" is not a valid IPv6 address", WHAT(what),
-			                  shown);
+			                  SHOWN());
 		pk_u128 v = 0;
 		for (int i = 0; i < 16; i++)
 			v = (v << 8) | b[i];
@@ -96,15 +97,16 @@ int pk_address_parse_n(const char *s, size_t n, struct pk_addr *out, const char 
 			return pk_err_set(err, PK_ERR_INVALID,
 			                  "%s: \"%s\" has an IPv4 octet with a leading zero; write "
 			                  "it without (octal notation is ambiguous)",
-			                  WHAT(what), shown);
+			                  WHAT(what), SHOWN());
 	}
 	unsigned char b4[4];
 	if (inet_pton(AF_INET, text, b4) != 1)
 		return pk_err_set(err, PK_ERR_INVALID, "%s: \"%s\" is not an IPv4 or IPv6 address",
-		                  WHAT(what), shown);
+		                  WHAT(what), SHOWN());
 	out->v = ((pk_u128)b4[0] << 24) | ((pk_u128)b4[1] << 16) | ((pk_u128)b4[2] << 8) | b4[3];
 	out->family = PK_FAMILY_V4;
 	return PK_OK;
+#undef SHOWN
 }
 
 int pk_address_parse(const char *s, struct pk_addr *out, const char *what, struct pk_err *err)

@@ -240,6 +240,12 @@ int pk_pool_lookup_check_ipaddress_pool(const struct pk_pool_lookup *lk, const c
 			pk_violations_add(out, PK_SEV_WARN, NULL, "%s does not exist", pool_text);
 		return PK_OK;
 	}
+	const struct pk_pool *known = lk->decoded_pool ? lk->decoded_pool(lk->ctx, pool) : NULL;
+	if (known != NULL) {
+		pk_rules_check_ipaddress_in_pool(addr, known, pool_text, false, out);
+		json_decref(pool);
+		return PK_OK;
+	}
 	memset(&p, 0, sizeof(p));
 	struct pk_violations ignore;
 	pk_violations_init(&ignore);

@@ -17,6 +17,8 @@
 
 #include "violation.h"
 
+struct pk_pool;
+
 /*
  * The reads the checks make. Each returns PK_OK and a new reference the
  * caller releases, or an error with err set.
@@ -42,6 +44,12 @@ struct pk_pool_lookup {
 	 * since the requester may not be allowed to read anything else.
 	 */
 	void (*name_pool)(void *ctx, const json_t *other, char *buf, size_t len);
+	/*
+	 * Optional: `pool`, a value get_pool gave, already decoded (pool.h),
+	 * or NULL to have the check decode it. Lint, which keeps its pools
+	 * decoded, saves a decode per IPAddress.
+	 */
+	const struct pk_pool *(*decoded_pool)(void *ctx, const json_t *pool);
 	/* The lookup sees only some objects (lint's files): a pool it does not find may exist. */
 	bool partial;
 };

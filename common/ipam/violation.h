@@ -34,6 +34,7 @@ struct pk_violations {
 	size_t dropped;
 };
 
+/* Empties v: n and dropped to 0 (items[0..n) are the only ones ever read). */
 void pk_violations_init(struct pk_violations *v);
 
 /* Appends one; past PK_VIOLATIONS_MAX it only counts. Text is truncated to fit. */

@@ -46,19 +46,11 @@ void pk_manifest_free(struct pk_manifest *m)
 	memset(m, 0, sizeof(*m));
 }
 
-int pk_manifest_push(struct pk_manifest *m, json_t *value, size_t document, size_t line,
-                     size_t *item_lines, size_t n_item_lines)
+static int push(struct pk_manifest *m, const struct pk_manifest_doc *d)
 {
 	if (pk_array_reserve(&m->docs, &m->cap, m->n + 1, sizeof(*m->docs)) != PK_OK)
 		return PK_ERR_NOMEM;
-	struct pk_manifest_doc *d = &m->docs[m->n++];
-	memset(d, 0, sizeof(*d));
-	d->value = value;
-	d->source = m->source;
-	d->document = document;
-	d->line = line;
-	d->item_lines = item_lines;
-	d->n_item_lines = n_item_lines;
+	m->docs[m->n++] = *d;
 	return PK_OK;
 }
 
@@ -163,15 +155,20 @@ static int parse_json(struct manifest_builder *b, size_t pos)
 	int rc = json_prescan(b);
 	if (rc != PK_OK)
 		return rc;
+	size_t at = 0, line = 1, col = 1; /* the position of byte `at`, carried forward */
 	while (pos < b->len) {
 		while (pos < b->len && is_blank(b->buf[pos]))
 			pos++;
 		if (pos == b->len)
 			break;
-		size_t line, col;
-		pk_manifest_position(b->buf, b->len, pos, &line, &col);
+		for (; at < pos; at++) {
+			col = b->buf[at] == '\n' ? 1 : col + 1;
+			line += b->buf[at] == '\n';
+		}
 		b->document++;
 		b->out->n_documents = b->document;
+		b->doc_offset = pos;
+		b->doc_line = line;
 		if (b->document > b->lim->max_docs)
 			return pk_err_set(b->err, PK_ERR_TOO_BIG,
 			                  "%s:%zu:%zu: more than %zu documents in one stream",
@@ -197,10 +194,9 @@ static int parse_json(struct manifest_builder *b, size_t pos)
 			json_decref(v);
 			return rc;
 		}
-		if (pk_manifest_push(b->out, v, b->document, line, NULL, 0) != PK_OK) {
-			json_decref(v);
-			return pk_err_set(b->err, PK_ERR_NOMEM, "%s: out of memory", b->source);
-		}
+		rc = pk_manifest_emit(b, v, line);
+		if (rc != PK_OK)
+			return rc;
 		if (je.position <= 0)
 			break;
 		pos += (size_t)je.position;
@@ -216,9 +212,127 @@ static void clear_documents(struct pk_manifest *m)
 	m->n_documents = 0;
 }
 
-int pk_manifest_parse_buffer(const char *buf, size_t len, const char *source,
-                             const struct pk_manifest_limits *lim, struct pk_manifest *out,
-                             struct pk_err *err)
+/* ---- kind: List ---- */
+
+static bool is_list(const json_t *obj)
+{
+	const char *kind = pk_json_cstr_at(obj, "kind");
+	if (kind == NULL)
+		return false;
+	if (!strcmp(kind, "List"))
+		return true;
+	size_t n = strlen(kind);
+	return n > 4 && !strcmp(kind + n - 4, "List") && pk_json_arr_at(obj, "items") != NULL;
+}
+
+/* The objects of document d: d itself, or each item of a List, to fn in order. */
+static int each_object(const struct pk_manifest_doc *d, pk_manifest_each_fn *fn, void *ctx,
+                       struct pk_err *err)
+{
+	if (!is_list(d->value))
+		return fn(ctx, d, err);
+	const json_t *items = pk_json_arr_at(d->value, "items");
+	if (items == NULL)
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "%s:%zu (document %zu): a List needs an items sequence",
+		                  d->source, d->line, d->document);
+	/* Every item is checked before the first is given, so a bad List gives nothing. */
+	for (size_t j = 0; j < json_array_size(items); j++) {
+		const json_t *it = json_array_get(items, j);
+		size_t line = j < d->n_item_lines ? d->item_lines[j] : d->line;
+		if (!json_is_object(it))
+			return pk_err_set(err, PK_ERR_INVALID,
+			                  "%s:%zu (document %zu, item %zu): List item is %s, not a "
+			                  "Kubernetes object",
+			                  d->source, line, d->document, j + 1,
+			                  pk_manifest_type_word(it));
+		if (is_list(it))
+			return pk_err_set(
+			    err, PK_ERR_INVALID,
+			    "%s:%zu (document %zu, item %zu): a List inside a List is "
+			    "not supported",
+			    d->source, line, d->document, j + 1);
+	}
+	for (size_t j = 0; j < json_array_size(items); j++) {
+		struct pk_manifest_doc item = *d;
+		item.value = json_array_get(items, j);
+		item.line = j < d->n_item_lines ? d->item_lines[j] : d->line;
+		item.item = j + 1;
+		item.item_lines = NULL;
+		item.n_item_lines = 0;
+		int rc = fn(ctx, &item, err);
+		if (rc != PK_OK)
+			return rc;
+	}
+	return PK_OK;
+}
+
+int pk_manifest_emit(struct manifest_builder *b, json_t *value, size_t line)
+{
+	struct pk_manifest_doc d = {
+	    .value = value,
+	    .source = b->out->source,
+	    .document = b->document,
+	    .line = line,
+	    .offset = b->doc_offset,
+	    .offset_line = b->doc_line,
+	    .item_lines = b->item_lines,
+	    .n_item_lines = b->n_item_lines,
+	};
+	b->item_lines = NULL;
+	b->n_item_lines = 0;
+	b->cap_item_lines = 0;
+	if (b->each != NULL) {
+		int rc = each_object(&d, b->each, b->each_ctx, b->err);
+		doc_release(&d);
+		return rc;
+	}
+	if (push(b->out, &d) != PK_OK) {
+		doc_release(&d);
+		return pk_err_set(b->err, PK_ERR_NOMEM, "%s: out of memory", b->source);
+	}
+	return PK_OK;
+}
+
+/* Reads b->buf as JSON or YAML into b->out (or b->each, for YAML). */
+static int parse_stream(struct manifest_builder *b)
+{
+	/* Decide JSON or YAML the way Kubernetes' YAMLOrJSONDecoder does: a
+	 * JSON stream starts with '{' (after blanks and a UTF-8 BOM). */
+	size_t pos = 0, len = b->len;
+	const char *buf = b->buf;
+	if (len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3))
+		pos = 3;
+	while (pos < len && is_blank(buf[pos]))
+		pos++;
+	if (pos == len || buf[pos] != '{')
+		return pk_manifest_parse_yaml(b);
+	pk_manifest_each_fn *each = b->each;
+	b->each = NULL; /* JSON is kept whole: it may yet be read as YAML */
+	int rc = parse_json(b, pos);
+	b->each = each;
+	if (rc == PK_ERR_INVALID) {
+		/* A YAML flow mapping ({a: 1}) also starts with '{'. Read it as
+		 * YAML; if that fails too, the JSON error is the one to show. */
+		struct pk_err json_err = {{0}};
+		pk_err_set(&json_err, rc, "%s", b->err ? b->err->msg : "");
+		clear_documents(b->out);
+		b->document = 0;
+		b->nodes = 0;
+		rc = pk_manifest_parse_yaml(b);
+		if (rc == PK_ERR_INVALID && b->err != NULL)
+			*b->err = json_err;
+		return rc;
+	}
+	for (size_t i = 0; rc == PK_OK && each != NULL && i < b->out->n; i++)
+		rc = each_object(&b->out->docs[i], each, b->each_ctx, b->err);
+	return rc;
+}
+
+/* The checks and the set-up both parse functions share; then parse_stream. */
+static int parse_into(const char *buf, size_t len, const char *source,
+                      const struct pk_manifest_limits *lim, struct manifest_builder *b,
+                      struct pk_manifest *out, struct pk_err *err)
 {
 	struct pk_manifest_limits defaults = pk_manifest_limits_default();
 	if (lim == NULL)
@@ -235,127 +349,81 @@ int pk_manifest_parse_buffer(const char *buf, size_t len, const char *source,
 	out->source = strdup(source);
 	if (out->source == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "%s: out of memory", source);
-
-	struct manifest_builder b = {
-	    .lim = lim,
-	    .source = out->source,
-	    .buf = buf,
-	    .len = len,
-	    .out = out,
-	    .err = err,
-	};
-	int rc;
-	if (len == 0)
-		return PK_OK;
-	/* Decide JSON or YAML the way Kubernetes' YAMLOrJSONDecoder does: a
-	 * JSON stream starts with '{' (after blanks and a UTF-8 BOM). */
-	size_t pos = 0;
-	if (len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3))
-		pos = 3;
-	while (pos < len && is_blank(buf[pos]))
-		pos++;
-	bool json = pos < len && buf[pos] == '{';
-	rc = json ? parse_json(&b, pos) : pk_manifest_parse_yaml(&b);
-	if (json && rc == PK_ERR_INVALID) {
-		/* A YAML flow mapping ({a: 1}) also starts with '{'. Read it as
-		 * YAML; if that fails too, the JSON error is the one to show. */
-		struct pk_err json_err = {{0}};
-		pk_err_set(&json_err, rc, "%s", err ? err->msg : "");
-		clear_documents(out);
-		b.document = 0;
-		b.nodes = 0;
-		rc = pk_manifest_parse_yaml(&b);
-		if (rc == PK_ERR_INVALID && err != NULL)
-			*err = json_err;
-	}
+	b->lim = lim;
+	b->source = out->source;
+	b->buf = buf;
+	b->len = len;
+	b->out = out;
+	b->err = err;
+	int rc = len == 0 ? PK_OK : parse_stream(b);
 	if (rc != PK_OK)
 		pk_manifest_free(out);
 	return rc;
 }
 
-/* ---- kind: List ---- */
-
-static bool is_list(const json_t *obj)
+int pk_manifest_parse_buffer(const char *buf, size_t len, const char *source,
+                             const struct pk_manifest_limits *lim, struct pk_manifest *out,
+                             struct pk_err *err)
 {
-	const char *kind = pk_json_cstr_at(obj, "kind");
-	if (kind == NULL)
-		return false;
-	if (!strcmp(kind, "List"))
-		return true;
-	size_t n = strlen(kind);
-	return n > 4 && !strcmp(kind + n - 4, "List") && pk_json_arr_at(obj, "items") != NULL;
+	struct manifest_builder b = {0};
+	return parse_into(buf, len, source, lim, &b, out, err);
+}
+
+int pk_manifest_parse_each(const char *buf, size_t len, const char *source,
+                           const struct pk_manifest_limits *lim, pk_manifest_each_fn *fn, void *ctx,
+                           size_t *n_documents, struct pk_err *err)
+{
+	struct manifest_builder b = {.each = fn, .each_ctx = ctx};
+	struct pk_manifest m;
+	int rc = parse_into(buf, len, source, lim, &b, &m, err);
+	if (n_documents != NULL)
+		*n_documents = m.n_documents;
+	pk_manifest_free(&m);
+	return rc;
+}
+
+/* Collects each_object's objects into a new array (pk_manifest_expand_lists). */
+struct collect {
+	struct pk_manifest_doc *docs;
+	size_t n, cap;
+};
+
+static int collect_one(void *ctx, const struct pk_manifest_doc *d, struct pk_err *err)
+{
+	struct collect *c = ctx;
+	if (pk_array_reserve(&c->docs, &c->cap, c->n + 1, sizeof(*c->docs)) != PK_OK)
+		return pk_err_set(err, PK_ERR_NOMEM, "%s: out of memory", d->source);
+	struct pk_manifest_doc *k = &c->docs[c->n++];
+	*k = *d;
+	json_incref(k->value);
+	k->item_lines = NULL;
+	k->n_item_lines = 0;
+	return PK_OK;
 }
 
 int pk_manifest_expand_lists(struct pk_manifest *m, struct pk_err *err)
 {
-	size_t total = 0;
-	for (size_t i = 0; i < m->n; i++) {
-		const struct pk_manifest_doc *d = &m->docs[i];
-		if (!is_list(d->value)) {
-			total++;
-			continue;
-		}
-		const json_t *items = pk_json_arr_at(d->value, "items");
-		if (items == NULL)
-			return pk_err_set(err, PK_ERR_INVALID,
-			                  "%s:%zu (document %zu): a List needs an items sequence",
-			                  d->source, d->line, d->document);
-		for (size_t j = 0; j < json_array_size(items); j++) {
-			const json_t *it = json_array_get(items, j);
-			size_t line = j < d->n_item_lines ? d->item_lines[j] : d->line;
-			if (!json_is_object(it))
-				return pk_err_set(
-				    err, PK_ERR_INVALID,
-				    "%s:%zu (document %zu, item %zu): List item is %s, "
-				    "not a Kubernetes object",
-				    d->source, line, d->document, j + 1, pk_manifest_type_word(it));
-			if (is_list(it))
-				return pk_err_set(
-				    err, PK_ERR_INVALID,
-				    "%s:%zu (document %zu, item %zu): a List inside a List "
-				    "is not supported",
-				    d->source, line, d->document, j + 1);
-		}
-		total += json_array_size(items);
-	}
-	if (total == m->n) {
-		bool any = false;
-		for (size_t i = 0; i < m->n; i++)
-			any = any || is_list(m->docs[i].value);
-		if (!any)
-			return PK_OK;
-	}
-
-	struct pk_manifest_doc *docs = calloc(total ? total : 1, sizeof(*docs));
-	if (docs == NULL)
-		return pk_err_set(err, PK_ERR_NOMEM, "%s: out of memory", m->source);
-	size_t k = 0;
-	for (size_t i = 0; i < m->n; i++) {
-		struct pk_manifest_doc *d = &m->docs[i];
-		if (!is_list(d->value)) {
-			docs[k] = *d;
-			json_incref(docs[k].value);
-			docs[k].item_lines = NULL;
-			docs[k].n_item_lines = 0;
-			k++;
-			continue;
-		}
-		json_t *items = json_object_get(d->value, "items");
-		for (size_t j = 0; j < json_array_size(items); j++) {
-			docs[k].value = json_incref(json_array_get(items, j));
-			docs[k].source = d->source;
-			docs[k].document = d->document;
-			docs[k].line = j < d->n_item_lines ? d->item_lines[j] : d->line;
-			docs[k].item = j + 1;
-			k++;
-		}
+	bool any = false;
+	for (size_t i = 0; i < m->n && !any; i++)
+		any = is_list(m->docs[i].value);
+	if (!any)
+		return PK_OK;
+	struct collect c = {0};
+	int rc = PK_OK;
+	for (size_t i = 0; i < m->n && rc == PK_OK; i++)
+		rc = each_object(&m->docs[i], collect_one, &c, err);
+	if (rc != PK_OK) {
+		for (size_t i = 0; i < c.n; i++)
+			json_decref(c.docs[i].value);
+		free(c.docs);
+		return rc;
 	}
 	for (size_t i = 0; i < m->n; i++)
 		doc_release(&m->docs[i]);
 	free(m->docs);
-	m->docs = docs;
-	m->n = total;
-	m->cap = total ? total : 1;
+	m->docs = c.docs;
+	m->n = c.n;
+	m->cap = c.cap;
 	return PK_OK;
 }
 

@@ -70,6 +70,8 @@ struct pk_manifest_doc {
 	size_t document;    /* 1-based index of the document in its stream */
 	size_t line;        /* 1-based line where the object starts */
 	size_t item;        /* 1-based index in the List it came from, 0 when none */
+	size_t offset;      /* byte offset of the object's document ("---" or its first content) */
+	size_t offset_line; /* 1-based line of that byte */
 	/* Internal: start lines of the elements of a List document's items, so
 	 * that pk_manifest_expand_lists can give each item its own line. */
 	size_t *item_lines;
@@ -93,6 +95,31 @@ struct pk_manifest {
 PK_MUST_CHECK int pk_manifest_parse_buffer(const char *buf, size_t len, const char *source,
                                            const struct pk_manifest_limits *lim,
                                            struct pk_manifest *out, struct pk_err *err);
+
+/*
+ * Called by pk_manifest_parse_each with one object: a document, or an item
+ * of a List document (as pk_manifest_expand_lists gives them). d->value and
+ * d->source are valid only during the call (json_incref the value to keep
+ * it). Returning anything but PK_OK stops the parse, and that code is
+ * returned; the function sets err itself.
+ */
+typedef int pk_manifest_each_fn(void *ctx, const struct pk_manifest_doc *d, struct pk_err *err);
+
+/*
+ * The streaming form of pk_manifest_parse_buffer followed by
+ * pk_manifest_expand_lists: the same input, caps and messages, but each
+ * object goes to `fn` as soon as its YAML document ends and is freed after,
+ * so that memory holds one document at a time. (A JSON stream is read whole
+ * first, since a stream that is not JSON is read again as YAML.)
+ * `*n_documents` (may be NULL) is set to the number of documents in the
+ * stream, empty ones included, as pk_manifest.n_documents. On failure `fn`
+ * may already have seen the objects before the bad part: a caller that
+ * keeps anything discards it.
+ */
+PK_MUST_CHECK int pk_manifest_parse_each(const char *buf, size_t len, const char *source,
+                                         const struct pk_manifest_limits *lim,
+                                         pk_manifest_each_fn *fn, void *ctx, size_t *n_documents,
+                                         struct pk_err *err);
 
 /*
  * Replaces every document of kind "List" (what `kubectl get -o yaml`

@@ -27,7 +27,10 @@ struct manifest_builder {
 	struct frame *stack; /* max_depth entries (manifest_yaml.c) */
 	unsigned depth;
 	size_t nodes;
-	size_t document; /* 1-based, of the document being built */
+	size_t document;             /* 1-based, of the document being built */
+	size_t doc_offset, doc_line; /* where it starts: byte offset, 1-based line */
+	pk_manifest_each_fn *each;   /* set: objects go here as documents end (YAML only) */
+	void *each_ctx;
 	json_t *root;
 	size_t root_line;
 	size_t *item_lines;
@@ -35,9 +38,14 @@ struct manifest_builder {
 	size_t cap_item_lines;
 };
 
-/* Appends a document to m; takes `value` and `item_lines` on success only. */
-PK_MUST_CHECK int pk_manifest_push(struct pk_manifest *m, json_t *value, size_t document,
-                                   size_t line, size_t *item_lines, size_t n_item_lines);
+/*
+ * A document of the stream is complete: `value` is its root mapping, which
+ * starts on `line`, and b->item_lines the lines of its items. With b->each
+ * the document's objects go to it and are freed; otherwise the document is
+ * appended to b->out. Takes `value` and b->item_lines in every case; on
+ * failure err is set.
+ */
+PK_MUST_CHECK int pk_manifest_emit(struct manifest_builder *b, json_t *value, size_t line);
 
 /* "a mapping", "a string", ...: v's type in YAML words for messages. */
 const char *pk_manifest_type_word(const json_t *v);

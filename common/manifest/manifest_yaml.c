@@ -147,6 +147,9 @@ static json_t *scalar_value(const char *s, size_t n, enum scalar_want want, char
 			goto made;
 		}
 	}
+	/* Every core schema number starts with a sign, a digit or a dot. */
+	if (want == WANT_ANY && (n == 0 || !strchr("+-.0123456789", s[0])))
+		goto string;
 	if (want == WANT_ANY || want == WANT_FLOAT) {
 		if (is_core_special_float(s, n)) {
 			snprintf(why, why_len, "%.8s cannot be represented in JSON", s);
@@ -185,9 +188,11 @@ made:
 /* ---- the YAML event builder ---- */
 
 struct frame {
-	json_t *node; /* the mapping (object) or sequence (array) being filled */
-	char *key;    /* mapping: the key waiting for its value, NULL when none */
-	bool items;   /* the root mapping's "items" sequence */
+	json_t *node;   /* the mapping (object) or sequence (array) being filled */
+	char *key;      /* mapping: the key waiting for its value, when has_key; a */
+	size_t key_cap; /* buffer the frame keeps from key to key (freed with the stack) */
+	bool has_key;
+	bool items; /* the root mapping's "items" sequence */
 };
 
 static int bset(struct manifest_builder *b, int rc, const yaml_mark_t *mark, const char *fmt, ...)
@@ -211,8 +216,7 @@ static void builder_reset_document(struct manifest_builder *b)
 {
 	while (b->depth > 0) {
 		struct frame *f = &b->stack[--b->depth];
-		free(f->key);
-		f->key = NULL;
+		f->has_key = false;
 		json_decref(f->node);
 		f->node = NULL;
 	}
@@ -262,10 +266,9 @@ static int attach(struct manifest_builder *b, json_t *v, const yaml_mark_t *mark
 			return bset(b, PK_ERR_NOMEM, mark, "out of memory");
 		return PK_OK;
 	}
-	/* A mapping: `v` is the value for the pending key. */
-	int rc = json_object_set_new(f->node, f->key, v);
-	free(f->key);
-	f->key = NULL;
+	/* A mapping: `v` is the value for the pending key (UTF-8 by libyaml, no NUL: on_key). */
+	int rc = json_object_set_new_nocheck(f->node, f->key, v);
+	f->has_key = false;
 	if (rc != 0)
 		return bset(b, PK_ERR_NOMEM, mark, "out of memory");
 	return PK_OK;
@@ -277,7 +280,7 @@ static bool wants_key(const struct manifest_builder *b)
 	if (b->depth == 0)
 		return false;
 	const struct frame *f = &b->stack[b->depth - 1];
-	return json_is_object(f->node) && f->key == NULL;
+	return json_is_object(f->node) && !f->has_key;
 }
 
 static int tag_want(struct manifest_builder *b, const yaml_event_t *ev, const char *tag,
@@ -321,6 +324,40 @@ static int tag_want(struct manifest_builder *b, const yaml_event_t *ev, const ch
 	            tag);
 }
 
+/*
+ * Whether a key scalar is a string without typing it: a quoted one, or a
+ * plain one starting with a letter no null, boolean or number starts with
+ * (most keys: apiVersion, metadata, spec...). Others are typed in full.
+ */
+static bool key_is_string(const char *s, size_t n, enum scalar_want want)
+{
+	if (want == WANT_STR)
+		return true;
+	return want == WANT_ANY && n > 0 &&
+	       ((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')) &&
+	       !strchr("nNtTfF", s[0]);
+}
+
+/* A mapping key that is a string: no NUL, no duplicates. */
+static int on_key(struct manifest_builder *b, const char *s, size_t n, const yaml_mark_t *mark)
+{
+	struct frame *f = &b->stack[b->depth - 1];
+	if (memchr(s, '\0', n) != NULL)
+		return bset(b, PK_ERR_INVALID, mark, "mapping key contains a NUL character");
+	if (json_object_get(f->node, s) != NULL)
+		return bset(b, PK_ERR_INVALID, mark, "duplicate mapping key \"%.80s\"", s);
+	if (n + 1 > f->key_cap) {
+		char *k = realloc(f->key, n + 1);
+		if (k == NULL)
+			return bset(b, PK_ERR_NOMEM, mark, "out of memory");
+		f->key = k;
+		f->key_cap = n + 1;
+	}
+	memcpy(f->key, s, n + 1);
+	f->has_key = true;
+	return PK_OK;
+}
+
 static int on_scalar(struct manifest_builder *b, const yaml_event_t *ev)
 {
 	const char *s = (const char *)ev->data.scalar.value;
@@ -343,6 +380,8 @@ static int on_scalar(struct manifest_builder *b, const yaml_event_t *ev)
 	if (want == WANT_ANY && !ev->data.scalar.plain_implicit)
 		want = WANT_STR; /* quoted or block scalars are strings */
 
+	if (wants_key(b) && key_is_string(s, n, want))
+		return on_key(b, s, n, mark);
 	char why[160];
 	bool nomem;
 	json_t *v = scalar_value(s, n, want, why, sizeof(why), &nomem);
@@ -352,8 +391,7 @@ static int on_scalar(struct manifest_builder *b, const yaml_event_t *ev)
 	if (!wants_key(b))
 		return attach(b, v, mark);
 
-	/* A mapping key: strings only, no NUL, no duplicates. */
-	struct frame *f = &b->stack[b->depth - 1];
+	/* A mapping key: strings only. */
 	if (!json_is_string(v)) {
 		rc = bset(b, PK_ERR_INVALID, mark,
 		          "mapping key %.40s%s is %s, not a string (quote it to make it one)",
@@ -362,14 +400,7 @@ static int on_scalar(struct manifest_builder *b, const yaml_event_t *ev)
 		return rc;
 	}
 	json_decref(v);
-	if (memchr(s, '\0', n) != NULL)
-		return bset(b, PK_ERR_INVALID, mark, "mapping key contains a NUL character");
-	if (json_object_get(f->node, s) != NULL)
-		return bset(b, PK_ERR_INVALID, mark, "duplicate mapping key \"%.80s\"", s);
-	f->key = strdup(s);
-	if (f->key == NULL)
-		return bset(b, PK_ERR_NOMEM, mark, "out of memory");
-	return PK_OK;
+	return on_key(b, s, n, mark);
 }
 
 static int on_collection_start(struct manifest_builder *b, const yaml_event_t *ev, bool mapping)
@@ -403,8 +434,8 @@ static int on_collection_start(struct manifest_builder *b, const yaml_event_t *e
 		            (const char *)tag, mapping ? "mapping" : "sequence");
 
 	/* The root mapping's items: sequence, whose element lines a List needs. */
-	bool items = !mapping && b->depth == 1 && b->stack[0].key != NULL &&
-	             !strcmp(b->stack[0].key, "items");
+	bool items =
+	    !mapping && b->depth == 1 && b->stack[0].has_key && !strcmp(b->stack[0].key, "items");
 
 	json_t *node = mapping ? json_object() : json_array();
 	if (node == NULL)
@@ -416,7 +447,7 @@ static int on_collection_start(struct manifest_builder *b, const yaml_event_t *e
 	}
 	struct frame *f = &b->stack[b->depth++];
 	f->node = node;
-	f->key = NULL;
+	f->has_key = false;
 	f->items = items;
 	return PK_OK;
 }
@@ -424,8 +455,7 @@ static int on_collection_start(struct manifest_builder *b, const yaml_event_t *e
 static void on_collection_end(struct manifest_builder *b)
 {
 	struct frame *f = &b->stack[--b->depth];
-	free(f->key);
-	f->key = NULL;
+	f->has_key = false;
 	json_decref(f->node);
 	f->node = NULL;
 }
@@ -445,14 +475,11 @@ static int on_document_end(struct manifest_builder *b, const yaml_event_t *ev)
 		            "document %zu is %s, not a Kubernetes object (a mapping)", b->document,
 		            pk_manifest_type_word(root));
 	}
-	if (pk_manifest_push(b->out, root, b->document, b->root_line, b->item_lines,
-	                     b->n_item_lines) != PK_OK)
-		return bset(b, PK_ERR_NOMEM, &ev->start_mark, "out of memory");
 	b->root = NULL;
-	b->item_lines = NULL;
-	b->n_item_lines = 0;
-	b->cap_item_lines = 0;
-	return PK_OK;
+	int rc = pk_manifest_emit(b, root, b->root_line);
+	if (rc == PK_ERR_NOMEM)
+		return bset(b, PK_ERR_NOMEM, &ev->start_mark, "out of memory");
+	return rc;
 }
 
 /* libyaml's own error, as "<source>:<line>:<column>: problem (context)". */
@@ -515,6 +542,8 @@ static int parse_yaml(struct manifest_builder *b)
 		case YAML_DOCUMENT_START_EVENT:
 			b->document++;
 			b->out->n_documents = b->document;
+			b->doc_offset = ev.start_mark.index;
+			b->doc_line = (size_t)ev.start_mark.line + 1;
 			if (b->document > b->lim->max_docs)
 				rc =
 				    bset(b, PK_ERR_TOO_BIG, &ev.start_mark,
@@ -563,6 +592,8 @@ int pk_manifest_parse_yaml(struct manifest_builder *b)
 	if (b->stack == NULL)
 		return bset(b, PK_ERR_NOMEM, NULL, "out of memory");
 	int rc = parse_yaml(b);
+	for (unsigned i = 0; i < frames; i++)
+		free(b->stack[i].key);
 	free(b->stack);
 	b->stack = NULL;
 	return rc;

@@ -290,6 +290,115 @@ static void test_kind_list_bad_items(void **state)
 	}
 }
 
+/* ---- streaming: pk_manifest_parse_each ---- */
+
+struct seen {
+	struct pk_manifest_doc docs[16];
+	json_t *values[16];
+	size_t n;
+	size_t stop_at; /* 1-based object to refuse, 0: none */
+};
+
+static int see(void *ctx, const struct pk_manifest_doc *d, struct pk_err *err)
+{
+	struct seen *s = ctx;
+	assert_true(s->n < 16);
+	if (s->n + 1 == s->stop_at)
+		return pk_err_set(err, PK_ERR_INVALID, "stopped at %zu", s->stop_at);
+	s->docs[s->n] = *d;
+	s->values[s->n++] = json_deep_copy(d->value); /* d->value is gone after the call */
+	return PK_OK;
+}
+
+static void seen_free(struct seen *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		json_decref(s->values[i]);
+}
+
+/* Object for object, what parse_buffer and expand_lists give, with each document's start. */
+static void test_parse_each_same_objects(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {
+	    "kind: A\n---\n# c\nkind: List\nitems:\n- kind: B\n- kind: C\n---\n---\nkind: D\n",
+	    "{\"kind\": \"A\"}\n{\"kind\": \"List\", \"items\": [{\"kind\": \"B\"}]}\n",
+	    "{kind: A, n: 1}\n",
+	};
+	for (size_t t = 0; t < sizeof(texts) / sizeof(*texts); t++) {
+		struct pk_manifest m;
+		struct pk_err err;
+		struct seen s = {0};
+		size_t docs = 0;
+		assert_int_equal(parse(texts[t], &m, &err), PK_OK);
+		assert_int_equal(pk_manifest_expand_lists(&m, &err), PK_OK);
+		assert_int_equal(pk_manifest_parse_each(texts[t], strlen(texts[t]), "t.yaml", NULL,
+		                                        see, &s, &docs, &err),
+		                 PK_OK);
+		assert_int_equal(s.n, m.n);
+		assert_int_equal(docs, m.n_documents);
+		for (size_t i = 0; i < s.n; i++) {
+			assert_true(json_equal(s.values[i], m.docs[i].value));
+			assert_int_equal(s.docs[i].line, m.docs[i].line);
+			assert_int_equal(s.docs[i].document, m.docs[i].document);
+			assert_int_equal(s.docs[i].item, m.docs[i].item);
+			assert_int_equal(s.docs[i].offset, m.docs[i].offset);
+			assert_int_equal(s.docs[i].offset_line, m.docs[i].offset_line);
+		}
+		seen_free(&s);
+		pk_manifest_free(&m);
+	}
+}
+
+/* Where each document starts: its "---", or its first content. */
+static void test_document_offsets(void **state)
+{
+	(void)state;
+	const char *text = "# head\nkind: A\n---\nkind: B\n--- \n\n  kind: C\n";
+	struct seen s = {0};
+	struct pk_err err;
+	assert_int_equal(pk_manifest_parse_each(text, strlen(text), "t", NULL, see, &s, NULL, &err),
+	                 PK_OK);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.docs[0].offset, 7); /* "kind: A", after the comment */
+	assert_int_equal(s.docs[0].offset_line, 2);
+	assert_int_equal(s.docs[1].offset, 15); /* the "---" */
+	assert_int_equal(s.docs[1].offset_line, 3);
+	assert_int_equal(s.docs[2].offset_line, 5);
+	assert_int_equal(s.docs[2].line, 7);
+	seen_free(&s);
+}
+
+/* A refusal from the callback, or bad input after good documents, stops the parse. */
+static void test_parse_each_stops(void **state)
+{
+	(void)state;
+	const char *text = "kind: A\n---\nkind: B\n---\nkind: C\n";
+	struct seen s = {.stop_at = 2};
+	struct pk_err err;
+	assert_int_equal(pk_manifest_parse_each(text, strlen(text), "t", NULL, see, &s, NULL, &err),
+	                 PK_ERR_INVALID);
+	assert_int_equal(s.n, 1);
+	assert_non_null(strstr(err.msg, "stopped at 2"));
+	seen_free(&s);
+
+	const char *bad = "kind: A\n---\nkind: B\n---\na: [\n";
+	struct seen t = {0};
+	assert_int_equal(pk_manifest_parse_each(bad, strlen(bad), "t", NULL, see, &t, NULL, &err),
+	                 PK_ERR_INVALID);
+	assert_int_equal(t.n, 2); /* the caller discards what it kept */
+	assert_non_null(strstr(err.msg, "t:"));
+	seen_free(&t);
+
+	/* A bad List gives none of its items. */
+	const char *list = "kind: List\nitems:\n- kind: A\n- 7\n";
+	struct seen u = {0};
+	assert_int_equal(pk_manifest_parse_each(list, strlen(list), "t", NULL, see, &u, NULL, &err),
+	                 PK_ERR_INVALID);
+	assert_int_equal(u.n, 0);
+	assert_non_null(strstr(err.msg, "item 2"));
+}
+
 /* ---- refusals: each names the file, line and column ---- */
 
 struct bad_vector {
@@ -536,6 +645,9 @@ int main(void)
 	    cmocka_unit_test(test_size_document_and_node_caps),
 	    cmocka_unit_test(test_many_empty_documents),
 	    cmocka_unit_test(test_read_file),
+	    cmocka_unit_test(test_parse_each_same_objects),
+	    cmocka_unit_test(test_document_offsets),
+	    cmocka_unit_test(test_parse_each_stops),
 	    cmocka_unit_test(test_read_pipe_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -166,7 +166,7 @@ _has() { grep -qxF -- "$1" <<<"$output" || { echo "want line '$1', got:"; echo "
   grep -q "^cluster:IPAddressClaim/$NS/late: deny: status.addressRef: no address after [0-9]*s: no Ready condition \[claim-pending\]$" <<<"$output"
   grep -q "^cluster:IPAddress/$NS/outside: deny: spec.address: .*10.99.0.1.* \[address-outside-pool\]$" <<<"$output"
   # lint's own checks ran too: owner references are missing on what was made by hand
-  grep -q "^cluster:IPAddress/$NS/outside:1:1: error: IPAddress $NS/outside: metadata.ownerReferences: required: " <<<"$output"
+  grep -Eq "^cluster:IPAddress/$NS/outside:1:[0-9]+: error: IPAddress $NS/outside: metadata.ownerReferences: required: " <<<"$output"
 
   _poolkeeper audit --namespace "$NS" --pending-after 1s -o json
   [ "$status" -eq 1 ]
