@@ -1,28 +1,32 @@
-/* lint.c - running the contract rules over loaded manifests and keeping what they found. */
+/*
+ * lint.c - a lint's inputs: each loaded and checked by its own rules as a
+ * batch (lint_object.c), on as many threads as asked, joining the lint in
+ * input order; then the checks across objects (lint_cross.c) and the
+ * totals the report reads.
+ */
 #include "lint.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "json.h"
 #include "lint_internal.h"
 #include "pool_lookup.h"
 #include "rules.h"
-#include "schema.h"
-#include "suggest.h"
-
-static int keep_manifest(struct pk_lint *l, struct pk_manifest *m);
 
 struct pk_lint *pk_lint_new(void)
 {
 	struct pk_lint *l = calloc(1, sizeof(struct pk_lint));
 	if (l != NULL) {
-		l->claims = PK_ENFORCE_REPAIR;
-		l->foreign_claims = PK_ENFORCE_WARN;
-		l->limits = pk_manifest_limits_default();
+		l->set.claims = PK_ENFORCE_REPAIR;
+		l->set.foreign_claims = PK_ENFORCE_WARN;
+		l->set.limits = pk_manifest_limits_default();
 		lint_init_lookup(l);
 	}
 	return l;
@@ -31,48 +35,45 @@ struct pk_lint *pk_lint_new(void)
 void pk_lint_set_enforcement(struct pk_lint *l, enum pk_enforcement claims,
                              enum pk_enforcement foreign_claims)
 {
-	l->claims = claims;
-	l->foreign_claims = foreign_claims;
+	l->set.claims = claims;
+	l->set.foreign_claims = foreign_claims;
 }
 
 void pk_lint_set_max_file_size(struct pk_lint *l, size_t bytes)
 {
 	struct pk_manifest_limits d = pk_manifest_limits_default();
-	l->limits = d;
-	l->limits.max_bytes = bytes;
+	l->set.limits = d;
+	l->set.limits.max_bytes = bytes;
 	if (bytes > d.max_bytes) {
 		size_t times = bytes / d.max_bytes + 1;
-		l->limits.max_docs = d.max_docs * times;
-		l->limits.max_nodes = d.max_nodes * times;
+		l->set.limits.max_docs = d.max_docs * times;
+		l->set.limits.max_nodes = d.max_nodes * times;
 	}
 }
 
 void pk_lint_set_strict(struct pk_lint *l, bool strict)
 {
-	l->strict = strict;
+	l->set.strict = strict;
 }
 
 void pk_lint_free(struct pk_lint *l)
 {
 	if (l == NULL)
 		return;
-	for (size_t i = 0; i < l->n_objects; i++) {
-		free(l->objects[i].findings);
-		free(l->objects[i].origin);
-		if (l->internal[i].pool != NULL) {
-			pk_pool_release(l->internal[i].pool);
-			free(l->internal[i].pool);
-		}
-	}
+	for (size_t i = 0; i < l->n_objects; i++)
+		lint_object_release(&l->objects[i], &l->internal[i]);
 	free(l->objects);
 	free(l->internal);
 	free(l->pool_refs);
 	free(l->addr_refs);
-	for (size_t i = 0; i < l->n_manifests; i++) {
-		pk_manifest_free(l->manifests[i]);
-		free(l->manifests[i]);
+	lint_uncache_pool(l);
+	for (size_t i = 0; i < l->n_sources; i++) {
+		free(l->sources[i]);
+		free(l->texts[i]);
 	}
-	free(l->manifests);
+	free(l->sources);
+	free(l->texts);
+	free(l->text_lens);
 	for (size_t i = 0; i < l->n_problems; i++) {
 		free(l->problems[i].source);
 		free(l->problems[i].message);
@@ -126,95 +127,211 @@ int pk_lint_add_unreadable(struct pk_lint *l, const char *source, const char *me
 	return add_problem(l, source, message, true);
 }
 
-static int add_object(struct pk_lint *l, const struct pk_manifest *m,
-                      const struct pk_manifest_doc *d)
+/* ---- batches: one input each ---- */
+
+static void batch_init(struct lint_batch *b, const struct pk_lint *l, struct pk_violations *scratch)
 {
-	/* objects and internal grow together, each with its own capacity. */
-	if (pk_array_reserve(&l->objects, &l->cap_objects, l->n_objects + 1, sizeof(*l->objects)) !=
+	memset(b, 0, sizeof(*b));
+	b->set = &l->set;
+	b->scratch = scratch;
+}
+
+static void batch_free(struct lint_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		lint_object_release(&b->objects[i], &b->internal[i]);
+	free(b->objects);
+	free(b->internal);
+	free(b->source);
+	free(b->problem);
+	free(b->text);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Moves the batch's objects and problem onto the lint, in order; empties the batch. */
+static int join(struct pk_lint *l, struct lint_batch *b)
+{
+	l->files++;
+	if (pk_array_reserve(&l->objects, &l->cap_objects, l->n_objects + b->n,
+	                     sizeof(*l->objects)) != PK_OK ||
+	    pk_array_reserve(&l->internal, &l->cap_internal, l->n_objects + b->n,
+	                     sizeof(*l->internal)) != PK_OK ||
+	    pk_array_reserve(&l->sources, &l->cap_sources, l->n_sources + 1, sizeof(*l->sources)) !=
 	        PK_OK ||
-	    pk_array_reserve(&l->internal, &l->cap_internal, l->n_objects + 1,
-	                     sizeof(*l->internal)) != PK_OK)
+	    pk_array_reserve(&l->texts, &l->cap_texts, l->n_sources + 1, sizeof(*l->texts)) !=
+	        PK_OK ||
+	    pk_array_reserve(&l->text_lens, &l->cap_text_lens, l->n_sources + 1,
+	                     sizeof(*l->text_lens)) != PK_OK)
 		return PK_ERR_NOMEM;
-	struct pk_lint_object *o = &l->objects[l->n_objects];
-	struct lint_internal *in = &l->internal[l->n_objects];
-	memset(o, 0, sizeof(*o));
-	memset(in, 0, sizeof(*in));
-	char origin[PK_LINT_ORIGIN_MAX];
-	o->origin = strdup(pk_manifest_format_origin(m, d, origin, sizeof(origin)));
-	if (o->origin == NULL)
+	if (b->problem != NULL && add_problem(l, b->source, b->problem, b->unreadable) != PK_OK)
 		return PK_ERR_NOMEM;
-	o->source = d->source;
-	o->line = d->line;
-	o->document = d->document;
-	o->item = d->item;
-	o->api_version = pk_json_cstr_at(d->value, "apiVersion");
-	o->kind = pk_json_cstr_at(d->value, "kind");
-	o->namespace_ = pk_json_meta_cstr(d->value, "namespace");
-	o->name = pk_json_meta_cstr(d->value, "name");
-	in->value = d->value;
-	l->n_objects++;
+	if (b->n > 0) {
+		memcpy(l->objects + l->n_objects, b->objects, b->n * sizeof(*b->objects));
+		memcpy(l->internal + l->n_objects, b->internal, b->n * sizeof(*b->internal));
+	}
+	l->n_objects += b->n;
+	b->n = 0;
+	l->texts[l->n_sources] = b->text;
+	l->text_lens[l->n_sources] = b->text_len;
+	l->sources[l->n_sources++] = b->source;
+	b->source = NULL;
+	b->text = NULL;
 	return PK_OK;
+}
+
+/* Loads buf into the batch b, named source (copied), then joins it. */
+static int add_one(struct pk_lint *l, struct lint_batch *b, const char *buf, size_t len,
+                   const char *source)
+{
+	int rc = PK_ERR_NOMEM;
+	b->source = strdup(source);
+	if (b->source != NULL)
+		rc = lint_batch_load(b, buf, len);
+	if (rc == PK_OK)
+		rc = join(l, b);
+	batch_free(b);
+	return rc;
 }
 
 int pk_lint_add_buffer(struct pk_lint *l, const char *buf, size_t len, const char *source)
 {
-	l->files++;
-	struct pk_manifest *m = calloc(1, sizeof(*m));
-	if (m == NULL)
+	struct lint_batch b;
+	batch_init(&b, l, &l->scratch);
+	/* Kept for the positions of what the checks across objects find. */
+	b.text = malloc(len ? len : 1);
+	if (b.text == NULL)
 		return PK_ERR_NOMEM;
-	struct pk_err err = {{0}};
-	int rc = pk_manifest_parse_buffer(buf, len, source, &l->limits, m, &err);
-	if (rc == PK_OK)
-		rc = pk_manifest_expand_lists(m, &err);
-	if (rc != PK_OK) {
-		pk_manifest_free(m);
-		free(m);
-		return add_problem(l, source, err.msg, false);
-	}
-	return keep_manifest(l, m);
-}
-
-/* Keeps m (taken) and adds its objects. */
-static int keep_manifest(struct pk_lint *l, struct pk_manifest *m)
-{
-	if (pk_array_reserve(&l->manifests, &l->cap_manifests, l->n_manifests + 1,
-	                     sizeof(*l->manifests)) != PK_OK) {
-		pk_manifest_free(m);
-		free(m);
-		return PK_ERR_NOMEM;
-	}
-	l->manifests[l->n_manifests++] = m;
-	for (size_t i = 0; i < m->n; i++)
-		if (add_object(l, m, &m->docs[i]) != PK_OK)
-			return PK_ERR_NOMEM;
-	return PK_OK;
+	if (len > 0)
+		memcpy(b.text, buf, len);
+	b.text_len = len;
+	return add_one(l, &b, buf, len, source);
 }
 
 int pk_lint_add_object(struct pk_lint *l, json_t *obj, const char *source, size_t line)
 {
-	struct pk_manifest *m = calloc(1, sizeof(*m));
-	l->files++;
-	if (m == NULL || (m->source = strdup(source ? source : "(object)")) == NULL ||
-	    (m->docs = calloc(1, sizeof(*m->docs))) == NULL) {
-		json_decref(obj);
-		if (m != NULL)
-			pk_manifest_free(m);
-		free(m);
+	char *text = json_dumps(obj, JSON_COMPACT);
+	json_decref(obj);
+	if (text == NULL)
 		return PK_ERR_NOMEM;
+	struct lint_batch b;
+	batch_init(&b, l, &l->scratch);
+	b.text = text; /* the batch's from here on */
+	b.text_len = strlen(text);
+	size_t from = l->n_objects;
+	int rc = add_one(l, &b, text, b.text_len, source ? source : "(object)");
+	/* The object had no lines of its own: it starts where the caller says. */
+	for (size_t i = from; rc == PK_OK && i < l->n_objects; i++) {
+		struct pk_lint_object *o = &l->objects[i];
+		char origin[PK_LINT_ORIGIN_MAX];
+		snprintf(origin, sizeof(origin), "%s:%zu", o->source, line);
+		free(o->origin);
+		o->origin = strdup(origin);
+		o->line = line;
+		for (size_t k = 0; k < o->n_findings; k++)
+			o->findings[k].line = line;
+		if (o->origin == NULL)
+			rc = PK_ERR_NOMEM;
 	}
-	m->n = m->cap = m->n_documents = 1;
-	m->docs[0].value = obj;
-	m->docs[0].source = m->source;
-	m->docs[0].document = 1;
-	m->docs[0].line = line;
-	return keep_manifest(l, m);
+	return rc;
 }
 
-/* ---- per-object rules ---- */
+/* ---- reading files, on threads ---- */
 
-static bool is_pool_kind(const char *kind)
+struct files_job {
+	struct pk_lint *l;
+	char *const *paths;
+	struct lint_batch *batches;
+	size_t n;
+	atomic_size_t next;
+	atomic_int rc;
+};
+
+/* Reads and loads one path into its batch. */
+static int load_path(struct files_job *j, size_t i, struct pk_violations *scratch)
 {
-	return kind != NULL && (!strcmp(kind, PK_POOL_KIND) || !strcmp(kind, PK_GLOBAL_POOL_KIND));
+	struct lint_batch *b = &j->batches[i];
+	bool std_in = !strcmp(j->paths[i], "-");
+	char *buf = NULL;
+	size_t len = 0;
+	struct pk_err err = {{0}};
+	batch_init(b, j->l, scratch);
+	b->source = strdup(std_in ? "(stdin)" : j->paths[i]);
+	if (b->source == NULL)
+		return PK_ERR_NOMEM;
+	size_t max = j->l->set.limits.max_bytes;
+	int rc = std_in ? pk_manifest_read_fd(STDIN_FILENO, b->source, max, &buf, &len, &err)
+	                : pk_manifest_read_file(b->source, max, &buf, &len, &err);
+	if (rc != PK_OK) {
+		b->unreadable = true;
+		b->problem = strdup(err.msg);
+		return b->problem != NULL ? PK_OK : PK_ERR_NOMEM;
+	}
+	rc = lint_batch_load(b, buf, len);
+	if (std_in) { /* it cannot be read again */
+		b->text = buf;
+		b->text_len = len;
+	} else {
+		free(buf);
+	}
+	return rc;
+}
+
+static void *files_worker(void *arg)
+{
+	struct files_job *j = arg;
+	struct pk_violations *scratch = malloc(sizeof(*scratch));
+	if (scratch == NULL) {
+		atomic_store(&j->rc, PK_ERR_NOMEM);
+		return NULL;
+	}
+	pk_violations_init(scratch);
+	for (;;) {
+		size_t i = atomic_fetch_add(&j->next, 1);
+		if (i >= j->n || atomic_load(&j->rc) != PK_OK)
+			break;
+		if (load_path(j, i, scratch) != PK_OK)
+			atomic_store(&j->rc, PK_ERR_NOMEM);
+	}
+	free(scratch);
+	return NULL;
+}
+
+int pk_lint_add_files(struct pk_lint *l, char *const *paths, size_t n, unsigned jobs)
+{
+	struct files_job j = {.l = l, .paths = paths, .n = n};
+	pthread_t threads[PK_LINT_MAX_JOBS];
+	size_t started = 0;
+	atomic_init(&j.next, 0);
+	atomic_init(&j.rc, PK_OK);
+	j.batches = calloc(n ? n : 1, sizeof(*j.batches));
+	if (j.batches == NULL)
+		return PK_ERR_NOMEM;
+	if (jobs > PK_LINT_MAX_JOBS)
+		jobs = PK_LINT_MAX_JOBS;
+	if (jobs > n)
+		jobs = (unsigned)n;
+	for (; jobs > 1 && started < jobs; started++)
+		if (pthread_create(&threads[started], NULL, files_worker, &j) != 0)
+			break;
+	if (started == 0)
+		files_worker(&j);
+	for (size_t t = 0; t < started; t++)
+		pthread_join(threads[t], NULL);
+	int rc = atomic_load(&j.rc);
+	for (size_t i = 0; i < n; i++) {
+		if (rc == PK_OK)
+			rc = join(l, &j.batches[i]);
+		batch_free(&j.batches[i]);
+	}
+	free(j.batches);
+	return rc;
+}
+
+/* ---- after loading ---- */
+
+int lint_flush(struct pk_lint *l, size_t i, const char *prefix, const char *rule)
+{
+	return lint_flush_to(&l->scratch, &l->objects[i], prefix, rule);
 }
 
 /* Namespaced kinds land in "default" when the manifest names no namespace. */
@@ -235,47 +352,6 @@ const char *pk_lint_object_namespace(const struct pk_lint_object *o)
 	return lint_effective_namespace(o);
 }
 
-/* "pool/spec.addresses" from "spec.addresses[2]": the rule a finding came from. */
-static void derive_rule(const char *prefix, const char *field, char *buf, size_t len)
-{
-	size_t o = (size_t)snprintf(buf, len, "%s/", prefix);
-	for (const char *f = field; *f != '\0' && o + 1 < len; f++) {
-		if (*f == '[') {
-			f += strcspn(f, "]");
-			if (*f == '\0')
-				break;
-			continue;
-		}
-		buf[o++] = *f;
-	}
-	buf[o < len ? o : len - 1] = '\0';
-}
-
-int lint_flush(struct pk_lint *l, size_t i, const char *prefix, const char *rule)
-{
-	struct pk_lint_object *o = &l->objects[i];
-	struct pk_violations *v = &l->scratch;
-	if (v->n > 0 && pk_array_reserve(&o->findings, &o->cap_findings, o->n_findings + v->n,
-	                                 sizeof(*o->findings)) != PK_OK)
-		return PK_ERR_NOMEM;
-	for (size_t k = 0; k < v->n; k++) {
-		struct pk_lint_finding *f = &o->findings[o->n_findings++];
-		f->v = v->items[k];
-		if (rule != NULL)
-			snprintf(f->rule, sizeof(f->rule), "%s", rule);
-		else
-			derive_rule(prefix, f->v.field, f->rule, sizeof(f->rule));
-		f->line = o->line;
-		f->column = 1;
-		if (f->v.severity == PK_SEV_DENY)
-			o->n_deny++;
-		else
-			o->n_warn++;
-	}
-	pk_violations_init(v);
-	return PK_OK;
-}
-
 char *pk_lint_describe_object(const struct pk_lint_object *o, char *buf, size_t len)
 {
 	const char *ns = lint_effective_namespace(o);
@@ -284,224 +360,15 @@ char *pk_lint_describe_object(const struct pk_lint_object *o, char *buf, size_t 
 	return buf;
 }
 
-/* The API server refuses an object without a name (generateName only on create). */
-static void check_name(const json_t *obj, struct pk_violations *v)
-{
-	const char *name = pk_json_meta_cstr(obj, "name");
-	const char *gen = pk_json_meta_cstr(obj, "generateName");
-	if ((name == NULL || name[0] == '\0') && (gen == NULL || gen[0] == '\0'))
-		pk_violations_add(v, PK_SEV_DENY, "metadata.name",
-		                  "required: the API server refuses an object without a name");
-}
-
-static void check_pool_object(struct pk_lint *l, struct lint_internal *in)
-{
-	struct pk_violations *v = &l->scratch;
-	pk_rules_check_pool(in->value, NULL, v);
-	check_name(in->value, v);
-	if (pk_violations_count(v, PK_SEV_DENY) > 0)
-		return;
-	/* Decode again for the overlap check and the summary; the rules
-	 * above already reported everything decoding finds. */
-	struct pk_pool *p = calloc(1, sizeof(*p));
-	if (p == NULL)
-		return;
-	struct pk_violations *scratch = malloc(sizeof(*scratch));
-	if (scratch != NULL)
-		pk_violations_init(scratch);
-	if (scratch == NULL ||
-	    pk_pool_decode(json_object_get(in->value, "spec"), p, scratch) != PK_OK ||
-	    p->usable == NULL) {
-		pk_pool_release(p);
-		free(p);
-		p = NULL;
-	}
-	free(scratch);
-	in->pool = p;
-}
-
-/*
- * A claim as the webhook decides it on CREATE: the mutating endpoint's
- * repair (on a copy; lint assumes the requester may set blockOwnerDeletion)
- * and its warnings, then the validating endpoint's check of the result, each
- * under the mode the claim falls under.
- */
-static int check_claim_object(struct pk_lint *l, struct pk_lint_object *o,
-                              const struct lint_internal *in)
-{
-	enum pk_enforcement mode =
-	    pk_rules_claim_enforcement(in->value, l->claims, l->foreign_claims, NULL);
-	struct pk_violations *v = &l->scratch;
-	struct pk_claim_repair plan;
-
-	if (mode == PK_ENFORCE_IGNORE) {
-		o->status = PK_LINT_SKIPPED;
-		o->note = "a claim on another provider's pool, which --foreign-claims=ignore skips";
-		return PK_OK;
-	}
-	pk_rules_plan_claim_repair(in->value, mode, &plan);
-	if (!pk_rules_claim_repair_any(&plan)) {
-		pk_rules_check_claim_mode(in->value, NULL, mode, v);
-	} else {
-		json_t *copy = json_deep_copy(in->value);
-		if (copy == NULL || pk_rules_apply_claim_repair(copy, &plan) != PK_OK) {
-			json_decref(copy);
-			return PK_ERR_NOMEM;
-		}
-		pk_rules_note_claim_repair(in->value, &plan, mode, v);
-		pk_rules_check_claim_mode(copy, NULL, mode, v);
-		json_decref(copy);
-	}
-	check_name(in->value, v);
-	return PK_OK;
-}
-
-/*
- * An IPAddress as the webhook decides it on CREATE: its own rules, then,
- * when they pass, against its pool when the files hold it.
- */
-static int check_ipaddress_object(struct pk_lint *l, struct pk_lint_object *o,
-                                  const struct lint_internal *in)
-{
-	struct pk_err err;
-	struct pk_violations *v = &l->scratch;
-	pk_rules_check_ipaddress(in->value, NULL, v);
-	check_name(in->value, v);
-	if (pk_violations_count(v, PK_SEV_DENY) > 0 ||
-	    !pk_rules_is_poolkeeper_pool_ref(
-	        json_object_get(json_object_get(in->value, "spec"), "poolRef")))
-		return PK_OK;
-	return pk_pool_lookup_check_ipaddress_pool(&l->lookup, lint_effective_namespace(o),
-	                                           in->value, v, &err);
-}
-
-/* apiVersion and kind are strings: split the group off. */
-struct gvk {
-	char group[128];
-	const char *version;
-	bool ours, capi;
-};
-
-static void split_api_version(const struct pk_lint_object *o, struct gvk *g)
-{
-	const char *slash = strchr(o->api_version, '/');
-	size_t n = slash ? (size_t)(slash - o->api_version) : 0;
-	if (n >= sizeof(g->group))
-		n = 0;
-	memcpy(g->group, o->api_version, n);
-	g->group[n] = '\0';
-	g->version = slash ? slash + 1 : o->api_version;
-	g->ours = !strcmp(g->group, PK_POOL_GROUP);
-	g->capi = !strcmp(g->group, PK_CAPI_IPAM_GROUP);
-}
-
-/*
- * A near miss of a known apiVersion or kind: DENY with the suggestion,
- * rather than a skip that would let a typo through. Returns true when it
- * found one.
- */
-static bool check_near_miss(struct pk_lint *l, const struct pk_lint_object *o, const struct gvk *g,
-                            const char **rule)
-{
-	size_t nv, nk;
-	const char *const *versions = pk_schema_api_versions(&nv);
-	const char *const *kinds = pk_schema_kinds(&nk);
-	const char *near_kind = pk_suggest_name(o->kind, kinds, nk, 2);
-	if (!g->ours && !g->capi) {
-		const char *v = pk_suggest_name(o->api_version, versions, nv, 3);
-		if (v == NULL)
-			return false;
-		*rule = "unknown-api-version";
-		pk_violations_add(&l->scratch, PK_SEV_DENY, "apiVersion",
-		                  "unknown apiVersion \"%.64s\"; did you mean \"%s\"?",
-		                  o->api_version, v);
-		return true;
-	}
-	if (near_kind == NULL || !strcmp(near_kind, o->kind))
-		return false;
-	*rule = "unknown-kind";
-	pk_violations_add(&l->scratch, PK_SEV_DENY, "kind",
-	                  "\"%.64s\" is not a kind of %s; did you mean \"%s\"?", o->kind, g->group,
-	                  near_kind);
-	return true;
-}
-
-/* The unknown fields of a kind with a schema; they come first in its findings. */
-static int check_fields(struct pk_lint *l, size_t i, const struct gvk *g)
-{
-	const struct pk_lint_object *o = &l->objects[i];
-	const struct pk_schema *s = pk_schema_find(g->group, g->version, o->kind);
-	if (s == NULL)
-		return PK_OK;
-	pk_schema_check(s, l->internal[i].value, l->strict, &l->scratch);
-	return lint_flush(l, i, NULL, "unknown-field");
-}
-
-static void skip(struct pk_lint_object *o, const char *note)
-{
-	o->status = PK_LINT_SKIPPED;
-	o->note = note;
-}
-
-/* The rules that apply to object i, by apiVersion and kind; its findings. */
-static int check_object(struct pk_lint *l, size_t i)
-{
-	struct pk_lint_object *o = &l->objects[i];
-	struct lint_internal *in = &l->internal[i];
-	const char *rule = NULL;
-	struct gvk g;
-
-	if (o->api_version == NULL || o->kind == NULL) {
-		if (o->api_version == NULL)
-			pk_violations_add(&l->scratch, PK_SEV_DENY, "apiVersion",
-			                  "required: every Kubernetes object names its apiVersion");
-		if (o->kind == NULL)
-			pk_violations_add(&l->scratch, PK_SEV_DENY, "kind",
-			                  "required: every Kubernetes object names its kind");
-		return lint_flush(l, i, NULL, "required");
-	}
-	split_api_version(o, &g);
-	if (check_near_miss(l, o, &g, &rule))
-		return lint_flush(l, i, NULL, rule);
-	if (g.ours && is_pool_kind(o->kind) && !strcmp(g.version, PK_POOL_VERSION)) {
-		if (check_fields(l, i, &g) != PK_OK)
-			return PK_ERR_NOMEM;
-		check_pool_object(l, in);
-		return lint_flush(l, i, "pool", NULL);
-	}
-	if (g.ours && is_pool_kind(o->kind)) {
-		pk_violations_add(&l->scratch, PK_SEV_DENY, "apiVersion",
-		                  "%.64s is not served; %s serves %s", o->api_version, o->kind,
-		                  PK_POOL_API_VERSION);
-		return lint_flush(l, i, NULL, "unknown-api-version");
-	}
-	if (g.ours) {
-		pk_violations_add(&l->scratch, PK_SEV_DENY, "kind",
-		                  "\"%.64s\" is not a kind of %s, which has %s and %s", o->kind,
-		                  PK_POOL_GROUP, PK_POOL_KIND, PK_GLOBAL_POOL_KIND);
-		return lint_flush(l, i, NULL, "unknown-kind");
-	}
-	bool claim = !strcmp(o->kind, PK_CLAIM_KIND), address = !strcmp(o->kind, PK_ADDRESS_KIND);
-	if (g.capi && pk_rules_is_capi_ipam_version(g.version) && (claim || address)) {
-		if (check_fields(l, i, &g) != PK_OK)
-			return PK_ERR_NOMEM;
-		int rc = claim ? check_claim_object(l, o, in) : check_ipaddress_object(l, o, in);
-		if (rc != PK_OK)
-			return rc;
-		return lint_flush(l, i, claim ? "claim" : "ipaddress", NULL);
-	}
-	skip(o, g.capi ? "a kind or version of " PK_CAPI_IPAM_GROUP " that lint does not check"
-	               : "not an IPAM kind");
-	return PK_OK;
-}
-
-static void fill_summary(struct pk_lint_object *o, const struct pk_pool *p)
+static int fill_summary(struct pk_lint_object *o, const struct pk_pool *p)
 {
 	size_t n;
 	const struct pk_range *r = pk_range_set_ranges(p->usable, &n);
 	if (n == 0)
-		return;
-	struct pk_lint_pool_summary *s = &o->pool;
+		return PK_OK;
+	struct pk_lint_pool_summary *s = o->pool = calloc(1, sizeof(*o->pool));
+	if (s == NULL)
+		return PK_ERR_NOMEM;
 	s->family = p->family;
 	pk_count_format(pk_range_set_size(p->usable), s->size);
 	pk_address_format_v(r[0].lo, p->family, s->first);
@@ -514,6 +381,47 @@ static void fill_summary(struct pk_lint_object *o, const struct pk_pool *p)
 	snprintf(s->subnet, sizeof(s->subnet), "%s/%u",
 	         pk_address_format_v(net, p->family, net_text), p->prefix);
 	o->has_pool = true;
+	return PK_OK;
+}
+
+/* Whether object i has findings without a position: what the checks across objects found. */
+static bool unplaced(const struct pk_lint *l, size_t i)
+{
+	const struct pk_lint_object *o = &l->objects[i];
+	for (size_t k = 0; k < o->n_findings; k++)
+		if (o->findings[k].column == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Positions for what the checks across objects found: from each source's
+ * kept text, or from its file read again (once, and only when one of its
+ * objects needs it). A file that changed since is still safe to read:
+ * a field not found where it was gives its object's line.
+ */
+static void place_findings(struct pk_lint *l)
+{
+	size_t s = 0;
+	for (size_t i = 0; i < l->n_objects;) {
+		while (s < l->n_sources && l->sources[s] != l->objects[i].source)
+			s++;
+		size_t end = i;
+		bool any = false;
+		for (; end < l->n_objects && l->objects[end].source == l->objects[i].source; end++)
+			any = any || unplaced(l, end);
+		char *text = s < l->n_sources ? l->texts[s] : NULL, *read = NULL;
+		size_t len = s < l->n_sources ? l->text_lens[s] : 0;
+		struct pk_err err;
+		if (any && text == NULL &&
+		    pk_manifest_read_file(l->objects[i].source, l->set.limits.max_bytes, &read,
+		                          &len, &err) == PK_OK)
+			text = read;
+		for (; any && i < end; i++)
+			lint_locate(&l->objects[i], &l->internal[i], text, len);
+		free(read);
+		i = end;
+	}
 }
 
 int pk_lint_run(struct pk_lint *l)
@@ -521,15 +429,12 @@ int pk_lint_run(struct pk_lint *l)
 	if (l->ran)
 		return PK_OK;
 	l->ran = true;
-	l->before = l->n_objects;
 	pk_violations_init(&l->scratch);
 	if (lint_build_lookup(l) != PK_OK)
 		return PK_ERR_NOMEM;
-	for (size_t i = 0; i < l->n_objects; i++)
-		if (check_object(l, i) != PK_OK)
-			return PK_ERR_NOMEM;
 	if (lint_check_across(l) != PK_OK)
 		return PK_ERR_NOMEM;
+	place_findings(l);
 	for (size_t i = 0; i < l->n_objects; i++) {
 		struct pk_lint_object *o = &l->objects[i];
 		if (o->status == PK_LINT_SKIPPED)
@@ -540,8 +445,9 @@ int pk_lint_run(struct pk_lint *l)
 			o->status = PK_LINT_WARN;
 		else
 			o->status = PK_LINT_PASS;
-		if (o->status != PK_LINT_DENY && l->internal[i].pool != NULL)
-			fill_summary(o, l->internal[i].pool);
+		if (o->status != PK_LINT_DENY && l->internal[i].pool != NULL &&
+		    fill_summary(o, l->internal[i].pool) != PK_OK)
+			return PK_ERR_NOMEM;
 	}
 	return PK_OK;
 }

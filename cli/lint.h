@@ -55,6 +55,7 @@ enum pk_lint_status {
 };
 
 #define PK_LINT_ORIGIN_MAX 512
+#define PK_LINT_MAX_JOBS   64 /* threads pk_lint_add_files uses at most */
 
 struct pk_lint_pool_summary {
 	enum pk_family family;
@@ -67,8 +68,10 @@ struct pk_lint_pool_summary {
 /*
  * One thing lint found on an object: the violation (severity, field path,
  * message), the rule that found it ("pool/spec.addresses",
- * "unknown-field", "claim-pool-missing", ...) and where: the object's
- * first line and column 1, since fields carry no positions of their own.
+ * "unknown-field", "claim-pool-missing", ...) and where: the line and
+ * column of its field (pk_manifest_locate), or of the deepest part of the
+ * field's path the object has; the object's line and column 1 when its
+ * text is not at hand (a file that changed or went away before the run).
  */
 #define PK_LINT_RULE_MAX 64
 struct pk_lint_finding {
@@ -88,9 +91,9 @@ struct pk_lint_object {
 	const char *note;                 /* why it was skipped; static text */
 	struct pk_lint_finding *findings; /* n_findings of them; NULL when none */
 	size_t n_findings, cap_findings;
-	size_t n_deny, n_warn; /* findings of each severity */
-	bool has_pool;         /* a pool that passed: `pool` is filled */
-	struct pk_lint_pool_summary pool;
+	size_t n_deny, n_warn;             /* findings of each severity */
+	bool has_pool;                     /* a pool that passed: `pool` is set */
+	struct pk_lint_pool_summary *pool; /* owned; NULL unless has_pool */
 };
 
 /* A file that could not be read (unreadable) or not be loaded (bad YAML/JSON, a cap). */
@@ -124,14 +127,14 @@ void pk_lint_free(struct pk_lint *l);
 /*
  * The modes claims are checked under, as the webhook's flags of the same
  * names: claims (default repair) for claims on poolkeeper pools,
- * foreign_claims (default warn) for the others. Call before pk_lint_run.
+ * foreign_claims (default warn) for the others. Call before adding.
  */
 void pk_lint_set_enforcement(struct pk_lint *l, enum pk_enforcement claims,
                              enum pk_enforcement foreign_claims);
 
 /*
  * With `strict`, metadata's own fields are checked against ObjectMeta's
- * as well (unknown fields elsewhere are always errors). Call before pk_lint_run.
+ * as well (unknown fields elsewhere are always errors). Call before adding.
  */
 void pk_lint_set_strict(struct pk_lint *l, bool strict);
 
@@ -144,12 +147,25 @@ void pk_lint_set_strict(struct pk_lint *l, bool strict);
 void pk_lint_set_max_file_size(struct pk_lint *l, size_t bytes);
 
 /*
- * Loads the manifests in `len` bytes of `buf` named `source` (copied), and
- * expands Lists. Content that does not load is recorded as a problem, not
- * returned as an error. Returns PK_OK, or PK_ERR_NOMEM.
+ * Loads the manifests in `len` bytes of `buf` named `source` (copied),
+ * expands Lists, and checks each object by its own rules as it loads:
+ * only what the checks across objects need is kept, not the object.
+ * Content that does not load is recorded as a problem, not returned as an
+ * error, and none of its objects is kept. Returns PK_OK, or PK_ERR_NOMEM.
  */
 PK_MUST_CHECK int pk_lint_add_buffer(struct pk_lint *l, const char *buf, size_t len,
                                      const char *source);
+
+/*
+ * Reads and adds each of `paths` ("-" is standard input, named "(stdin)")
+ * as pk_lint_add_buffer would, on `jobs` threads (0 or 1: this one), each
+ * file read, loaded and checked on its own and freed before its thread
+ * takes the next. The objects join in the order of `paths` whatever the
+ * threads' order, so the report is the same for any `jobs`. A file that
+ * cannot be read is recorded as unreadable (pk_lint_problems). Returns
+ * PK_OK, or PK_ERR_NOMEM.
+ */
+PK_MUST_CHECK int pk_lint_add_files(struct pk_lint *l, char *const *paths, size_t n, unsigned jobs);
 
 /*
  * Adds one object read from elsewhere (a live cluster), as if it were the

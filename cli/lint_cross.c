@@ -45,6 +45,8 @@ static int cmp_identity(const void *pa, const void *pb)
 
 int lint_str_cmp(const char *a, const char *b)
 {
+	if (a == b)
+		return 0; /* the same string, as interned kinds are */
 	if (a == NULL || b == NULL)
 		return (a != NULL) - (b != NULL);
 	return strcmp(a, b);
@@ -150,88 +152,153 @@ static int collect_spans(const struct pk_lint *l, struct span **out, size_t *n)
 	return PK_OK;
 }
 
-/* Marks every pool that shares an address with a pool loaded before it. */
-static int mark_overlapping(const struct pk_lint *l, bool *later)
+/* A pool loaded later (`later`) that shares addresses with one loaded before it. */
+struct pair {
+	size_t later, earlier;
+};
+
+/*
+ * A pool is compared with at most this many earlier pools it meets: the
+ * rule reports at most PK_VIOLATIONS_MAX of them, and a file of thousands
+ * of copies of one pool must not take memory in their square.
+ */
+#define PK_LINT_OVERLAPS_MAX (4 * PK_VIOLATIONS_MAX)
+
+static int cmp_pair(const void *pa, const void *pb)
+{
+	const struct pair *x = pa, *y = pb;
+	if (x->later != y->later)
+		return x->later < y->later ? -1 : 1;
+	return (x->earlier > y->earlier) - (x->earlier < y->earlier);
+}
+
+/*
+ * Whether the webhook's rule compares pools x and y: a GlobalIPPool with
+ * every pool, an IPPool with the IPPools of its namespace.
+ */
+static bool compared(const struct pk_lint *l, size_t x, size_t y)
+{
+	const struct pk_lint_object *a = &l->objects[x], *b = &l->objects[y];
+	return !strcmp(a->kind, PK_GLOBAL_POOL_KIND) || !strcmp(b->kind, PK_GLOBAL_POOL_KIND) ||
+	       !lint_str_cmp(lint_effective_namespace(a), lint_effective_namespace(b));
+}
+
+/* Records that pools x and y meet, unless the later has PK_LINT_OVERLAPS_MAX already. */
+static int add_pair(const struct pk_lint *l, size_t x, size_t y, unsigned *count,
+                    struct pair **pairs, size_t *np, size_t *cap)
+{
+	struct pair p = x > y ? (struct pair){x, y} : (struct pair){y, x};
+	if (count[p.later] >= PK_LINT_OVERLAPS_MAX || !compared(l, x, y))
+		return PK_OK;
+	if (pk_array_reserve(pairs, cap, *np + 1, sizeof(**pairs)) != PK_OK)
+		return PK_ERR_NOMEM;
+	count[p.later]++;
+	(*pairs)[(*np)++] = p;
+	return PK_OK;
+}
+
+/* Every pair of pools the rule compares whose addresses meet: a sweep by start address. */
+static int overlapping_pairs(const struct pk_lint *l, struct pair **pairs, size_t *np)
 {
 	struct span *s;
-	size_t n, *active = NULL, na = 0, cap = 0;
-	if (collect_spans(l, &s, &n) != PK_OK)
-		return PK_ERR_NOMEM;
-	for (size_t k = 0; k < n; k++) {
+	size_t n, *active = NULL, na = 0, cap = 0, pcap = 0;
+	unsigned *count = calloc(l->n_objects ? l->n_objects : 1, sizeof(*count));
+	int rc = count != NULL ? collect_spans(l, &s, &n) : PK_ERR_NOMEM;
+	*pairs = NULL;
+	*np = 0;
+	for (size_t k = 0; k < n && rc == PK_OK; k++) {
 		size_t keep = 0;
-		for (size_t a = 0; a < na; a++) {
+		for (size_t a = 0; a < na && rc == PK_OK; a++) {
 			const struct span *t = &s[active[a]];
 			if (t->family != s[k].family || t->hi < s[k].lo)
 				continue;
 			active[keep++] = active[a];
 			if (t->idx != s[k].idx)
-				later[t->idx > s[k].idx ? t->idx : s[k].idx] = true;
+				rc = add_pair(l, t->idx, s[k].idx, count, pairs, np, &pcap);
 		}
 		na = keep;
-		if (pk_array_reserve(&active, &cap, na + 1, sizeof(*active)) != PK_OK) {
-			free(s);
-			free(active);
-			return PK_ERR_NOMEM;
-		}
-		active[na++] = k;
+		if (rc == PK_OK)
+			rc = pk_array_reserve(&active, &cap, na + 1, sizeof(*active));
+		if (rc == PK_OK)
+			active[na++] = k;
 	}
-	free(s);
+	if (count != NULL)
+		free(s);
 	free(active);
-	return PK_OK;
+	free(count);
+	if (rc == PK_OK && *np > 1)
+		qsort(*pairs, *np, sizeof(**pairs), cmp_pair);
+	return rc;
+}
+
+/* Pool j by the webhook's rule against the pools before it that the sweep found. */
+static int check_overlaps_of(struct pk_lint *l, size_t j, size_t *earlier, size_t n)
+{
+	const struct pk_lint_object *o = &l->objects[j];
+	struct pk_pool_id id = {
+	    .kind = o->kind, .ns = lint_effective_namespace(o), .name = o->name};
+	struct pk_err err;
+	json_t *pool = lint_kept(l, j);
+	l->listed = calloc(n, sizeof(*l->listed));
+	if (pool == NULL || l->listed == NULL) {
+		json_decref(pool);
+		free(l->listed);
+		return PK_ERR_NOMEM;
+	}
+	l->current = j;
+	l->candidates = earlier;
+	l->n_candidates = n;
+	int rc = pk_pool_lookup_check_overlaps(&l->lookup, &id, pool, &l->scratch, &err);
+	l->candidates = NULL;
+	free(l->listed);
+	l->listed = NULL;
+	json_decref(pool);
+	return rc == PK_OK ? lint_flush(l, j, NULL, "pool-overlap") : rc;
 }
 
 /*
  * Pools that share addresses with earlier ones are checked by the webhook's
- * rule against the pools loaded before them; every overlapping pair is
- * reported once, on the later pool. The others cannot overlap anything.
+ * rule against those; every overlapping pair is reported once, on the later
+ * pool. The others cannot overlap anything.
  */
 static int check_overlaps(struct pk_lint *l)
 {
-	int rc = PK_OK;
-	bool *later = calloc(l->n_objects ? l->n_objects : 1, sizeof(*later));
-	if (later == NULL || mark_overlapping(l, later) != PK_OK) {
-		free(later);
-		return PK_ERR_NOMEM;
+	struct pair *p;
+	size_t n;
+	int rc = overlapping_pairs(l, &p, &n);
+	size_t *earlier = malloc((n ? n : 1) * sizeof(*earlier));
+	if (earlier == NULL)
+		rc = PK_ERR_NOMEM;
+	for (size_t k = 0; k < n && rc == PK_OK;) {
+		size_t m = 0, j = p[k].later;
+		for (; k < n && p[k].later == j; k++)
+			if (m == 0 || earlier[m - 1] != p[k].earlier)
+				earlier[m++] = p[k].earlier;
+		rc = check_overlaps_of(l, j, earlier, m);
 	}
-	for (size_t j = 0; j < l->n_objects && rc == PK_OK; j++) {
-		const struct pk_lint_object *o = &l->objects[j];
-		struct pk_pool_id id = {
-		    .kind = o->kind, .ns = lint_effective_namespace(o), .name = o->name};
-		struct pk_err err;
-		if (!later[j] || l->internal[j].pool == NULL)
-			continue;
-		l->before = j;
-		rc = pk_pool_lookup_check_overlaps(&l->lookup, &id, l->internal[j].value,
-		                                   &l->scratch, &err);
-		if (rc == PK_OK)
-			rc = lint_flush(l, j, NULL, "pool-overlap");
-	}
-	l->before = l->n_objects;
-	free(later);
+	free(earlier);
+	free(p);
 	return rc;
 }
 
 /* ---- claims and IPAddresses against what the files hold ---- */
 
 /* A poolkeeper poolRef's pool: namespaced IPPools in ns, GlobalIPPools anywhere. */
-static size_t find_pool(const struct index *x, const json_t *ref, const char *ns)
+static size_t find_pool(const struct index *x, const struct lint_internal *in, const char *ns)
 {
-	const char *kind = pk_json_cstr_at(ref, "kind"), *name = pk_json_cstr_at(ref, "name");
-	if (kind == NULL || name == NULL)
+	if (in->ref_kind == NULL || in->ref_name == NULL)
 		return SIZE_MAX;
-	return find(x, kind, strcmp(kind, PK_POOL_KIND) ? NULL : ns, name);
+	return find(x, in->ref_kind, strcmp(in->ref_kind, PK_POOL_KIND) ? NULL : ns, in->ref_name);
 }
 
 /* A WARN when the claim's poolkeeper pool is not in the files, or only in another namespace. */
 static int check_claim_pool(struct pk_lint *l, const struct index *x, size_t i)
 {
 	const struct pk_lint_object *o = &l->objects[i];
-	const json_t *ref = pk_json_path_keys(l->internal[i].value, "spec", "poolRef", NULL);
+	const struct lint_internal *in = &l->internal[i];
 	const char *ns = lint_effective_namespace(o);
-	if (!pk_rules_is_poolkeeper_pool_ref(ref) || find_pool(x, ref, ns) != SIZE_MAX)
-		return PK_OK;
-	const char *kind = pk_json_cstr_at(ref, "kind"), *name = pk_json_cstr_at(ref, "name");
-	if (kind == NULL || name == NULL)
+	const char *kind = in->ref_kind, *name = in->ref_name;
+	if (!in->pk_ref || kind == NULL || name == NULL || find_pool(x, in, ns) != SIZE_MAX)
 		return PK_OK;
 	const char *elsewhere =
 	    strcmp(kind, PK_POOL_KIND) ? NULL : lint_pool_namespace(l, kind, name);
@@ -249,25 +316,12 @@ static int check_claim_pool(struct pk_lint *l, const struct index *x, size_t i)
 	return lint_flush(l, i, NULL, "claim-pool-missing");
 }
 
-/* The uid of the owner reference of `kind` named `name`, or NULL. */
-static const char *owner_uid(const json_t *obj, const char *kind, const char *name)
-{
-	const json_t *refs = pk_json_path_keys(obj, "metadata", "ownerReferences", NULL);
-	for (size_t k = 0; k < json_array_size(refs); k++) {
-		const json_t *r = json_array_get(refs, k);
-		const char *rk = pk_json_cstr_at(r, "kind"), *rn = pk_json_cstr_at(r, "name");
-		if (rk != NULL && rn != NULL && !strcmp(rk, kind) && !strcmp(rn, name))
-			return pk_json_cstr_at(r, "uid");
-	}
-	return NULL;
-}
-
-/* The owner reference to `other` (object j) names its uid, when both are known. */
-static void check_uid(struct pk_lint *l, size_t i, size_t j, const char *what)
+/* The owner reference to object j (the IPAddress's claim or pool) names j's uid, when both are
+ * known. */
+static void check_uid(struct pk_lint *l, const char *ref, size_t j, const char *what)
 {
 	const struct pk_lint_object *t = &l->objects[j];
-	const char *uid = pk_json_meta_cstr(l->internal[j].value, "uid");
-	const char *ref = owner_uid(l->internal[i].value, t->kind, t->name);
+	const char *uid = l->internal[j].uid;
 	if (uid != NULL && ref != NULL && strcmp(uid, ref))
 		pk_violations_add(
 		    &l->scratch, PK_SEV_DENY, "metadata.ownerReferences",
@@ -276,27 +330,56 @@ static void check_uid(struct pk_lint *l, size_t i, size_t j, const char *what)
 		    t->kind, t->name, ref, what, t->origin, uid);
 }
 
-/* An IPAddress against its claim and pool when the files hold them. */
+/* Whether two objects' spec.poolRef are the same reference. */
+static bool same_pool_ref(const struct lint_internal *a, const struct lint_internal *b)
+{
+	return !lint_str_cmp(a->ref_group, b->ref_group) &&
+	       !lint_str_cmp(a->ref_kind, b->ref_kind) && !lint_str_cmp(a->ref_name, b->ref_name);
+}
+
+/* An IPAddress against its claim and pool, when the files hold them. */
 static int check_address_owners(struct pk_lint *l, const struct index *x, size_t i)
 {
-	const json_t *v = l->internal[i].value;
+	const struct lint_internal *in = &l->internal[i];
 	const char *ns = lint_effective_namespace(&l->objects[i]);
-	const json_t *ref = pk_json_path_keys(v, "spec", "poolRef", NULL);
-	const char *claim = pk_json_cstr(pk_json_path_keys(v, "spec", "claimRef", "name", NULL));
-	size_t c = claim ? find(x, PK_CLAIM_KIND, ns, claim) : SIZE_MAX;
-	size_t p = pk_rules_is_poolkeeper_pool_ref(ref) ? find_pool(x, ref, ns) : SIZE_MAX;
+	size_t c = in->claim ? find(x, PK_CLAIM_KIND, ns, in->claim) : SIZE_MAX;
+	size_t p = in->pk_ref ? find_pool(x, in, ns) : SIZE_MAX;
 	if (c != SIZE_MAX) {
-		const json_t *cref =
-		    pk_json_path_keys(l->internal[c].value, "spec", "poolRef", NULL);
-		if (!json_equal((json_t *)(uintptr_t)ref, (json_t *)(uintptr_t)cref))
+		if (!same_pool_ref(in, &l->internal[c]))
 			pk_violations_add(&l->scratch, PK_SEV_DENY, "spec.poolRef",
 			                  "differs from the poolRef of its claim at %s",
 			                  l->objects[c].origin);
-		check_uid(l, i, c, "claim");
+		check_uid(l, in->claim_uid, c, "claim");
 	}
 	if (p != SIZE_MAX)
-		check_uid(l, i, p, "pool");
+		check_uid(l, in->pool_uid, p, "pool");
 	return lint_flush(l, i, NULL, "owner-reference");
+}
+
+/*
+ * IPAddresses that passed their own rules against their pools when the
+ * files hold them (the webhook's check on CREATE), in their pools' order,
+ * so that each pool is read once (lint_lookup.c keeps the last).
+ */
+static int check_addresses_in_pools(struct pk_lint *l)
+{
+	int rc = PK_OK;
+	for (size_t k = 0; k < l->n_addr_refs && rc == PK_OK; k++) {
+		size_t i = l->addr_refs[k].idx;
+		struct pk_err err;
+		if (!l->internal[i].in_pool)
+			continue;
+		json_t *v = lint_kept(l, i);
+		if (v == NULL)
+			return PK_ERR_NOMEM;
+		rc = pk_pool_lookup_check_ipaddress_pool(
+		    &l->lookup, lint_effective_namespace(&l->objects[i]), v, &l->scratch, &err);
+		json_decref(v);
+		if (rc == PK_OK)
+			rc = lint_flush(l, i, "ipaddress", NULL);
+	}
+	lint_uncache_pool(l);
+	return rc;
 }
 
 /* An IPAddress's pool (group, kind, namespace, name) and address, for sorting. */
@@ -327,16 +410,13 @@ static int check_same_address(struct pk_lint *l, const struct index *x)
 		return PK_ERR_NOMEM;
 	for (size_t k = 0; k < x->n; k++) {
 		size_t i = x->ids[k].idx;
-		const json_t *spec = json_object_get(l->internal[i].value, "spec");
-		const json_t *ref = json_object_get(spec, "poolRef");
-		const char *kind = pk_json_cstr_at(ref, "kind"),
-		           *addr = pk_json_cstr_at(spec, "address");
-		if (strcmp(x->ids[k].kind, PK_ADDRESS_KIND) || kind == NULL || addr == NULL)
+		const struct lint_internal *in = &l->internal[i];
+		if (strcmp(x->ids[k].kind, PK_ADDRESS_KIND) || in->ref_kind == NULL ||
+		    in->address == NULL)
 			continue;
-		bool global = !strcmp(kind, PK_GLOBAL_POOL_KIND);
-		h[n++] = (struct held){
-		    pk_json_cstr_at(ref, "apiGroup"), kind, global ? NULL : x->ids[k].ns,
-		    pk_json_cstr_at(ref, "name"),     addr, i};
+		bool global = !strcmp(in->ref_kind, PK_GLOBAL_POOL_KIND);
+		h[n++] = (struct held){in->ref_group, in->ref_kind, global ? NULL : x->ids[k].ns,
+		                       in->ref_name,  in->address,  i};
 	}
 	if (n > 1)
 		qsort(h, n, sizeof(*h), cmp_held);
@@ -375,6 +455,8 @@ int lint_check_across(struct pk_lint *l)
 	int rc = check_duplicates(l, &x);
 	if (rc == PK_OK)
 		rc = check_overlaps(l);
+	if (rc == PK_OK)
+		rc = check_addresses_in_pools(l);
 	for (size_t k = 0; k < x.n && rc == PK_OK; k++) {
 		size_t i = x.ids[k].idx;
 		if (pools && !strcmp(x.ids[k].kind, PK_CLAIM_KIND))

@@ -28,30 +28,44 @@ static bool pool_matches(const struct pk_lint *l, size_t i, const char *kind, co
 	       (ns == NULL || (ons != NULL && !strcmp(ons, ns)));
 }
 
-static int append(json_t *items, const json_t *value, struct pk_err *err)
+/* Appends the kept object i to items; NULL in *added when it has none. */
+static int append(const struct pk_lint *l, size_t i, json_t *items, const json_t **added,
+                  struct pk_err *err)
 {
-	if (json_array_append(items, (json_t *)(uintptr_t)value) != 0)
+	json_t *v = lint_kept(l, i);
+	*added = v;
+	if (v == NULL && l->internal[i].kept == NULL)
+		return PK_OK;
+	if (v == NULL || json_array_append_new(items, v) != 0)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	return PK_OK;
 }
 
-/* The pools that passed their own rules, loaded before l->before, but that one's duplicates. */
+/*
+ * The pools that passed their own rules: while a pool is checked for
+ * overlaps, the candidates the sweep found, but that pool's duplicates;
+ * otherwise every one.
+ */
 static int lookup_list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
                              struct pk_err *err)
 {
 	struct pk_lint *l = ctx;
-	const struct pk_lint_object *cur = l->before < l->n_objects ? &l->objects[l->before] : NULL;
+	const struct pk_lint_object *cur = l->candidates ? &l->objects[l->current] : NULL;
+	size_t n = l->candidates ? l->n_candidates : l->n_objects;
 	*items = json_array();
 	if (*items == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < l->before; i++) {
-		if (l->internal[i].pool == NULL || !pool_matches(l, i, kind, ns, NULL) ||
-		    (cur != NULL && lint_same_identity(cur, &l->objects[i])))
-			continue;
-		if (append(*items, l->internal[i].value, err) != PK_OK) {
+	for (size_t k = 0; k < n; k++) {
+		size_t i = l->candidates ? l->candidates[k] : k;
+		const json_t *added = NULL;
+		if (l->internal[i].pool != NULL && pool_matches(l, i, kind, ns, NULL) &&
+		    (cur == NULL || !lint_same_identity(cur, &l->objects[i])) &&
+		    append(l, i, *items, &added, err) != PK_OK) {
 			json_decref(*items);
 			return PK_ERR_NOMEM;
 		}
+		if (l->candidates)
+			l->listed[k] = added;
 	}
 	return PK_OK;
 }
@@ -114,15 +128,12 @@ int lint_build_lookup(struct pk_lint *l)
 				return PK_ERR_NOMEM;
 			continue;
 		}
-		const json_t *ref =
-		    pk_json_path_keys(l->internal[i].value, "spec", "poolRef", NULL);
-		const char *rkind = pk_json_cstr_at(ref, "kind"),
-		           *rname = pk_json_cstr_at(ref, "name");
-		if (!lint_is_kind(o, PK_CAPI_IPAM_GROUP, PK_ADDRESS_KIND) || rkind == NULL ||
-		    rname == NULL || !pk_rules_is_poolkeeper_pool_ref(ref))
+		const struct lint_internal *in = &l->internal[i];
+		if (!lint_is_kind(o, PK_CAPI_IPAM_GROUP, PK_ADDRESS_KIND) || in->ref_kind == NULL ||
+		    in->ref_name == NULL || !in->pk_ref)
 			continue;
 		if (push_ref(&l->addr_refs, &l->n_addr_refs, &acap,
-		             (struct lint_ref){rkind, ns, rname, i}) != PK_OK)
+		             (struct lint_ref){in->ref_kind, ns, in->ref_name, i}) != PK_OK)
 			return PK_ERR_NOMEM;
 	}
 	if (l->n_pool_refs > 1)
@@ -151,9 +162,10 @@ static int lookup_list_pool_addresses(void *ctx, const char *kind, const char *n
 	const struct lint_ref *r =
 	    name != NULL ? range(l->addr_refs, l->n_addr_refs, kind, name, &n) : NULL;
 	for (size_t k = 0; k < n; k++) {
+		const json_t *added;
 		if (ns != NULL && lint_str_cmp(r[k].ns, ns) != 0)
 			continue;
-		if (append(*items, l->internal[r[k].idx].value, err) != PK_OK) {
+		if (append(l, r[k].idx, *items, &added, err) != PK_OK) {
 			json_decref(*items);
 			return PK_ERR_NOMEM;
 		}
@@ -167,7 +179,6 @@ static int lookup_get_pool(void *ctx, const char *kind, const char *ns, const ch
 {
 	struct pk_lint *l = ctx;
 	size_t n = 0, best = SIZE_MAX;
-	(void)err;
 	*obj = NULL;
 	const struct lint_ref *r =
 	    name != NULL ? range(l->pool_refs, l->n_pool_refs, kind, name, &n) : NULL;
@@ -176,8 +187,15 @@ static int lookup_get_pool(void *ctx, const char *kind, const char *ns, const ch
 		if ((!namespaced || ns == NULL || !lint_str_cmp(r[k].ns, ns)) &&
 		    (best == SIZE_MAX || r[k].idx > best))
 			best = r[k].idx;
-	if (best != SIZE_MAX)
-		*obj = json_incref((json_t *)(uintptr_t)l->internal[best].value);
+	if (best == SIZE_MAX || l->internal[best].kept == NULL)
+		return PK_OK;
+	if (l->cached_pool == NULL || l->cached != best) {
+		lint_uncache_pool(l);
+		if ((l->cached_pool = lint_kept(l, best)) == NULL)
+			return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+		l->cached = best;
+	}
+	*obj = json_incref(l->cached_pool);
 	return PK_OK;
 }
 
@@ -187,14 +205,28 @@ static void lookup_name_pool(void *ctx, const json_t *other, char *buf, size_t l
 	const struct pk_lint *l = ctx;
 	char what[256];
 	snprintf(buf, len, "another pool");
-	for (size_t i = 0; i < l->n_objects; i++) {
-		if (l->internal[i].value == other) {
+	for (size_t k = 0; l->candidates != NULL && k < l->n_candidates; k++) {
+		size_t i = l->candidates[k];
+		if (l->listed[k] == other) {
 			snprintf(buf, len, "%s at %s",
 			         pk_lint_describe_object(&l->objects[i], what, sizeof(what)),
 			         l->objects[i].origin);
 			return;
 		}
 	}
+}
+
+void lint_uncache_pool(struct pk_lint *l)
+{
+	json_decref(l->cached_pool);
+	l->cached_pool = NULL;
+}
+
+/* The pool get_pool gave last, as it was decoded when it loaded. */
+static const struct pk_pool *lookup_decoded_pool(void *ctx, const json_t *pool)
+{
+	const struct pk_lint *l = ctx;
+	return pool != NULL && pool == l->cached_pool ? l->internal[l->cached].pool : NULL;
 }
 
 void lint_init_lookup(struct pk_lint *l)
@@ -204,6 +236,7 @@ void lint_init_lookup(struct pk_lint *l)
 	l->lookup.list_pool_addresses = lookup_list_pool_addresses;
 	l->lookup.get_pool = lookup_get_pool;
 	l->lookup.name_pool = lookup_name_pool;
+	l->lookup.decoded_pool = lookup_decoded_pool;
 	l->lookup.partial = true;
 }
 

@@ -14,6 +14,7 @@
 #include "jpack.h"
 #include "json.h"
 #include "lint_internal.h"
+#include "manifest_locate.h"
 #include "pool_lookup.h"
 #include "rules.h"
 #include "schema.h"
@@ -51,14 +52,29 @@ int lint_flush_to(struct pk_violations *v, struct pk_lint_object *o, const char 
 		else
 			derive_rule(prefix, f->v.field, f->rule, sizeof(f->rule));
 		f->line = o->line;
-		f->column = 1;
+		f->column = 0; /* located by lint_locate */
 		if (f->v.severity == PK_SEV_DENY)
 			o->n_deny++;
 		else
 			o->n_warn++;
 	}
-	v->n = v->dropped = 0; /* the items are written before they are read */
+	pk_violations_init(v);
 	return PK_OK;
+}
+
+void lint_locate(struct pk_lint_object *o, const struct lint_internal *in, const char *text,
+                 size_t len)
+{
+	for (size_t k = 0; k < o->n_findings; k++) {
+		struct pk_lint_finding *f = &o->findings[k];
+		if (f->column != 0)
+			continue;
+		f->line = o->line;
+		f->column = 1;
+		if (text != NULL && in->offset < len)
+			pk_manifest_locate(text + in->offset, len - in->offset, in->offset_line,
+			                   o->item, f->v.field, &f->line, &f->column);
+	}
 }
 
 void lint_object_release(struct pk_lint_object *o, struct lint_internal *in)
@@ -290,7 +306,50 @@ static int check_object(struct lint_batch *b, const json_t *value, struct pk_lin
 /* ---- what is kept of an object ---- */
 
 /* The strings an object keeps, copied into one block. */
-enum { S_API, S_KIND, S_NS, S_NAME, S_GROUP, S_RKIND, S_RNAME, S_CLAIM, S_ADDR, S_UID, S_COUNT };
+enum {
+	S_API,
+	S_KIND,
+	S_NS,
+	S_NAME,
+	S_GROUP,
+	S_RKIND,
+	S_RNAME,
+	S_CLAIM,
+	S_ADDR,
+	S_UID,
+	S_CLAIM_UID,
+	S_POOL_UID,
+	S_COUNT
+};
+
+/*
+ * The kinds lint checks, spelled once: an object of one of them points its
+ * kind here, so that sorting and matching by kind can compare pointers
+ * first (lint_str_cmp).
+ */
+static const char *const known_kinds[] = {PK_POOL_KIND, PK_GLOBAL_POOL_KIND, PK_CLAIM_KIND,
+                                          PK_ADDRESS_KIND};
+
+static const char *intern_kind(const char *kind)
+{
+	for (size_t k = 0; kind != NULL && k < sizeof(known_kinds) / sizeof(*known_kinds); k++)
+		if (!strcmp(kind, known_kinds[k]))
+			return known_kinds[k];
+	return kind;
+}
+
+/* The uid of the first owner reference of `kind` named `name`, or NULL. */
+static const char *owner_uid(const json_t *obj, const char *kind, const char *name)
+{
+	const json_t *refs = pk_json_path_keys(obj, "metadata", "ownerReferences", NULL);
+	for (size_t k = 0; kind != NULL && name != NULL && k < json_array_size(refs); k++) {
+		const json_t *r = json_array_get(refs, k);
+		const char *rk = pk_json_cstr_at(r, "kind"), *rn = pk_json_cstr_at(r, "name");
+		if (rk != NULL && rn != NULL && !strcmp(rk, kind) && !strcmp(rn, name))
+			return pk_json_cstr_at(r, "uid");
+	}
+	return NULL;
+}
 
 static int copy_strings(const json_t *v, struct pk_lint_object *o, struct lint_internal *in)
 {
@@ -306,7 +365,13 @@ static int copy_strings(const json_t *v, struct pk_lint_object *o, struct lint_i
 	    pk_json_cstr(pk_json_path_keys(spec, "claimRef", "name", NULL)),
 	    pk_json_cstr_at(spec, "address"),
 	    pk_json_meta_cstr(v, "uid"),
+	    NULL,
+	    NULL,
 	};
+	if (s[S_KIND] != NULL && !strcmp(s[S_KIND], PK_ADDRESS_KIND)) {
+		s[S_CLAIM_UID] = owner_uid(v, PK_CLAIM_KIND, s[S_CLAIM]);
+		s[S_POOL_UID] = owner_uid(v, s[S_RKIND], s[S_RNAME]);
+	}
 	size_t len[S_COUNT], total = 0;
 	for (size_t k = 0; k < S_COUNT; k++)
 		total += len[k] = s[k] != NULL ? strlen(s[k]) + 1 : 0;
@@ -318,26 +383,27 @@ static int copy_strings(const json_t *v, struct pk_lint_object *o, struct lint_i
 		at[k] = s[k] != NULL ? memcpy(p, s[k], len[k]) : NULL;
 		p += len[k];
 	}
-	o->api_version = at[S_API], o->kind = at[S_KIND], o->namespace_ = at[S_NS];
+	o->api_version = at[S_API], o->kind = intern_kind(at[S_KIND]), o->namespace_ = at[S_NS];
 	o->name = at[S_NAME];
 	in->ref_group = at[S_GROUP], in->ref_kind = at[S_RKIND], in->ref_name = at[S_RNAME];
 	in->claim = at[S_CLAIM], in->address = at[S_ADDR], in->uid = at[S_UID];
+	in->claim_uid = at[S_CLAIM_UID], in->pool_uid = at[S_POOL_UID];
 	in->pk_ref = pk_rules_is_poolkeeper_pool_ref(ref);
 	return PK_OK;
 }
 
 /*
  * What the rules' lookup reads of a pool or an IPAddress, packed: the
- * object without status and with only the metadata the checks name.
+ * object without status, with only the metadata the checks name (an
+ * IPAddress's owner references are facts of lint_internal instead).
  */
-static int keep(const json_t *v, struct lint_internal *in)
+static int keep(const json_t *v, bool pool, struct lint_internal *in)
 {
-	static const char *const meta_keys[] = {"name", "namespace", "uid", "annotations",
-	                                        "ownerReferences"};
+	static const char *const meta_keys[] = {"name", "namespace", "uid", "annotations"};
 	const json_t *meta = json_object_get(v, "metadata");
 	json_t *k = json_object(), *m = json_object();
 	bool ok = k != NULL && m != NULL;
-	for (size_t i = 0; ok && i < sizeof(meta_keys) / sizeof(*meta_keys); i++) {
+	for (size_t i = 0; ok && i < (pool ? 4 : 2); i++) {
 		json_t *x = json_object_get(meta, meta_keys[i]);
 		ok = x == NULL || json_object_set(m, meta_keys[i], x) == 0;
 	}
@@ -385,13 +451,15 @@ static int on_object(void *ctx, const struct pk_manifest_doc *d, struct pk_err *
 	o->line = d->line;
 	o->document = d->document;
 	o->item = d->item;
+	in->offset = d->offset;
+	in->offset_line = d->offset_line;
 	b->n++; /* from here on released with the batch */
 	int rc = copy_strings(d->value, o, in);
 	if (rc == PK_OK)
 		rc = check_object(b, d->value, o, in);
 	if (rc == PK_OK && o->status != PK_LINT_SKIPPED &&
 	    (in->pool != NULL || (o->kind != NULL && !strcmp(o->kind, PK_ADDRESS_KIND))))
-		rc = keep(d->value, in);
+		rc = keep(d->value, in->pool != NULL, in);
 	return rc == PK_OK ? PK_OK : pk_err_set(err, rc, "out of memory");
 }
 
@@ -422,10 +490,13 @@ int lint_batch_load(struct lint_batch *b, const char *buf, size_t len)
 {
 	struct pk_err err = {{0}};
 	size_t docs = 0;
-	int rc = pk_manifest_parse_each(buf, len, b->source, &b->set->limits, on_object, b, &docs,
-	                                &err);
-	if (rc == PK_OK)
+	int rc =
+	    pk_manifest_parse_each(buf, len, b->source, &b->set->limits, on_object, b, &docs, &err);
+	if (rc == PK_OK) {
+		for (size_t i = 0; i < b->n; i++)
+			lint_locate(&b->objects[i], &b->internal[i], buf, len);
 		return name_origins(b, docs);
+	}
 	batch_clear_objects(b);
 	if (rc == PK_ERR_NOMEM)
 		return rc;

@@ -36,6 +36,7 @@ enum lint_flag {
 	F_NO_RECURSIVE,
 	F_RECURSIVE,
 	F_MAX_FILE_SIZE,
+	F_JOBS,
 	F_VERBOSE,
 	F_QUIET,
 	F_CLAIMS,
@@ -59,6 +60,8 @@ static const struct pk_flag lint_flags[F_COUNT] = {
                      "descend into subdirectories (the default; kept for kubectl's -R)"},
     [F_MAX_FILE_SIZE] = {"max-file-size", 0, PK_FLAG_UINT, "8388608", "1..17179869184",
                          "refuse files (and standard input) over this many bytes"},
+    [F_JOBS] = {"jobs", 'j', PK_FLAG_UINT, "0", "0..64",
+                "files read and checked at once; 0: one per online CPU"},
     [F_VERBOSE] = {"verbose", 'v', PK_FLAG_COUNT, NULL, NULL,
                    "also list objects without errors, skipped objects and directories "
                    "without manifests"},
@@ -106,25 +109,6 @@ static void print_main_help(FILE *f)
 	           "      --version  print the version\n");
 }
 
-/* Reads one input into the lint; an unreadable file is recorded, not fatal. */
-static int lint_one(struct pk_lint *l, const char *path, size_t max_bytes)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	struct pk_err err = {{0}};
-	bool std_in = !strcmp(path, "-");
-	const char *name = std_in ? "(stdin)" : path;
-	int rc = std_in ? pk_manifest_read_fd(STDIN_FILENO, name, max_bytes, &buf, &len, &err)
-	                : pk_manifest_read_file(path, max_bytes, &buf, &len, &err);
-	if (rc != PK_OK) {
-		fprintf(stderr, "poolkeeper lint: %s\n", err.msg);
-		return pk_lint_add_unreadable(l, name, err.msg);
-	}
-	rc = pk_lint_add_buffer(l, buf, len, name);
-	free(buf);
-	return rc;
-}
-
 /* Entries a directory walk could not use: reported, and the run goes on. */
 static int lint_bad_entries(struct pk_lint *l, const struct pk_inputs *in, size_t from)
 {
@@ -138,7 +122,7 @@ static int lint_bad_entries(struct pk_lint *l, const struct pk_inputs *in, size_
 
 /* Reads every input the arguments name into the lint, then runs it. */
 static int lint_inputs(struct pk_lint *l, const char **pos, size_t npos, bool recursive,
-                       bool verbose, size_t max_bytes)
+                       bool verbose, unsigned jobs)
 {
 	struct pk_inputs in = {0};
 	struct pk_err err = {{0}};
@@ -157,8 +141,15 @@ static int lint_inputs(struct pk_lint *l, const char **pos, size_t npos, bool re
 			        pos[i]);
 		}
 	}
-	for (size_t i = 0; i < in.n && rc == PK_OK; i++)
-		rc = lint_one(l, in.paths[i], max_bytes);
+	size_t before;
+	pk_lint_problems(l, &before);
+	if (rc == PK_OK)
+		rc = pk_lint_add_files(l, in.paths, in.n, jobs);
+	size_t np;
+	const struct pk_lint_problem *p = pk_lint_problems(l, &np);
+	for (size_t i = before; i < np; i++)
+		if (p[i].unreadable)
+			fprintf(stderr, "poolkeeper lint: %s\n", p[i].message);
 	pk_inputs_free(&in);
 	return rc != PK_OK ? rc : pk_lint_run(l);
 }
@@ -211,7 +202,12 @@ static int lint_and_report(const struct pk_flag_value *vals, const char **pos, s
 	pk_lint_set_strict(l, pk_flags_get_bool(vals, F_STRICT));
 	size_t max_bytes = (size_t)pk_flags_get_num(vals, F_MAX_FILE_SIZE);
 	pk_lint_set_max_file_size(l, max_bytes);
-	if (lint_inputs(l, pos, npos, recursive, verbose, max_bytes) != PK_OK ||
+	unsigned jobs = (unsigned)pk_flags_get_num(vals, F_JOBS);
+	if (jobs == 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		jobs = cpus > 0 && cpus < PK_LINT_MAX_JOBS ? (unsigned)cpus : 1;
+	}
+	if (lint_inputs(l, pos, npos, recursive, verbose, jobs) != PK_OK ||
 	    write_report(l, output, verbose, fail_warn) != PK_OK)
 		goto nomem;
 	status = pk_lint_exit_code(l, fail_warn);

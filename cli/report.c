@@ -34,7 +34,7 @@ static void write_object_text(FILE *f, const struct pk_lint_object *o, bool verb
 		fprintf(f, "%s:%zu:1: ok: %s", o->source, o->line, what);
 		if (o->has_pool) {
 			fputs(": ", f);
-			write_pool_summary(f, &o->pool);
+			write_pool_summary(f, o->pool);
 		}
 		fputc('\n', f);
 	}
@@ -111,7 +111,7 @@ static json_t *object_json(const struct pk_lint_object *o)
 		}
 	}
 	if (ok && o->has_pool) {
-		const struct pk_lint_pool_summary *p = &o->pool;
+		const struct pk_lint_pool_summary *p = o->pool;
 		json_t *pj = json_pack("{s:s, s:s, s:s, s:s, s:s}", "family",
 		                       pk_address_family_name(p->family), "subnet", p->subnet,
 		                       "usable", p->size, "first", p->first, "last", p->last);

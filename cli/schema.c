@@ -222,8 +222,17 @@ static void walk_object(const struct walk *w, const json_t *obj, const char *spa
 /* a b c into buf; false when it does not fit. */
 static bool join(char *buf, size_t len, const char *a, const char *b, const char *c)
 {
-	int n = snprintf(buf, len, "%s%s%s", a, b, c);
-	return n >= 0 && (size_t)n < len;
+	const char *part[3] = {a, b, c};
+	size_t at = 0;
+	for (size_t k = 0; k < 3; k++) {
+		size_t n = strlen(part[k]);
+		if (n >= len - at)
+			return false;
+		memcpy(buf + at, part[k], n);
+		at += n;
+	}
+	buf[at] = '\0';
+	return true;
 }
 
 /* One field: known or not, then into it. spath is the schema path, dpath the one shown. */

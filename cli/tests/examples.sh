@@ -35,7 +35,7 @@ expect 0 lint -o json --strict "$dir/demo" "$dir"/*.yaml
 expect 0 lint "$dir/demo"
 # recursive by default: the denied files under invalid/ are found
 expect 1 lint "$dir"
-holds "invalid/host-bits-set.yaml:3:1: error: IPPool default/host-bits-set: spec.addresses\[0\]"
+holds "invalid/host-bits-set.yaml:10:7: error: IPPool default/host-bits-set: spec.addresses\[0\]"
 expect 1 lint "$dir/invalid"
 for f in "$dir"/invalid/*.yaml; do
 	expect 1 lint "$f"
@@ -48,7 +48,7 @@ expect 1 lint "$dir/invalid/kind-typo.yaml"
 holds 'did you mean "IPPool"?'
 # outputs for CI
 expect 1 lint -o github "$dir/invalid/host-bits-set.yaml"
-holds "^::error file=$dir/invalid/host-bits-set.yaml,line=3,col=1,title=pool/spec.addresses::"
+holds "^::error file=$dir/invalid/host-bits-set.yaml,line=10,col=7,title=pool/spec.addresses::"
 expect 1 lint -o junit "$dir/invalid/host-bits-set.yaml"
 holds '<failure type="pool/spec.addresses"'
 expect 1 lint -o sarif "$dir/invalid/host-bits-set.yaml"
@@ -77,5 +77,17 @@ expect 2 lint "$dir/does-not-exist.yaml"
 # the size cap is settable
 expect 2 lint --max-file-size 100 "$dir/ippool-ipv4.yaml"
 expect 0 lint --max-file-size 100000 "$dir/ippool-ipv4.yaml"
-rm -f $out
+# threads change nothing in the report: every output, one thread against four
+for o in text json sarif; do
+	expect 1 lint -v -o $o -j 1 "$dir"
+	cp $out $out.one
+	expect 1 lint -v -o $o -j 4 "$dir"
+	if ! cmp -s $out $out.one; then
+		echo "FAIL: poolkeeper lint -o $o differs between -j 1 and -j 4:"
+		diff $out.one $out
+		fail=1
+	fi
+done
+expect 2 lint -j 65 "$dir"
+rm -f $out $out.one
 exit $fail

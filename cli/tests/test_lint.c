@@ -80,26 +80,26 @@ static void test_clean_pools_have_summaries(void **state)
 	const struct pk_lint_object *o = obj(l, 0);
 	assert_int_equal(o->status, PK_LINT_PASS);
 	assert_true(o->has_pool);
-	assert_int_equal(o->pool.family, PK_FAMILY_V4);
-	assert_string_equal(o->pool.subnet, "10.10.0.0/24");
-	assert_string_equal(o->pool.size, "253");
-	assert_string_equal(o->pool.first, "10.10.0.2");
-	assert_string_equal(o->pool.last, "10.10.0.254");
+	assert_int_equal(o->pool->family, PK_FAMILY_V4);
+	assert_string_equal(o->pool->subnet, "10.10.0.0/24");
+	assert_string_equal(o->pool->size, "253");
+	assert_string_equal(o->pool->first, "10.10.0.2");
+	assert_string_equal(o->pool->last, "10.10.0.254");
 	assert_string_equal(o->origin, "v4.yaml:1");
 
 	o = obj(l, 1);
 	assert_int_equal(o->status, PK_LINT_PASS);
-	assert_string_equal(o->pool.subnet, "2001:db8::/64");
-	assert_string_equal(o->pool.size, "18446744073709551615");
-	assert_string_equal(o->pool.first, "2001:db8::1");
-	assert_string_equal(o->pool.last, "2001:db8::ffff:ffff:ffff:ffff");
+	assert_string_equal(o->pool->subnet, "2001:db8::/64");
+	assert_string_equal(o->pool->size, "18446744073709551615");
+	assert_string_equal(o->pool->first, "2001:db8::1");
+	assert_string_equal(o->pool->last, "2001:db8::ffff:ffff:ffff:ffff");
 	assert_null(o->namespace_);
 	assert_string_equal(pk_lint_object_namespace(o), "default");
 
 	o = obj(l, 2);
 	assert_int_equal(o->status, PK_LINT_PASS);
-	assert_string_equal(o->pool.size, "11");
-	assert_string_equal(o->pool.subnet, "192.168.1.0/24");
+	assert_string_equal(o->pool->size, "11");
+	assert_string_equal(o->pool->subnet, "192.168.1.0/24");
 	assert_null(pk_lint_object_namespace(o));
 	char buf[128];
 	assert_string_equal(pk_lint_describe_object(o, buf, sizeof(buf)), "GlobalIPPool g");

@@ -125,6 +125,47 @@ static void test_overlaps_by_sweep(void **state)
 	pk_lint_free(l);
 }
 
+/*
+ * 600 copies of one range: every pool after the first is denied, naming
+ * pools before it, and a GlobalIPPool among them meets every namespace;
+ * the comparisons stay bounded (PK_LINT_OVERLAPS_MAX per pool).
+ */
+static void test_overlaps_many_copies(void **state)
+{
+	(void)state;
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	assert_non_null(out);
+	for (size_t i = 0; i < 600; i++)
+		fprintf(out, POOL("p%zu", "ns%zu", "10.0.0.0/24"), i, i % 2);
+	fputs("apiVersion: " PK_POOL_API_VERSION "\nkind: GlobalIPPool\nmetadata: {name: g}\n"
+	      "spec: {addresses: [10.0.0.7/32], prefix: 24}\n",
+	      out);
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(pk_lint_add_buffer(l, text, len, "copies.yaml"), PK_OK);
+	free(text);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	assert_null(rule(l, 0, "pool-overlap"));
+	assert_null(rule(l, 1, "pool-overlap")); /* p1 is alone in ns1 so far */
+	for (size_t i = 2; i < 600; i++) {
+		const struct pk_lint_finding *f = rule(l, i, "pool-overlap");
+		assert_non_null(f);
+		char want[32];
+		snprintf(want, sizeof(want), "IPPool ns%zu/p", i % 2);
+		assert_true(says(f, want));
+	}
+	/* g meets all 600, in both namespaces: as many findings as one check keeps. */
+	size_t n;
+	const struct pk_lint_object *g = &pk_lint_objects(l, &n)[600];
+	assert_int_equal(g->n_findings, PK_VIOLATIONS_MAX);
+	assert_true(says(&g->findings[0], "IPPool ns0/p0"));
+	assert_true(says(&g->findings[1], "IPPool ns1/p1"));
+	pk_lint_free(l);
+}
+
 static void test_near_misses_and_fields(void **state)
 {
 	(void)state;
@@ -153,8 +194,9 @@ static void test_near_misses_and_fields(void **state)
 	assert_true(says(f, "unknown field"));
 	assert_string_equal(f->v.field, "spec.excludeAddresses");
 	assert_true(says(f, "did you mean \"excludedAddresses\"?"));
-	assert_int_equal(f->line, o[5].line);
-	assert_int_equal(f->column, 1);
+	/* at the unknown key itself, on the spec line of the last document */
+	assert_int_equal(f->line, o[5].line + 3);
+	assert_int_equal(f->column, 46);
 	assert_int_equal(o[5].status, PK_LINT_DENY);
 	pk_lint_free(l);
 }
@@ -165,6 +207,7 @@ int main(void)
 	    cmocka_unit_test(test_claim_pool_missing),
 	    cmocka_unit_test(test_same_address_and_owners),
 	    cmocka_unit_test(test_overlaps_by_sweep),
+	    cmocka_unit_test(test_overlaps_many_copies),
 	    cmocka_unit_test(test_near_misses_and_fields),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,19 +19,19 @@
 #include "report.h"
 #include "tempdir.h"
 
-#define POOL(kind, ns, name, addrs)                                                            \
+#define POOL(kind, ns, name, addrs)                                                             \
 	"apiVersion: " PK_POOL_API_VERSION "\nkind: " kind "\nmetadata:\n  name: " name "\n" ns \
 	"spec:\n  addresses: " addrs "\n  prefix: 24\n"
 
-#define ADDRESS(name, pool, address)                                                           \
-	"apiVersion: " PK_CAPI_IPAM_GROUP "/v1beta2\nkind: " PK_ADDRESS_KIND "\nmetadata:\n"  \
-	"  name: " name "\n  namespace: default\n  ownerReferences:\n"                           \
+#define ADDRESS(name, pool, address)                                                              \
+	"apiVersion: " PK_CAPI_IPAM_GROUP "/v1beta2\nkind: " PK_ADDRESS_KIND "\nmetadata:\n"      \
+	"  name: " name "\n  namespace: default\n  ownerReferences:\n"                            \
 	"  - {apiVersion: " PK_CAPI_IPAM_GROUP "/v1beta2, kind: " PK_CLAIM_KIND ", name: c-" name \
 	", uid: u1, controller: true, blockOwnerDeletion: true}\n"                                \
-	"  - {apiVersion: " PK_POOL_API_VERSION ", kind: " PK_POOL_KIND ", name: " pool         \
-	", uid: u2, blockOwnerDeletion: true}\n"                                                 \
+	"  - {apiVersion: " PK_POOL_API_VERSION ", kind: " PK_POOL_KIND ", name: " pool           \
+	", uid: u2, blockOwnerDeletion: true}\n"                                                  \
 	"spec:\n  claimRef: {name: c-" name "}\n"                                                 \
-	"  poolRef: {apiGroup: " PK_POOL_GROUP ", kind: " PK_POOL_KIND ", name: " pool "}\n" \
+	"  poolRef: {apiGroup: " PK_POOL_GROUP ", kind: " PK_POOL_KIND ", name: " pool "}\n"      \
 	"  address: " address "\n  prefix: 24\n"
 
 struct files {
@@ -67,11 +67,12 @@ static void make_files(struct files *f)
 	memset(f, 0, sizeof(*f));
 	assert_int_equal(pk_test_tempdir_make(f->dir, sizeof(f->dir), "pk-lint-files"), 0);
 	/* a.yaml: an IPAddress outside its pool, which only b.yaml holds. */
-	add_file(f, "a.yaml", ADDRESS("a1", "p", "10.9.9.9") "---\n" ADDRESS("a2", "p", "10.1.0.7"));
+	add_file(f, "a.yaml",
+	         ADDRESS("a1", "p", "10.9.9.9") "---\n" ADDRESS("a2", "p", "10.1.0.7"));
 	/* b.yaml: the pool, then a pool overlapping one in c.yaml. */
 	add_file(f, "b.yaml",
-	         POOL(PK_POOL_KIND, "", "p", "[10.1.0.0/24]") "---\n" POOL(
-	             PK_GLOBAL_POOL_KIND, "", "g", "[10.2.0.0/24]"));
+	         POOL(PK_POOL_KIND, "", "p", "[10.1.0.0/24]") "---\n" POOL(PK_GLOBAL_POOL_KIND, "",
+	                                                                   "g", "[10.2.0.0/24]"));
 	/* c.yaml: overlaps g; in another namespace, overlaps nothing else. */
 	add_file(f, "c.yaml", POOL(PK_POOL_KIND, "  namespace: other\n", "q", "[10.2.0.128/25]"));
 	/* d.yaml: does not load, though its first document would. */
@@ -81,8 +82,8 @@ static void make_files(struct files *f)
 		char name[32], text[2048];
 		snprintf(name, sizeof(name), "more-%zu.yaml", k);
 		snprintf(text, sizeof(text),
-		         POOL(PK_POOL_KIND, "", "m%zu", "[10.%zu.0.0/24]") "---\n" ADDRESS(
-		             "m%zu", "m%zu", "10.%zu.0.9"),
+		         POOL(PK_POOL_KIND, "", "m%zu",
+		              "[10.%zu.0.0/24]") "---\n" ADDRESS("m%zu", "m%zu", "10.%zu.0.9"),
 		         k, k + 100, k, k, k, k, k, k + 100);
 		add_file(f, name, text);
 	}
@@ -143,9 +144,14 @@ static void test_across_files(void **state)
 	/* a1 is checked against its pool, which loaded after it. */
 	assert_int_equal(find(l, "a1")->status, PK_LINT_DENY);
 	assert_true(has(find(l, "a1"), "ipaddress/spec.address", "10.9.9.9"));
+	/* found after every file loaded, it is placed by reading a.yaml again */
+	const struct pk_lint_finding *a1 = &find(l, "a1")->findings[0];
+	assert_int_equal(a1->line, 12); /* "  address: 10.9.9.9" */
+	assert_int_equal(a1->column, 3);
 	assert_int_equal(find(l, "a2")->status, PK_LINT_PASS);
 	/* q overlaps g, loaded before it: reported once, on q, naming g and where. */
 	assert_true(has(find(l, "q"), "pool-overlap", "b.yaml:"));
+	assert_int_equal(find(l, "q")->findings[0].line, 7); /* "  addresses: [...]" */
 	assert_int_equal(find(l, "g")->n_findings, 0);
 	assert_int_equal(find(l, "p")->status, PK_LINT_PASS);
 	assert_true(find(l, "p")->has_pool);

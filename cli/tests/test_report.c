@@ -61,7 +61,7 @@ static void test_text(void **state)
 	struct pk_lint *l = make_lint();
 	char *t = text_of(l, TEXT);
 	assert_null(strstr(t, "IPPool ns1/good"));
-	assert_non_null(strstr(t, "p.yaml:6:1: error: IPPool ns1/bad: spec.addresses[0]: "));
+	assert_non_null(strstr(t, "p.yaml:9:20: error: IPPool ns1/bad: spec.addresses[0]: "));
 	assert_non_null(strstr(t, "[pool/spec.addresses]\n"));
 	assert_null(strstr(t, "ConfigMap"));
 	assert_non_null(strstr(t, "broken.yaml:2:1: error: did not find"));
@@ -100,8 +100,9 @@ static void test_json(void **state)
 	assert_string_equal(json_string_value(json_object_get(v0, "severity")), "error");
 	assert_string_equal(json_string_value(json_object_get(v0, "field")), "spec.addresses[0]");
 	assert_string_equal(json_string_value(json_object_get(v0, "rule")), "pool/spec.addresses");
-	assert_int_equal(json_integer_value(json_object_get(v0, "line")), 6);
-	assert_int_equal(json_integer_value(json_object_get(v0, "column")), 1);
+	/* the field's own line and column, not the object's */
+	assert_int_equal(json_integer_value(json_object_get(v0, "line")), 9);
+	assert_int_equal(json_integer_value(json_object_get(v0, "column")), 20);
 	assert_null(json_object_get(bad, "pool"));
 	json_t *cm = json_array_get(objects, 2);
 	assert_string_equal(json_string_value(json_object_get(cm, "status")), "skipped");
@@ -139,9 +140,9 @@ static void test_github(void **state)
 	(void)state;
 	struct pk_lint *l = make_lint();
 	char *t = text_of(l, GITHUB);
-	assert_non_null(strstr(t,
-	                       "::error file=p.yaml,line=6,col=1,title=pool/spec.addresses::IPPool "
-	                       "ns1/bad: spec.addresses[0]: "));
+	assert_non_null(
+	    strstr(t, "::error file=p.yaml,line=9,col=20,title=pool/spec.addresses::IPPool "
+	              "ns1/bad: spec.addresses[0]: "));
 	assert_non_null(
 	    strstr(t, "::error file=broken.yaml,line=2,col=1,title=load::did not find"));
 	assert_null(strstr(t, "good"));
@@ -189,7 +190,7 @@ static void test_sarif(void **state)
 	    json_string_value(json_object_get(json_object_get(loc, "artifactLocation"), "uri")),
 	    "p.yaml");
 	assert_int_equal(
-	    json_integer_value(json_object_get(json_object_get(loc, "region"), "startLine")), 6);
+	    json_integer_value(json_object_get(json_object_get(loc, "region"), "startLine")), 9);
 	json_decref(j);
 	free(t);
 	pk_lint_free(l);
