@@ -200,8 +200,8 @@ static int add_pair(const struct pk_lint *l, size_t x, size_t y, unsigned *count
 /* Every pair of pools the rule compares whose addresses meet: a sweep by start address. */
 static int overlapping_pairs(const struct pk_lint *l, struct pair **pairs, size_t *np)
 {
-	struct span *s;
-	size_t n, *active = NULL, na = 0, cap = 0, pcap = 0;
+	struct span *s = NULL;
+	size_t n = 0, *active = NULL, na = 0, cap = 0, pcap = 0;
 	unsigned *count = calloc(l->n_objects ? l->n_objects : 1, sizeof(*count));
 	int rc = count != NULL ? collect_spans(l, &s, &n) : PK_ERR_NOMEM;
 	*pairs = NULL;
@@ -222,8 +222,7 @@ static int overlapping_pairs(const struct pk_lint *l, struct pair **pairs, size_
 		if (rc == PK_OK)
 			active[na++] = k;
 	}
-	if (count != NULL)
-		free(s);
+	free(s);
 	free(active);
 	free(count);
 	if (rc == PK_OK && *np > 1)
