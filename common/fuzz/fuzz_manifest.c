@@ -4,8 +4,8 @@
  * says what happened (bad input, a cap hit, memory), within the caps,
  * without crashing or leaking. Loaded documents are expanded as Lists and
  * re-serialised to walk every value built. The streaming form
- * (pk_manifest_parse_each) must agree: the same result code and, on
- * success, the same objects in the same order.
+ * (pk_manifest_parse_each) must agree: it loads exactly when parse and
+ * expand do, and then gives the same objects in the same order.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,7 +44,10 @@ static void check_stream(const uint8_t *data, size_t size, const struct pk_manif
 	struct pk_err err;
 	int rc = pk_manifest_parse_each((const char *)data, size, "fuzz", lim, compare_one, &c,
 	                                NULL, &err);
-	if (rc != want_rc && rc != PK_ERR_NOMEM && want_rc != PK_ERR_NOMEM)
+	/* Both load or both fail. Not always with one code: the stream stops at
+	 * the first bad object in stream order (a List without items), where
+	 * parse then expand reports a bad document further on (a cap) first. */
+	if ((rc == PK_OK) != (want_rc == PK_OK) && rc != PK_ERR_NOMEM && want_rc != PK_ERR_NOMEM)
 		abort();
 	if (rc == PK_OK && m != NULL && c.n != m->n)
 		abort();

@@ -397,6 +397,19 @@ static void test_parse_each_stops(void **state)
 	                 PK_ERR_INVALID);
 	assert_int_equal(u.n, 0);
 	assert_non_null(strstr(err.msg, "item 2"));
+
+	/* Two faults: the stream stops at the first in stream order, a List
+	 * without items; parse then expand meets the nesting cap after it first. */
+	char two[512];
+	snprintf(two, sizeof(two), "kind: List\nitems:\n---\nv: %.80s\n",
+	         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[");
+	struct pk_manifest m;
+	assert_int_equal(parse(two, &m, &err), PK_ERR_TOO_BIG);
+	struct seen w = {0};
+	assert_int_equal(pk_manifest_parse_each(two, strlen(two), "t", NULL, see, &w, NULL, &err),
+	                 PK_ERR_INVALID);
+	assert_non_null(strstr(err.msg, "items sequence"));
+	assert_int_equal(w.n, 0);
 }
 
 /* ---- refusals: each names the file, line and column ---- */
