@@ -276,11 +276,8 @@ static int add_array(const json_t *items, struct pk_lint *lint)
 		char what[PK_AUDIT_NAME_MAX * 2 + 64], source[sizeof(what) + 16];
 		snprintf(source, sizeof(source), "cluster:%s",
 		         pk_live_describe(obj, what, sizeof(what)));
-		char *text = json_dumps(obj, JSON_COMPACT);
-		if (text == NULL)
-			return PK_ERR_NOMEM;
-		int rc = pk_lint_add_buffer(lint, text, strlen(text), source);
-		free(text);
+		/* One line of compact JSON: its findings are on line 1. */
+		int rc = pk_lint_add_object(lint, json_incref(obj), source, 1);
 		if (rc != PK_OK)
 			return rc;
 	}

@@ -68,12 +68,10 @@ void pk_lint_free(struct pk_lint *l)
 	free(l->addr_refs);
 	lint_uncache_pool(l);
 	for (size_t i = 0; i < l->n_sources; i++) {
-		free(l->sources[i]);
-		free(l->texts[i]);
+		free(l->sources[i].name);
+		free(l->sources[i].text);
 	}
 	free(l->sources);
-	free(l->texts);
-	free(l->text_lens);
 	for (size_t i = 0; i < l->n_problems; i++) {
 		free(l->problems[i].source);
 		free(l->problems[i].message);
@@ -136,18 +134,6 @@ static void batch_init(struct lint_batch *b, const struct pk_lint *l, struct pk_
 	b->scratch = scratch;
 }
 
-static void batch_free(struct lint_batch *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		lint_object_release(&b->objects[i], &b->internal[i]);
-	free(b->objects);
-	free(b->internal);
-	free(b->source);
-	free(b->problem);
-	free(b->text);
-	memset(b, 0, sizeof(*b));
-}
-
 /* Moves the batch's objects and problem onto the lint, in order; empties the batch. */
 static int join(struct pk_lint *l, struct lint_batch *b)
 {
@@ -157,11 +143,7 @@ static int join(struct pk_lint *l, struct lint_batch *b)
 	    pk_array_reserve(&l->internal, &l->cap_internal, l->n_objects + b->n,
 	                     sizeof(*l->internal)) != PK_OK ||
 	    pk_array_reserve(&l->sources, &l->cap_sources, l->n_sources + 1, sizeof(*l->sources)) !=
-	        PK_OK ||
-	    pk_array_reserve(&l->texts, &l->cap_texts, l->n_sources + 1, sizeof(*l->texts)) !=
-	        PK_OK ||
-	    pk_array_reserve(&l->text_lens, &l->cap_text_lens, l->n_sources + 1,
-	                     sizeof(*l->text_lens)) != PK_OK)
+	        PK_OK)
 		return PK_ERR_NOMEM;
 	if (b->problem != NULL && add_problem(l, b->source, b->problem, b->unreadable) != PK_OK)
 		return PK_ERR_NOMEM;
@@ -171,9 +153,7 @@ static int join(struct pk_lint *l, struct lint_batch *b)
 	}
 	l->n_objects += b->n;
 	b->n = 0;
-	l->texts[l->n_sources] = b->text;
-	l->text_lens[l->n_sources] = b->text_len;
-	l->sources[l->n_sources++] = b->source;
+	l->sources[l->n_sources++] = (struct lint_source){b->source, b->text, b->text_len};
 	b->source = NULL;
 	b->text = NULL;
 	return PK_OK;
@@ -189,7 +169,7 @@ static int add_one(struct pk_lint *l, struct lint_batch *b, const char *buf, siz
 		rc = lint_batch_load(b, buf, len);
 	if (rc == PK_OK)
 		rc = join(l, b);
-	batch_free(b);
+	lint_batch_free(b);
 	return rc;
 }
 
@@ -222,10 +202,10 @@ int pk_lint_add_object(struct pk_lint *l, json_t *obj, const char *source, size_
 	/* The object had no lines of its own: it starts where the caller says. */
 	for (size_t i = from; rc == PK_OK && i < l->n_objects; i++) {
 		struct pk_lint_object *o = &l->objects[i];
+		struct pk_manifest_doc d = {.source = o->source, .document = 1, .line = line};
 		char origin[PK_LINT_ORIGIN_MAX];
-		snprintf(origin, sizeof(origin), "%s:%zu", o->source, line);
 		free(o->origin);
-		o->origin = strdup(origin);
+		o->origin = strdup(pk_manifest_format_origin(NULL, &d, origin, sizeof(origin)));
 		o->line = line;
 		for (size_t k = 0; k < o->n_findings; k++)
 			o->findings[k].line = line;
@@ -321,7 +301,7 @@ int pk_lint_add_files(struct pk_lint *l, char *const *paths, size_t n, unsigned 
 	for (size_t i = 0; i < n; i++) {
 		if (rc == PK_OK)
 			rc = join(l, &j.batches[i]);
-		batch_free(&j.batches[i]);
+		lint_batch_free(&j.batches[i]);
 	}
 	free(j.batches);
 	return rc;
@@ -380,7 +360,6 @@ static int fill_summary(struct pk_lint_object *o, const struct pk_pool *p)
 	pk_address_subnet(na ? a[0].lo : r[0].lo, p->family, p->prefix, &net, &bcast);
 	snprintf(s->subnet, sizeof(s->subnet), "%s/%u",
 	         pk_address_format_v(net, p->family, net_text), p->prefix);
-	o->has_pool = true;
 	return PK_OK;
 }
 
@@ -404,14 +383,14 @@ static void place_findings(struct pk_lint *l)
 {
 	size_t s = 0;
 	for (size_t i = 0; i < l->n_objects;) {
-		while (s < l->n_sources && l->sources[s] != l->objects[i].source)
+		while (s < l->n_sources && l->sources[s].name != l->objects[i].source)
 			s++;
 		size_t end = i;
 		bool any = false;
 		for (; end < l->n_objects && l->objects[end].source == l->objects[i].source; end++)
 			any = any || unplaced(l, end);
-		char *text = s < l->n_sources ? l->texts[s] : NULL, *read = NULL;
-		size_t len = s < l->n_sources ? l->text_lens[s] : 0;
+		char *text = s < l->n_sources ? l->sources[s].text : NULL, *read = NULL;
+		size_t len = s < l->n_sources ? l->sources[s].text_len : 0;
 		struct pk_err err;
 		if (any && text == NULL &&
 		    pk_manifest_read_file(l->objects[i].source, l->set.limits.max_bytes, &read,

@@ -92,8 +92,7 @@ struct pk_lint_object {
 	struct pk_lint_finding *findings; /* n_findings of them; NULL when none */
 	size_t n_findings, cap_findings;
 	size_t n_deny, n_warn;             /* findings of each severity */
-	bool has_pool;                     /* a pool that passed: `pool` is set */
-	struct pk_lint_pool_summary *pool; /* owned; NULL unless has_pool */
+	struct pk_lint_pool_summary *pool; /* owned; set for a pool that passed, else NULL */
 };
 
 /* A file that could not be read (unreadable) or not be loaded (bad YAML/JSON, a cap). */

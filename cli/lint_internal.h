@@ -63,11 +63,16 @@ struct lint_ref {
 	size_t idx;
 };
 
+/* One input that joined a lint: its name, which its objects' `source` points into. */
+struct lint_source {
+	char *name; /* owned */
+	char *text; /* owned: its text when it cannot be read again (stdin, a buffer), else NULL */
+	size_t text_len;
+};
+
 struct pk_lint {
-	char **sources; /* owned: the names objects' `source` points into */
-	char **texts;   /* owned: each source's text when it cannot be read again, else NULL */
-	size_t *text_lens;
-	size_t n_sources, cap_sources, cap_texts, cap_text_lens;
+	struct lint_source *sources;
+	size_t n_sources, cap_sources;
 	struct pk_lint_object *objects;
 	struct lint_internal *internal;
 	size_t n_objects, cap_objects, cap_internal;
@@ -126,6 +131,9 @@ PK_MUST_CHECK int lint_batch_load(struct lint_batch *b, const char *buf, size_t 
  */
 void lint_locate(struct pk_lint_object *o, const struct lint_internal *in, const char *text,
                  size_t len);
+
+/* Releases everything the batch holds and empties it. */
+void lint_batch_free(struct lint_batch *b);
 
 /* Releases what object i of a batch or a lint holds. */
 void lint_object_release(struct pk_lint_object *o, struct lint_internal *in);

@@ -486,6 +486,17 @@ static void batch_clear_objects(struct lint_batch *b)
 	b->n = 0;
 }
 
+void lint_batch_free(struct lint_batch *b)
+{
+	batch_clear_objects(b);
+	free(b->objects);
+	free(b->internal);
+	free(b->source);
+	free(b->problem);
+	free(b->text);
+	memset(b, 0, sizeof(*b));
+}
+
 int lint_batch_load(struct lint_batch *b, const char *buf, size_t len)
 {
 	struct pk_err err = {{0}};

@@ -32,7 +32,7 @@ static void write_object_text(FILE *f, const struct pk_lint_object *o, bool verb
 	}
 	if (verbose && o->status != PK_LINT_DENY) {
 		fprintf(f, "%s:%zu:1: ok: %s", o->source, o->line, what);
-		if (o->has_pool) {
+		if (o->pool != NULL) {
 			fputs(": ", f);
 			write_pool_summary(f, o->pool);
 		}
@@ -110,7 +110,7 @@ static json_t *object_json(const struct pk_lint_object *o)
 			ok = vj != NULL && json_array_append_new(arr, vj) == 0;
 		}
 	}
-	if (ok && o->has_pool) {
+	if (ok && o->pool != NULL) {
 		const struct pk_lint_pool_summary *p = o->pool;
 		json_t *pj = json_pack("{s:s, s:s, s:s, s:s, s:s}", "family",
 		                       pk_address_family_name(p->family), "subnet", p->subnet,

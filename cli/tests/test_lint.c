@@ -79,7 +79,7 @@ static void test_clean_pools_have_summaries(void **state)
 	    NULL);
 	const struct pk_lint_object *o = obj(l, 0);
 	assert_int_equal(o->status, PK_LINT_PASS);
-	assert_true(o->has_pool);
+	assert_non_null(o->pool);
 	assert_int_equal(o->pool->family, PK_FAMILY_V4);
 	assert_string_equal(o->pool->subnet, "10.10.0.0/24");
 	assert_string_equal(o->pool->size, "253");
@@ -120,7 +120,7 @@ static void test_pool_denials(void **state)
 	                         NULL);
 	assert_int_equal(obj(l, 0)->status, PK_LINT_DENY);
 	assert_true(has(l, 0, PK_SEV_DENY, "did you mean 10.0.0.0/24"));
-	assert_false(obj(l, 0)->has_pool);
+	assert_null(obj(l, 0)->pool);
 	assert_true(has(l, 1, PK_SEV_DENY, "spec.prefix"));
 	assert_true(has(l, 2, PK_SEV_DENY, "metadata.name: required"));
 	assert_string_equal(obj(l, 1)->origin, "bad.yaml:9 (document 2)");
@@ -541,7 +541,7 @@ static void test_duplicates_warn(void **state)
 	assert_int_equal(obj(l, 0)->status, PK_LINT_PASS);
 	assert_int_equal(obj(l, 1)->status, PK_LINT_WARN);
 	assert_true(has(l, 1, PK_SEV_WARN, "also defined at a.yaml:1"));
-	assert_true(obj(l, 1)->has_pool);
+	assert_non_null(obj(l, 1)->pool);
 	pk_lint_free(l);
 }
 

@@ -154,7 +154,7 @@ static void test_across_files(void **state)
 	assert_int_equal(find(l, "q")->findings[0].line, 7); /* "  addresses: [...]" */
 	assert_int_equal(find(l, "g")->n_findings, 0);
 	assert_int_equal(find(l, "p")->status, PK_LINT_PASS);
-	assert_true(find(l, "p")->has_pool);
+	assert_non_null(find(l, "p")->pool);
 	assert_string_equal(find(l, "p")->pool->subnet, "10.1.0.0/24");
 	for (size_t k = 0; k < 6; k++) {
 		char name[8];

@@ -241,16 +241,15 @@ int pk_pool_lookup_check_ipaddress_pool(const struct pk_pool_lookup *lk, const c
 		return PK_OK;
 	}
 	const struct pk_pool *known = lk->decoded_pool ? lk->decoded_pool(lk->ctx, pool) : NULL;
-	if (known != NULL) {
-		pk_rules_check_ipaddress_in_pool(addr, known, pool_text, false, out);
-		json_decref(pool);
-		return PK_OK;
-	}
 	memset(&p, 0, sizeof(p));
-	struct pk_violations ignore;
-	pk_violations_init(&ignore);
-	if (pk_pool_decode(json_object_get(pool, "spec"), &p, &ignore) == PK_OK)
-		pk_rules_check_ipaddress_in_pool(addr, &p, pool_text, false, out);
+	if (known == NULL) {
+		struct pk_violations ignore;
+		pk_violations_init(&ignore);
+		if (pk_pool_decode(json_object_get(pool, "spec"), &p, &ignore) == PK_OK)
+			known = &p;
+	}
+	if (known != NULL)
+		pk_rules_check_ipaddress_in_pool(addr, known, pool_text, false, out);
 	pk_pool_release(&p);
 	json_decref(pool);
 	return PK_OK;

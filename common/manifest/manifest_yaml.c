@@ -36,6 +36,16 @@ static bool is_null_word(const char *s, size_t n)
 	        (!memcmp(s, "null", 4) || !memcmp(s, "Null", 4) || !memcmp(s, "NULL", 4)));
 }
 
+/*
+ * Whether a plain scalar may be other than a string: every core schema
+ * null, boolean and number starts with one of these, and the empty scalar
+ * is null. Others are strings without further typing.
+ */
+static bool may_be_typed(const char *s, size_t n)
+{
+	return n == 0 || strchr("~nNtTfF+-.0123456789", s[0]) != NULL;
+}
+
 static int bool_word(const char *s, size_t n)
 {
 	if (n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "True", 4) || !memcmp(s, "TRUE", 4)))
@@ -126,7 +136,7 @@ static json_t *scalar_value(const char *s, size_t n, enum scalar_want want, char
 {
 	*nomem = false;
 	json_t *v = NULL;
-	if (want == WANT_STR)
+	if (want == WANT_STR || (want == WANT_ANY && !may_be_typed(s, n)))
 		goto string;
 	if ((want == WANT_ANY || want == WANT_NULL) && is_null_word(s, n))
 		return json_null();
@@ -147,9 +157,6 @@ static json_t *scalar_value(const char *s, size_t n, enum scalar_want want, char
 			goto made;
 		}
 	}
-	/* Every core schema number starts with a sign, a digit or a dot. */
-	if (want == WANT_ANY && (n == 0 || !strchr("+-.0123456789", s[0])))
-		goto string;
 	if (want == WANT_ANY || want == WANT_FLOAT) {
 		if (is_core_special_float(s, n)) {
 			snprintf(why, why_len, "%.8s cannot be represented in JSON", s);
@@ -324,18 +331,10 @@ static int tag_want(struct manifest_builder *b, const yaml_event_t *ev, const ch
 	            tag);
 }
 
-/*
- * Whether a key scalar is a string without typing it: a quoted one, or a
- * plain one starting with a letter no null, boolean or number starts with
- * (most keys: apiVersion, metadata, spec...). Others are typed in full.
- */
+/* Whether a key scalar is a string without typing it: quoted, or plain and not typable. */
 static bool key_is_string(const char *s, size_t n, enum scalar_want want)
 {
-	if (want == WANT_STR)
-		return true;
-	return want == WANT_ANY && n > 0 &&
-	       ((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')) &&
-	       !strchr("nNtTfF", s[0]);
+	return want == WANT_STR || (want == WANT_ANY && !may_be_typed(s, n));
 }
 
 /* A mapping key that is a string: no NUL, no duplicates. */
