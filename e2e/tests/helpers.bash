@@ -201,3 +201,38 @@ pk_unregister_webhook() {
 # kubeconfig that authenticates as the ServiceAccount (token from
 # `kubectl create token`).
 pk_sa_kubeconfig() { "$CLUSTER" sa-kubeconfig "$@"; }
+
+# pk_wait_owner_mapping [-t seconds] <apiVersion> <kind>...: until the API
+# server's own admission maps each kind in that apiVersion. Its
+# OwnerReferencesPermissionEnforcement plugin resolves the owner of a
+# blockOwnerDeletion reference through a discovery cache that it refreshes
+# every 30 s (k8s.io/apiserver pkg/server/options/admission.go), so for up to
+# 30 s after a CRD starts serving a version it refuses such references with
+# "cannot find RESTMapping" for any client that cannot finalize everything.
+# Probed with a dry-run ConfigMap from a user that may create ConfigMaps in
+# "default" and nothing else: mapped, the plugin then refuses it for lack of
+# the owner's finalizers instead. Nothing is stored.
+pk_wait_owner_mapping() {
+  local t=(-t 60) rc=0
+  if [[ $1 == -t ]]; then t=(-t "$2"); shift 2; fi
+  local gv=$1 kind
+  shift
+  kubectl -n default create role e2e-owner-mapping-probe --verb=create --resource=configmaps \
+    --dry-run=client -o yaml | kubectl apply -f - >/dev/null || return 1
+  kubectl -n default create rolebinding e2e-owner-mapping-probe --role=e2e-owner-mapping-probe \
+    --user=e2e:owner-mapping-probe --dry-run=client -o yaml | kubectl apply -f - >/dev/null || return 1
+  for kind in "$@"; do
+    pk_wait_for "${t[@]}" "admission to map $gv $kind" _pk_owner_mapped "$gv" "$kind" || rc=1
+  done
+  kubectl -n default delete rolebinding,role e2e-owner-mapping-probe >/dev/null || rc=1
+  return "$rc"
+}
+_pk_owner_mapped() {
+  local doc out
+  doc=$(jq -n --arg gv "$1" --arg kind "$2" '{apiVersion: "v1", kind: "ConfigMap",
+    metadata: {name: "e2e-owner-mapping-probe", ownerReferences: [{apiVersion: $gv, kind: $kind,
+      name: "probe", uid: "00000000-0000-4000-8000-000000000001", blockOwnerDeletion: true}]}}')
+  out=$(kubectl --as=e2e:owner-mapping-probe -n default create --dry-run=server -o name -f - <<<"$doc" 2>&1)
+  echo "$out"
+  [[ $out == *"refers to a resource you can't set finalizers on"* ]]
+}

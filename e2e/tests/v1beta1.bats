@@ -12,8 +12,9 @@
 # CAPI 1.10's look from outside: v1beta2 not served, v1beta1 served, stored
 # and not deprecated. teardown_file puts back their spec, then (once etcd
 # holds no CAPI object in v1beta1) their status.storedVersions, checks that
-# both are as they were, and waits until v1beta2 is served again, so later
-# suites find the plane as it was. Nothing is converted (strategy None):
+# both are as they were, and waits until v1beta2 is served again and the
+# API server's admission maps it (pk_wait_owner_mapping), so later suites
+# find the plane as it was. Nothing is converted (strategy None):
 # every object this suite makes is created and read as v1beta1 and deleted
 # before the restore.
 #
@@ -112,6 +113,9 @@ teardown_file() {
     fi
     _crds_settled restored || rc=1
     _crds_as_saved || rc=1
+    # the API server's admission, too, maps the owners controllers name
+    pk_wait_owner_mapping "$IPAM/v1beta2" IPAddressClaim IPAddress || rc=1
+    pk_wait_owner_mapping cluster.x-k8s.io/v1beta2 Cluster || rc=1
   fi
   return "$rc"
 }
