@@ -355,7 +355,7 @@ static int convert_object(struct pk_convert *c, json_t *obj, struct pk_convert_l
 		    kind);
 		return PK_OK;
 	}
-	if (!strcmp(kind, PK_CLAIM_KIND) && pk_rules_is_capi_ipam_version(version))
+	if (!strcmp(kind, PK_CLAIM_KIND) && pk_rules_is_capi_served_version(version))
 		return convert_claim(c, obj, lg);
 	return pass_through(c, obj, kind, lg);
 }

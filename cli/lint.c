@@ -51,11 +51,6 @@ void pk_lint_set_max_file_size(struct pk_lint *l, size_t bytes)
 	}
 }
 
-void pk_lint_set_strict(struct pk_lint *l, bool strict)
-{
-	l->set.strict = strict;
-}
-
 void pk_lint_free(struct pk_lint *l)
 {
 	if (l == NULL)

@@ -132,12 +132,6 @@ void pk_lint_set_enforcement(struct pk_lint *l, enum pk_enforcement claims,
                              enum pk_enforcement foreign_claims);
 
 /*
- * With `strict`, metadata's own fields are checked against ObjectMeta's
- * as well (unknown fields elsewhere are always errors). Call before adding.
- */
-void pk_lint_set_strict(struct pk_lint *l, bool strict);
-
-/*
  * The largest file pk_lint_add_buffer loads (the manifest loader's
  * default, 8 MiB, when never called); above the default, the caps on
  * documents and nodes grow in proportion, so that a large

@@ -315,18 +315,20 @@ static int check_claim_pool(struct pk_lint *l, const struct index *x, size_t i)
 	return lint_flush(l, i, NULL, "claim-pool-missing");
 }
 
-/* The owner reference to object j (the IPAddress's claim or pool) names j's uid, when both are
- * known. */
-static void check_uid(struct pk_lint *l, const char *ref, size_t j, const char *what)
+/* The owner reference to object j (the IPAddress's claim or pool), the at-th, names j's uid,
+ * when both are known. */
+static void check_uid(struct pk_lint *l, const char *ref, unsigned at, size_t j, const char *what)
 {
 	const struct pk_lint_object *t = &l->objects[j];
 	const char *uid = l->internal[j].uid;
-	if (uid != NULL && ref != NULL && strcmp(uid, ref))
-		pk_violations_add(
-		    &l->scratch, PK_SEV_DENY, "metadata.ownerReferences",
-		    "the owner reference to %s \"%s\" has uid \"%.64s\", but the %s at "
-		    "%s has uid \"%.64s\"",
-		    t->kind, t->name, ref, what, t->origin, uid);
+	char field[64];
+	if (uid == NULL || ref == NULL || !strcmp(uid, ref))
+		return;
+	snprintf(field, sizeof(field), "metadata.ownerReferences[%u].uid", at);
+	pk_violations_add(&l->scratch, PK_SEV_DENY, field,
+	                  "the owner reference to %s \"%s\" has uid \"%.64s\", but the %s at "
+	                  "%s has uid \"%.64s\"",
+	                  t->kind, t->name, ref, what, t->origin, uid);
 }
 
 /* Whether two objects' spec.poolRef are the same reference. */
@@ -348,10 +350,10 @@ static int check_address_owners(struct pk_lint *l, const struct index *x, size_t
 			pk_violations_add(&l->scratch, PK_SEV_DENY, "spec.poolRef",
 			                  "differs from the poolRef of its claim at %s",
 			                  l->objects[c].origin);
-		check_uid(l, in->claim_uid, c, "claim");
+		check_uid(l, in->claim_uid, in->claim_ref, c, "claim");
 	}
 	if (p != SIZE_MAX)
-		check_uid(l, in->pool_uid, p, "pool");
+		check_uid(l, in->pool_uid, in->pool_ref, p, "pool");
 	return lint_flush(l, i, NULL, "owner-reference");
 }
 

@@ -27,16 +27,17 @@ struct lint_internal {
 	const char *uid;       /* metadata.uid */
 	const char *claim_uid; /* an IPAddress's owner reference to its claim: its uid */
 	const char *pool_uid;  /* and to its pool (spec.poolRef's kind and name) */
-	size_t offset;         /* where its document starts in its source's text, */
-	size_t offset_line;    /* and on which line (pk_manifest_doc) */
-	bool pk_ref;           /* spec.poolRef names a poolkeeper pool */
-	bool in_pool;          /* an IPAddress that passed its own rules: checked in its pool */
+	unsigned claim_ref;    /* those references' places in metadata.ownerReferences */
+	unsigned pool_ref;
+	size_t offset;      /* where its document starts in its source's text, */
+	size_t offset_line; /* and on which line (pk_manifest_doc) */
+	bool pk_ref;        /* spec.poolRef names a poolkeeper pool */
+	bool in_pool;       /* an IPAddress that passed its own rules: checked in its pool */
 };
 
 /* What every object is checked under: the settings of pk_lint_set_*. */
 struct lint_settings {
 	enum pk_enforcement claims, foreign_claims;
-	bool strict;
 	struct pk_manifest_limits limits;
 };
 

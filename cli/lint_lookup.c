@@ -104,7 +104,7 @@ static const struct lint_ref *range(const struct lint_ref *refs, size_t n, const
 	while (end < n && cmp_ref_key(&refs[end], &key) == 0)
 		end++;
 	*count = end - lo;
-	return refs + lo;
+	return *count > 0 ? refs + lo : NULL; /* refs is NULL when nothing was ever added */
 }
 
 static int push_ref(struct lint_ref **refs, size_t *n, size_t *cap, struct lint_ref r)

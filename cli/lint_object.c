@@ -6,6 +6,8 @@
  * of what the rules' lookup reads. The loaded object itself is freed with
  * its document, so a lint holds one document at a time per thread.
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +215,15 @@ static bool check_near_miss(struct lint_batch *b, const struct pk_lint_object *o
 	size_t nv, nk;
 	const char *const *versions = pk_schema_api_versions(&nv);
 	const char *const *kinds = pk_schema_kinds(&nk);
+	if (!strcmp(o->api_version, PK_POOL_GROUP) || !strcmp(o->api_version, PK_CAPI_IPAM_GROUP)) {
+		*rule = "unknown-api-version";
+		pk_violations_add(b->scratch, PK_SEV_DENY, "apiVersion",
+		                  "\"%s\" is a group without its version; did you mean \"%s/%s\"?",
+		                  o->api_version, o->api_version,
+		                  strcmp(o->api_version, PK_POOL_GROUP) ? PK_CAPI_V1BETA2
+		                                                        : PK_POOL_VERSION);
+		return true;
+	}
 	if (!g->ours && !g->capi) {
 		const char *v = pk_suggest_name(o->api_version, versions, nv, 3);
 		if (v == NULL)
@@ -233,6 +244,52 @@ static bool check_near_miss(struct lint_batch *b, const struct pk_lint_object *o
 	return true;
 }
 
+/*
+ * A Cluster API IPAM group object that is not a served version of its two
+ * kinds: the API server knows no such resource. Returns the rule.
+ */
+static const char *check_capi_unserved(struct lint_batch *b, const struct pk_lint_object *o,
+                                       const struct gvk *g)
+{
+	if (!strcmp(o->kind, PK_CLAIM_KIND) || !strcmp(o->kind, PK_ADDRESS_KIND)) {
+		pk_violations_add(b->scratch, PK_SEV_DENY, "apiVersion",
+		                  "%.64s is not served; %s serves %s, %s and %s", o->api_version,
+		                  o->kind, PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2, PK_CAPI_V1BETA1,
+		                  PK_CAPI_V1ALPHA1);
+		return "unknown-api-version";
+	}
+	if (is_pool_kind(o->kind))
+		pk_violations_add(b->scratch, PK_SEV_DENY, "apiVersion",
+		                  "%s is not a kind of %s; poolkeeper's %s is %s", o->kind,
+		                  g->group, o->kind, PK_POOL_API_VERSION);
+	else
+		pk_violations_add(b->scratch, PK_SEV_DENY, "kind",
+		                  "\"%.64s\" is not a kind of %s, which has %s and %s", o->kind,
+		                  g->group, PK_CLAIM_KIND, PK_ADDRESS_KIND);
+	return is_pool_kind(o->kind) ? "unknown-api-version" : "unknown-kind";
+}
+
+/*
+ * The object as the webhook reviews it: Cluster API converts a v1alpha1
+ * claim or IPAddress to a version poolkeeper's registrations name
+ * (matchPolicy Equivalent), with the same fields (a v1alpha1 claim has no
+ * spec.clusterName, and its conversion sets none). A new reference, or NULL
+ * when out of memory.
+ */
+static json_t *as_reviewed(const json_t *value, const struct gvk *g)
+{
+	if (strcmp(g->version, PK_CAPI_V1ALPHA1) != 0)
+		return json_incref((json_t *)(uintptr_t)value);
+	json_t *copy = json_copy((json_t *)(uintptr_t)value);
+	if (copy != NULL &&
+	    json_object_set_new(copy, "apiVersion",
+	                        json_string(PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1)) != 0) {
+		json_decref(copy);
+		return NULL;
+	}
+	return copy;
+}
+
 /* The unknown fields of a kind with a schema; they come first in its findings. */
 static int check_fields(struct lint_batch *b, const json_t *value, struct pk_lint_object *o,
                         const struct gvk *g)
@@ -240,7 +297,7 @@ static int check_fields(struct lint_batch *b, const json_t *value, struct pk_lin
 	const struct pk_schema *s = pk_schema_find(g->group, g->version, o->kind);
 	if (s == NULL)
 		return PK_OK;
-	pk_schema_check(s, value, b->set->strict, b->scratch);
+	pk_schema_check(s, value, b->scratch);
 	return lint_flush_to(b->scratch, o, NULL, "unknown-field");
 }
 
@@ -266,9 +323,27 @@ static int check_ours(struct lint_batch *b, const json_t *value, struct pk_lint_
 	return lint_flush_to(b->scratch, o, NULL, "unknown-kind");
 }
 
-/* The rules that apply to an object, by apiVersion and kind; its findings. */
+/* A claim or IPAddress of a served version: its fields, then the rules on what is reviewed. */
+static int check_capi(struct lint_batch *b, const json_t *value, struct pk_lint_object *o,
+                      struct lint_internal *in, const struct gvk *g, json_t **seen)
+{
+	bool claim = !strcmp(o->kind, PK_CLAIM_KIND);
+	if (check_fields(b, value, o, g) != PK_OK || (*seen = as_reviewed(value, g)) == NULL)
+		return PK_ERR_NOMEM;
+	if (claim && check_claim_object(b, *seen, o) != PK_OK)
+		return PK_ERR_NOMEM;
+	if (!claim)
+		check_ipaddress_object(b, *seen, in);
+	return lint_flush_to(b->scratch, o, claim ? "claim" : "ipaddress", NULL);
+}
+
+/*
+ * The rules that apply to an object, by apiVersion and kind; its findings.
+ * *seen is set to the object as the webhook would review it (a new
+ * reference) when it is a claim or IPAddress that was checked.
+ */
 static int check_object(struct lint_batch *b, const json_t *value, struct pk_lint_object *o,
-                        struct lint_internal *in)
+                        struct lint_internal *in, json_t **seen)
 {
 	const char *rule = NULL;
 	struct gvk g;
@@ -287,19 +362,13 @@ static int check_object(struct lint_batch *b, const json_t *value, struct pk_lin
 		return lint_flush_to(b->scratch, o, NULL, rule);
 	if (g.ours)
 		return check_ours(b, value, o, in, &g);
-	bool claim = !strcmp(o->kind, PK_CLAIM_KIND), address = !strcmp(o->kind, PK_ADDRESS_KIND);
-	if (g.capi && pk_rules_is_capi_ipam_version(g.version) && (claim || address)) {
-		if (check_fields(b, value, o, &g) != PK_OK)
-			return PK_ERR_NOMEM;
-		if (claim && check_claim_object(b, value, o) != PK_OK)
-			return PK_ERR_NOMEM;
-		if (address)
-			check_ipaddress_object(b, value, in);
-		return lint_flush_to(b->scratch, o, claim ? "claim" : "ipaddress", NULL);
-	}
+	if (g.capi && pk_rules_is_capi_served_version(g.version) &&
+	    (!strcmp(o->kind, PK_CLAIM_KIND) || !strcmp(o->kind, PK_ADDRESS_KIND)))
+		return check_capi(b, value, o, in, &g, seen);
+	if (g.capi)
+		return lint_flush_to(b->scratch, o, NULL, check_capi_unserved(b, o, &g));
 	o->status = PK_LINT_SKIPPED;
-	o->note = g.capi ? "a kind or version of " PK_CAPI_IPAM_GROUP " that lint does not check"
-	                 : "not an IPAM kind";
+	o->note = "not an IPAM kind";
 	return PK_OK;
 }
 
@@ -338,15 +407,17 @@ static const char *intern_kind(const char *kind)
 	return kind;
 }
 
-/* The uid of the first owner reference of `kind` named `name`, or NULL. */
-static const char *owner_uid(const json_t *obj, const char *kind, const char *name)
+/* The uid of the first owner reference of `kind` named `name`, or NULL; *at its place. */
+static const char *owner_uid(const json_t *obj, const char *kind, const char *name, unsigned *at)
 {
 	const json_t *refs = pk_json_path_keys(obj, "metadata", "ownerReferences", NULL);
 	for (size_t k = 0; kind != NULL && name != NULL && k < json_array_size(refs); k++) {
 		const json_t *r = json_array_get(refs, k);
 		const char *rk = pk_json_cstr_at(r, "kind"), *rn = pk_json_cstr_at(r, "name");
-		if (rk != NULL && rn != NULL && !strcmp(rk, kind) && !strcmp(rn, name))
+		if (rk != NULL && rn != NULL && !strcmp(rk, kind) && !strcmp(rn, name)) {
+			*at = k > UINT_MAX ? UINT_MAX : (unsigned)k;
 			return pk_json_cstr_at(r, "uid");
+		}
 	}
 	return NULL;
 }
@@ -369,8 +440,8 @@ static int copy_strings(const json_t *v, struct pk_lint_object *o, struct lint_i
 	    NULL,
 	};
 	if (s[S_KIND] != NULL && !strcmp(s[S_KIND], PK_ADDRESS_KIND)) {
-		s[S_CLAIM_UID] = owner_uid(v, PK_CLAIM_KIND, s[S_CLAIM]);
-		s[S_POOL_UID] = owner_uid(v, s[S_RKIND], s[S_RNAME]);
+		s[S_CLAIM_UID] = owner_uid(v, PK_CLAIM_KIND, s[S_CLAIM], &in->claim_ref);
+		s[S_POOL_UID] = owner_uid(v, s[S_RKIND], s[S_RNAME], &in->pool_ref);
 	}
 	size_t len[S_COUNT], total = 0;
 	for (size_t k = 0; k < S_COUNT; k++)
@@ -454,12 +525,14 @@ static int on_object(void *ctx, const struct pk_manifest_doc *d, struct pk_err *
 	in->offset = d->offset;
 	in->offset_line = d->offset_line;
 	b->n++; /* from here on released with the batch */
+	json_t *seen = NULL;
 	int rc = copy_strings(d->value, o, in);
 	if (rc == PK_OK)
-		rc = check_object(b, d->value, o, in);
+		rc = check_object(b, d->value, o, in, &seen);
 	if (rc == PK_OK && o->status != PK_LINT_SKIPPED &&
 	    (in->pool != NULL || (o->kind != NULL && !strcmp(o->kind, PK_ADDRESS_KIND))))
-		rc = keep(d->value, in->pool != NULL, in);
+		rc = keep(seen != NULL ? seen : d->value, in->pool != NULL, in);
+	json_decref(seen);
 	return rc == PK_OK ? PK_OK : pk_err_set(err, rc, "out of memory");
 }
 

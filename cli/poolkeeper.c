@@ -52,8 +52,9 @@ static const struct pk_flag lint_flags[F_COUNT] = {
     [F_FAIL_ON] = {"fail-on", 0, PK_FLAG_CHOICE, "error", "warning|error",
                    "the least severe finding that makes the exit status 1"},
     [F_STRICT] = {"strict", 0, PK_FLAG_BOOL, NULL, NULL,
-                  "also check metadata's fields against ObjectMeta's (unknown fields in "
-                  "the rest of checked kinds always fail)"},
+                  "accepted for kubeconform's flag: unknown fields (metadata's too) and "
+                  "duplicate keys always fail, as the API server's strict field "
+                  "validation refuses them"},
     [F_NO_RECURSIVE] = {"no-recursive", 0, PK_FLAG_BOOL, NULL, NULL,
                         "do not descend into subdirectories of DIR arguments"},
     [F_RECURSIVE] = {"recursive", 'R', PK_FLAG_BOOL, NULL, NULL,
@@ -80,11 +81,12 @@ static const char lint_summary[] =
     "Checks Kubernetes manifests (YAML or JSON, several documents per file, kind: List)\n"
     "with the rules poolkeeper's webhook enforces: " PK_POOL_KIND " and " PK_GLOBAL_POOL_KIND "\n"
     "(" PK_POOL_API_VERSION ") against the pool rules and each other for overlaps,\n" PK_CLAIM_KIND
-    " and " PK_ADDRESS_KIND " (" PK_CAPI_IPAM_GROUP " " PK_CAPI_V1BETA1 ", " PK_CAPI_V1BETA2
-    ") against the\n"
-    "CAPI IPAM contract and the files' pools and claims, under the webhook's claim modes.\n"
-    "Fields the CRDs do not define are errors, with a suggestion; so are apiVersions and\n"
-    "kinds close to these. Other kinds are counted as skipped. A DIR contributes its\n"
+    " and " PK_ADDRESS_KIND " (" PK_CAPI_IPAM_GROUP " " PK_CAPI_V1BETA2 ", " PK_CAPI_V1BETA1
+    ", " PK_CAPI_V1ALPHA1 ")\n"
+    "against the CAPI IPAM contract and the files' pools and claims, under the webhook's\n"
+    "claim modes. Fields the CRDs (and ObjectMeta) do not define are errors, with a\n"
+    "suggestion; so are apiVersions and kinds close to these, and versions and kinds the\n"
+    "two groups do not serve. Other kinds are counted as skipped. A DIR contributes its\n"
     "*.yaml, *.yml and *.json files, subdirectories included; - reads standard input.\n"
     "\n"
     "Exit status: 0 clean, 1 findings that fail (errors, or warnings with\n"
@@ -199,7 +201,6 @@ static int lint_and_report(const struct pk_flag_value *vals, const char **pos, s
 	if (l == NULL)
 		goto nomem;
 	pk_lint_set_enforcement(l, claims, foreign);
-	pk_lint_set_strict(l, pk_flags_get_bool(vals, F_STRICT));
 	size_t max_bytes = (size_t)pk_flags_get_num(vals, F_MAX_FILE_SIZE);
 	pk_lint_set_max_file_size(l, max_bytes);
 	unsigned jobs = (unsigned)pk_flags_get_num(vals, F_JOBS);

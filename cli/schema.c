@@ -57,6 +57,22 @@ static const char *const claim_v1beta1_paths[] = {"apiVersion",
                                                   "status.v1beta2.conditions[].type",
                                                   NULL};
 
+/* The same file, v1alpha1: no spec.clusterName, v1beta1's conditions. */
+static const char *const claim_v1alpha1_paths[] = {"apiVersion",
+                                                   "kind",
+                                                   "metadata *",
+                                                   "spec.poolRef.apiGroup",
+                                                   "spec.poolRef.kind",
+                                                   "spec.poolRef.name",
+                                                   "status.addressRef.name",
+                                                   "status.conditions[].lastTransitionTime",
+                                                   "status.conditions[].message",
+                                                   "status.conditions[].reason",
+                                                   "status.conditions[].severity",
+                                                   "status.conditions[].status",
+                                                   "status.conditions[].type",
+                                                   NULL};
+
 /* The same file, v1beta2. */
 static const char *const claim_v1beta2_paths[] = {
     "apiVersion",
@@ -81,7 +97,8 @@ static const char *const claim_v1beta2_paths[] = {
     "status.deprecated.v1beta1.conditions[].type",
     NULL};
 
-/* cluster-api config/crd/bases/ipam.cluster.x-k8s.io_ipaddresses.yaml, v1beta1 and v1beta2. */
+/* cluster-api config/crd/bases/ipam.cluster.x-k8s.io_ipaddresses.yaml: v1alpha1, v1beta1 and
+ * v1beta2 alike. */
 static const char *const address_paths[] = {"apiVersion",
                                             "kind",
                                             "metadata *",
@@ -94,7 +111,12 @@ static const char *const address_paths[] = {"apiVersion",
                                             "spec.prefix",
                                             NULL};
 
-/* ObjectMeta's fields a manifest may carry, for --strict. */
+/*
+ * ObjectMeta's fields a manifest may carry. They take the place of the
+ * CRDs' "metadata *": the API server's strict field validation checks
+ * metadata against ObjectMeta (apiextensions-apiserver,
+ * pkg/apiserver/schema/objectmeta/coerce.go) and refuses what it lacks.
+ */
 static const char *const meta_paths[] = {"metadata.name",
                                          "metadata.generateName",
                                          "metadata.namespace",
@@ -120,8 +142,10 @@ static const char *const meta_paths[] = {"metadata.name",
 static const struct pk_schema schemas[] = {
     {PK_POOL_GROUP, PK_POOL_VERSION, PK_POOL_KIND, pool_paths},
     {PK_POOL_GROUP, PK_POOL_VERSION, PK_GLOBAL_POOL_KIND, pool_paths},
+    {PK_CAPI_IPAM_GROUP, PK_CAPI_V1ALPHA1, PK_CLAIM_KIND, claim_v1alpha1_paths},
     {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA1, PK_CLAIM_KIND, claim_v1beta1_paths},
     {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_CLAIM_KIND, claim_v1beta2_paths},
+    {PK_CAPI_IPAM_GROUP, PK_CAPI_V1ALPHA1, PK_ADDRESS_KIND, address_paths},
     {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA1, PK_ADDRESS_KIND, address_paths},
     {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_ADDRESS_KIND, address_paths},
 };
@@ -137,8 +161,9 @@ const struct pk_schema *pk_schema_find(const char *group, const char *version, c
 
 const char *const *pk_schema_api_versions(size_t *n)
 {
-	static const char *const v[] = {PK_POOL_API_VERSION, PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1,
-	                                PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2};
+	static const char *const v[] = {
+	    PK_POOL_API_VERSION, PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1ALPHA1,
+	    PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1, PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2};
 	*n = sizeof(v) / sizeof(v[0]);
 	return v;
 }
@@ -155,59 +180,75 @@ const char *const *pk_schema_kinds(size_t *n)
 
 enum node { NODE_UNKNOWN, NODE_LEAF, NODE_OBJECT, NODE_LIST };
 
-struct walk {
-	const char *const *lists[2]; /* the kind's paths; ObjectMeta's under --strict */
-	bool strict;
-	struct pk_violations *out;
+/* More than a kind's paths and ObjectMeta's together. */
+#define CANDS_MAX 96
+
+/*
+ * The schema paths under one object of the walk: they share their first
+ * `at` bytes (the object's own path and its '.'), so a key is compared
+ * only with what follows, and only with the paths under its parent.
+ */
+struct cands {
+	const char *p[CANDS_MAX];
+	size_t n, at;
 };
 
-/* Whether path p (of the schema) is taken over by ObjectMeta's list under --strict. */
-static bool shadowed(const struct walk *w, const char *p)
+/* Whether path p (of the schema) is taken over by ObjectMeta's list. */
+static bool shadowed(const char *p)
 {
-	return w->strict && !strcmp(p, "metadata *");
+	return !strcmp(p, "metadata *");
 }
 
-/* What the schema path `at` (n bytes) is. */
-static enum node classify(const struct walk *w, const char *at, size_t n)
+/*
+ * What key (klen bytes) is among c's paths; below gets the paths under it
+ * when it is an object or a list of objects. A key holding the notation's
+ * own characters is never a field.
+ */
+static enum node classify(const struct cands *c, const char *key, size_t klen, struct cands *below)
 {
 	enum node found = NODE_UNKNOWN;
-	for (size_t l = 0; l < 2 && w->lists[l] != NULL; l++) {
-		for (const char *const *p = w->lists[l]; *p != NULL; p++) {
-			if (strncmp(*p, at, n) != 0 || shadowed(w, *p))
-				continue;
-			const char *rest = *p + n;
-			if (*rest == '\0' || !strcmp(rest, " *") || !strcmp(rest, "[]") ||
-			    !strcmp(rest, "[] *"))
-				return NODE_LEAF;
-			if (*rest == '.')
-				found = NODE_OBJECT;
-			else if (!strncmp(rest, "[].", 3))
-				found = NODE_LIST;
+	below->n = 0;
+	if (strcspn(key, ".[ ") != klen)
+		return NODE_UNKNOWN;
+	for (size_t i = 0; i < c->n; i++) {
+		const char *rest = c->p[i] + c->at;
+		if (rest[0] != key[0] || strncmp(rest, key, klen) != 0)
+			continue;
+		rest += klen;
+		size_t skip = 0;
+		if (*rest == '\0' || !strcmp(rest, " *") || !strcmp(rest, "[]") ||
+		    !strcmp(rest, "[] *"))
+			return NODE_LEAF;
+		if (*rest == '.') {
+			found = NODE_OBJECT;
+			skip = 1;
+		} else if (!strncmp(rest, "[].", 3)) {
+			found = NODE_LIST;
+			skip = 3;
+		}
+		if (skip > 0 && below->n < CANDS_MAX) {
+			below->at = (size_t)(rest - c->p[i]) + skip;
+			below->p[below->n++] = c->p[i];
 		}
 	}
 	return found;
 }
 
-/* The known field under schema path `at` (n bytes; root when 0) nearest to key. */
-static const char *suggest(const struct walk *w, const char *at, size_t n, const char *key,
-                           char *buf, size_t len)
+/* The known field among c's paths nearest to key. */
+static const char *suggest(const struct cands *c, const char *key, char *buf, size_t len)
 {
-	const char *names[64];
-	char store[64][64];
+	const char *names[CANDS_MAX];
+	char store[CANDS_MAX][64];
 	size_t k = 0;
-	for (size_t l = 0; l < 2 && w->lists[l] != NULL; l++) {
-		for (const char *const *p = w->lists[l]; *p != NULL && k < 64; p++) {
-			if (strncmp(*p, at, n) != 0 || (n > 0 && (*p)[n] != '.'))
-				continue;
-			const char *s = *p + n + (n > 0);
-			size_t m = strcspn(s, ".[ ");
-			if (m == 0 || m >= sizeof(store[k]))
-				continue;
-			memcpy(store[k], s, m);
-			store[k][m] = '\0';
-			names[k] = store[k];
-			k++;
-		}
+	for (size_t i = 0; i < c->n; i++) {
+		const char *s = c->p[i] + c->at;
+		size_t m = strcspn(s, ".[ ");
+		if (m == 0 || m >= sizeof(store[k]))
+			continue;
+		memcpy(store[k], s, m);
+		store[k][m] = '\0';
+		names[k] = store[k];
+		k++;
 	}
 	const char *best = pk_suggest_name(key, names, k, 3);
 	if (best == NULL)
@@ -216,7 +257,7 @@ static const char *suggest(const struct walk *w, const char *at, size_t n, const
 	return buf;
 }
 
-static void walk_object(const struct walk *w, const json_t *obj, const char *spath,
+static void walk_object(struct pk_violations *out, const json_t *obj, const struct cands *c,
                         const char *dpath);
 
 /* a b c into buf; false when it does not fit. */
@@ -235,56 +276,58 @@ static bool join(char *buf, size_t len, const char *a, const char *b, const char
 	return true;
 }
 
-/* One field: known or not, then into it. spath is the schema path, dpath the one shown. */
-static void walk_field(const struct walk *w, const char *key, const json_t *v, const char *spath,
-                       const char *dpath)
+/* One field of an object whose paths are c: known or not, then into it. dpath is shown. */
+static void walk_field(struct pk_violations *out, const char *key, const json_t *v,
+                       const struct cands *c, const char *dpath)
 {
-	char sp[PATH_MAX_LEN], dp[PATH_MAX_LEN];
-	if (!join(sp, sizeof(sp), spath, *spath ? "." : "", key) ||
-	    !join(dp, sizeof(dp), dpath, *dpath ? "." : "", key))
+	char dp[PATH_MAX_LEN];
+	struct cands below;
+	if (!join(dp, sizeof(dp), dpath, *dpath ? "." : "", key))
 		return; /* deeper than any known field: its parent was already unknown */
-	enum node kind = classify(w, sp, strlen(sp));
+	enum node kind = classify(c, key, strlen(key), &below);
 	if (kind == NODE_UNKNOWN) {
 		char near[64];
-		const char *s = suggest(w, spath, strlen(spath), key, near, sizeof(near));
+		const char *s = suggest(c, key, near, sizeof(near));
 		if (s != NULL)
-			pk_violations_add(w->out, PK_SEV_DENY, dp,
+			pk_violations_add(out, PK_SEV_DENY, dp,
 			                  "unknown field \"%.64s\"; did you mean \"%s\"?", key, s);
 		else
-			pk_violations_add(w->out, PK_SEV_DENY, dp, "unknown field \"%.64s\"", key);
+			pk_violations_add(out, PK_SEV_DENY, dp, "unknown field \"%.64s\"", key);
 		return;
 	}
 	if (kind == NODE_OBJECT && json_is_object(v)) {
-		walk_object(w, v, sp, dp);
+		walk_object(out, v, &below, dp);
 	} else if (kind == NODE_LIST && json_is_array(v)) {
-		char isp[PATH_MAX_LEN], idp[PATH_MAX_LEN], index[32];
-		if (!join(isp, sizeof(isp), sp, "[]", ""))
-			return;
+		char idp[PATH_MAX_LEN], index[32];
 		for (size_t i = 0; i < json_array_size(v); i++) {
 			snprintf(index, sizeof(index), "[%zu]", i);
 			if (join(idp, sizeof(idp), dp, index, "") &&
 			    json_is_object(json_array_get(v, i)))
-				walk_object(w, json_array_get(v, i), isp, idp);
+				walk_object(out, json_array_get(v, i), &below, idp);
 		}
 	}
 }
 
-static void walk_object(const struct walk *w, const json_t *obj, const char *spath,
+static void walk_object(struct pk_violations *out, const json_t *obj, const struct cands *c,
                         const char *dpath)
 {
 	const char *key;
 	const json_t *v;
 	json_object_foreach((json_t *)(uintptr_t)obj, key, v)
 	{
-		walk_field(w, key, v, spath, dpath);
+		walk_field(out, key, v, c, dpath);
 	}
 }
 
-void pk_schema_check(const struct pk_schema *s, const json_t *obj, bool strict,
-                     struct pk_violations *out)
+void pk_schema_check(const struct pk_schema *s, const json_t *obj, struct pk_violations *out)
 {
-	struct walk w = {{s->paths, strict ? meta_paths : NULL}, strict, out};
-	walk_object(&w, obj, "", "");
+	struct cands root = {.n = 0, .at = 0};
+	const char *const *lists[2] = {s->paths, meta_paths};
+	for (size_t l = 0; l < 2; l++)
+		for (const char *const *p = lists[l]; *p != NULL && root.n < CANDS_MAX; p++)
+			if (!shadowed(*p))
+				root.p[root.n++] = *p;
+	walk_object(out, obj, &root, "");
 }
 
 /* ---- the same notation from an OpenAPI v3 schema ---- */

@@ -7,12 +7,12 @@
  * The field trees are small tables in schema.c, one path per leaf:
  *   "spec.addresses[]"   a list of scalars
  *   "status.conditions[].type"   a field of the objects in a list
- *   "metadata *"         an object whose own fields are not checked here
+ *   "metadata *"         as the CRDs say it; checked against ObjectMeta's fields
  * poolkeeper's pools come from the CRDs in charts/poolkeeper/crds; test_schema
  * derives the same paths from those files (pk_schema_paths_from_openapi)
  * and fails when the two differ. The Cluster API kinds are derived from
  * cluster-api's config/crd/bases/ipam.cluster.x-k8s.io_ipaddressclaims.yaml
- * and ipam.cluster.x-k8s.io_ipaddresses.yaml (v1beta1 and v1beta2).
+ * and ipam.cluster.x-k8s.io_ipaddresses.yaml (v1alpha1, v1beta1 and v1beta2).
  */
 #ifndef PK_SCHEMA_H
 #define PK_SCHEMA_H
@@ -32,11 +32,10 @@ const struct pk_schema *pk_schema_find(const char *group, const char *version, c
 /*
  * Every field of obj the schema does not know is a DENY on its path
  * ("spec.excludeAddresses"), with the nearest known sibling as a
- * suggestion. With `strict`, metadata's own fields are checked as well,
- * against ObjectMeta's. Values of the wrong type are left to the rules.
+ * suggestion; metadata's own fields are checked against ObjectMeta's, as
+ * the API server does. Values of the wrong type are left to the rules.
  */
-void pk_schema_check(const struct pk_schema *s, const json_t *obj, bool strict,
-                     struct pk_violations *out);
+void pk_schema_check(const struct pk_schema *s, const json_t *obj, struct pk_violations *out);
 
 /* The known groups' versions and kinds, for suggestions on near misses. */
 const char *const *pk_schema_api_versions(size_t *n);

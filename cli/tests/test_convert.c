@@ -240,6 +240,33 @@ static void test_claims_and_pass_through(void **state)
 	pk_convert_free(c);
 }
 
+/* Cluster API serves v1alpha1 claims too (CAPM3 creates them): rewritten alike. */
+static void test_v1alpha1_claim(void **state)
+{
+	(void)state;
+	struct pk_convert *c = conv_ns(
+	    "d", "apiVersion: ipam.cluster.x-k8s.io/v1alpha1\nkind: IPAddressClaim\n"
+	         "metadata: {name: m3, labels: {cluster.x-k8s.io/cluster-name: w1}}\n"
+	         "spec:\n  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, "
+	         "name: p}\n---\n"
+	         "apiVersion: ipam.cluster.x-k8s.io/v1alpha9\nkind: IPAddressClaim\n"
+	         "metadata: {name: x}\n"
+	         "spec:\n  poolRef: {apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool, "
+	         "name: p}\n");
+	struct pk_convert_totals t = pk_convert_get_totals(c);
+	assert_int_equal(t.claims, 1);
+	struct pk_manifest m = output(c);
+	assert_int_equal(m.n, 2);
+	assert_string_equal(pk_json_cstr_path(m.docs[0].value, "spec", "poolRef", "apiGroup"),
+	                    "ipam.poolkeeper.io");
+	assert_string_equal(pk_json_cstr_path(m.docs[0].value, "spec", "poolRef", "kind"),
+	                    "IPPool");
+	assert_string_equal(pk_json_cstr_path(m.docs[1].value, "spec", "poolRef", "kind"),
+	                    "InClusterIPPool");
+	pk_manifest_free(&m);
+	pk_convert_free(c);
+}
+
 static void test_namespace_and_metadata(void **state)
 {
 	(void)state;
@@ -398,6 +425,7 @@ int main(void)
 	    cmocka_unit_test(test_v1alpha1_subnet_start_end),
 	    cmocka_unit_test(test_v1alpha1_host_bits_and_prefix_zero),
 	    cmocka_unit_test(test_claims_and_pass_through),
+	    cmocka_unit_test(test_v1alpha1_claim),
 	    cmocka_unit_test(test_namespace_and_metadata),
 	    cmocka_unit_test(test_unknown_field),
 	    cmocka_unit_test(test_invalid_values),

@@ -149,7 +149,10 @@ static void test_dispatch_by_kind(void **state)
 	assert_int_equal(obj(l, 0)->status, PK_LINT_SKIPPED);
 	assert_int_equal(obj(l, 0)->n_findings, 0);
 	assert_non_null(obj(l, 0)->note);
-	assert_int_equal(obj(l, 1)->status, PK_LINT_SKIPPED);
+	/* a v1alpha1 claim is checked, as the webhook reviews it converted: with no spec
+	 * it names no pool, so it is another provider's, and --foreign-claims=warn says so */
+	assert_int_equal(obj(l, 1)->status, PK_LINT_WARN);
+	assert_true(has(l, 1, PK_SEV_WARN, "spec: would be denied: must be an object"));
 	assert_int_equal(obj(l, 2)->status, PK_LINT_DENY);
 	assert_true(has(l, 2, PK_SEV_DENY, "not a kind of " PK_POOL_GROUP));
 	assert_true(has(l, 3, PK_SEV_DENY, "apiVersion: required"));
@@ -158,7 +161,93 @@ static void test_dispatch_by_kind(void **state)
 	assert_string_equal(obj(l, 4)->kind, "Secret");
 	struct pk_lint_totals t = pk_lint_get_totals(l);
 	assert_int_equal(t.objects, 5);
-	assert_int_equal(t.skipped, 3);
+	assert_int_equal(t.skipped, 2);
+	pk_lint_free(l);
+}
+
+#define OBJ(api, kind, rest) \
+	"apiVersion: " api "\nkind: " kind "\nmetadata: {name: x, namespace: d}\n" rest
+
+/*
+ * Versions and groups: every apiVersion the API server would refuse for
+ * the IPAM kinds is an error; v1alpha1, which Cluster API still serves,
+ * is checked; other groups' kinds of the same names are not poolkeeper's.
+ */
+static void test_capi_versions(void **state)
+{
+	(void)state;
+	struct pk_lint *l = lint(
+	    "versions.yaml",
+	    /* 0: CAPM3's v1alpha1 claim (baremetal/metal3data_manager.go): the cluster in the label
+	     */
+	    "apiVersion: " PK_CAPI_IPAM_GROUP "/v1alpha1\nkind: " PK_CLAIM_KIND "\nmetadata:\n"
+	    "  name: m3-data-pool\n  namespace: d\n  labels: {" PK_CLUSTER_NAME_LABEL ": w1}\n"
+	    "  ownerReferences:\n  - {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: "
+	    "Metal3Data, name: m3-data, uid: u1, controller: true}\nspec:\n" POOL_REF "---\n"
+	    /* 1: v1alpha1 has no spec.clusterName */
+	    OBJ(PK_CAPI_IPAM_GROUP "/v1alpha1", PK_CLAIM_KIND,
+	        "spec: {clusterName: w1, poolRef: {apiGroup: " PK_POOL_GROUP ", kind: IPPool, "
+	        "name: p}}\n") "---\n"
+	    /* 2: a v1alpha1 IPAddress gets the IPAddress rules */
+	    OBJ(PK_CAPI_IPAM_GROUP "/v1alpha1", PK_ADDRESS_KIND,
+	        "spec: {address: 10.0.0.300, prefix: 24, claimRef: {name: x}, poolRef: "
+	        "{apiGroup: " PK_POOL_GROUP ", kind: IPPool, name: p}}\n") "---\n"
+	    /* 3..5: a version typo, a bare group, a pool in the wrong group */
+	    OBJ(PK_CAPI_IPAM_GROUP "/v1betal", PK_CLAIM_KIND, "") "---\n" OBJ(
+	        PK_POOL_GROUP, PK_POOL_KIND, "") "---\n" OBJ(PK_CAPI_IPAM_GROUP "/v1beta1",
+	                                                     PK_POOL_KIND, "") "---\n"
+	    /* 6: a kind the group does not have */
+	    OBJ(PK_CAPI_IPAM_GROUP "/v1beta2", "IPAddressPool", "") "---\n"
+	    /* 7, 8: other projects' IPPools are theirs */
+	    OBJ("crd.projectcalico.org/v1", PK_POOL_KIND,
+	        "spec: {cidr: 10.0.0.0/16}\n") "---\n" OBJ("ipam.metal3.io/v1alpha1", PK_POOL_KIND,
+	                                                   "") "---\n"
+	                                                       /* 9: a misspelled metadata field,
+	                                                          refused by the API server */
+	                                                       "apiVersion: " PK_POOL_API_VERSION
+	                                                       "\nkind: " PK_POOL_KIND
+	                                                       "\nmetadata: {name: p, "
+	                                                       "namespace: d, lables: {a: "
+	                                                       "b}}\nspec: {addresses: "
+	                                                       "[10.0.0.0/24], prefix: 24}\n",
+	    NULL);
+	assert_int_equal(obj(l, 0)->status, PK_LINT_WARN);
+	assert_true(has(l, 0, PK_SEV_WARN, "set blockOwnerDeletion: true"));
+	assert_false(has(l, 0, PK_SEV_DENY, ""));
+	assert_int_equal(obj(l, 1)->status, PK_LINT_DENY);
+	assert_true(has(l, 1, PK_SEV_DENY, "spec.clusterName: unknown field"));
+	assert_int_equal(obj(l, 2)->status, PK_LINT_DENY);
+	assert_true(has(l, 2, PK_SEV_DENY, "spec.address"));
+	assert_true(
+	    has(l, 3, PK_SEV_DENY, "apiVersion: " PK_CAPI_IPAM_GROUP "/v1betal is not served"));
+	assert_true(has(l, 4, PK_SEV_DENY,
+	                "a group without its version; did you mean \"" PK_POOL_API_VERSION "\""));
+	assert_true(has(l, 5, PK_SEV_DENY, "poolkeeper's IPPool is " PK_POOL_API_VERSION));
+	assert_true(has(l, 6, PK_SEV_DENY, "kind: \"IPAddressPool\" is not a kind of"));
+	assert_int_equal(obj(l, 7)->status, PK_LINT_SKIPPED);
+	assert_int_equal(obj(l, 8)->status, PK_LINT_SKIPPED);
+	assert_int_equal(obj(l, 9)->status, PK_LINT_DENY);
+	assert_true(has(l, 9, PK_SEV_DENY, "metadata.lables: unknown field"));
+	pk_lint_free(l);
+}
+
+/* A finding's line and column after comments in other scripts than Latin: bytes are not
+ * characters. */
+static void test_positions_after_multibyte(void **state)
+{
+	(void)state;
+	struct pk_lint *l =
+	    lint("utf8.yaml",
+	         "# \xC3\xA9quipe r\xC3\xA9seau \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80\n---\n"
+	         "apiVersion: " PK_POOL_API_VERSION "\nkind: " PK_POOL_KIND "\nmetadata: {name: a, "
+	         "namespace: d}\nspec: {addresses: [10.0.0.0/24], prefix: 24}\n---\n# \xC3\xBC\n"
+	         "apiVersion: " PK_POOL_API_VERSION "\nkind: " PK_POOL_KIND "\nmetadata: {name: b, "
+	         "namespace: d}\nspec: {addresses: [10.0.1.0/24], prefix: 24, gatway: 10.0.1.1}\n",
+	         NULL);
+	assert_int_equal(obj(l, 1)->n_findings, 1);
+	assert_string_equal(obj(l, 1)->findings[0].v.field, "spec.gatway");
+	assert_int_equal(obj(l, 1)->findings[0].line, 12);
+	assert_int_equal(obj(l, 1)->findings[0].column, 46);
 	pk_lint_free(l);
 }
 
@@ -607,7 +696,9 @@ int main(void)
 	    cmocka_unit_test(test_clean_pools_have_summaries),
 	    cmocka_unit_test(test_pool_denials),
 	    cmocka_unit_test(test_dispatch_by_kind),
+	    cmocka_unit_test(test_capi_versions),
 	    cmocka_unit_test(test_nul_in_identity),
+	    cmocka_unit_test(test_positions_after_multibyte),
 	    cmocka_unit_test(test_claims),
 	    cmocka_unit_test(test_claim_modes),
 	    cmocka_unit_test(test_lint_and_webhook_agree),

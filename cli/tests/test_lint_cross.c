@@ -98,6 +98,10 @@ static void test_same_address_and_owners(void **state)
 	f = rule(l, 4, "owner-reference");
 	assert_non_null(f);
 	assert_true(says(f, "has uid \"wrong-uid\""));
+	/* at the reference's uid: a3 starts on line 46, its first reference is on line 52 */
+	assert_string_equal(f->v.field, "metadata.ownerReferences[0].uid");
+	assert_int_equal(f->line, 52);
+	assert_int_equal(f->column, 81);
 	pk_lint_free(l);
 
 	/* an IPAddress on another pool than its claim's */

@@ -114,7 +114,7 @@ static bool has(const struct pk_violations *v, const char *field, const char *te
 }
 
 static void check(const char *group, const char *version, const char *kind, const char *json,
-                  bool strict, struct pk_violations *v)
+                  struct pk_violations *v)
 {
 	json_error_t je;
 	json_t *obj = json_loads(json, 0, &je);
@@ -122,7 +122,7 @@ static void check(const char *group, const char *version, const char *kind, cons
 	const struct pk_schema *s = pk_schema_find(group, version, kind);
 	assert_non_null(s);
 	pk_violations_init(v);
-	pk_schema_check(s, obj, strict, v);
+	pk_schema_check(s, obj, v);
 	json_decref(obj);
 }
 
@@ -137,17 +137,18 @@ static void test_unknown_fields(void **state)
 	      "\"spec\":{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24,\"excludeAddresses\":[]},"
 	      "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"stauts\":\"True\"}]},"
 	      "\"extra\":{\"deep\":1}}",
-	      false, v);
-	assert_int_equal(v->n, 3);
+	      v);
+	assert_int_equal(v->n, 4);
+	assert_true(has(v, "metadata.x", "unknown field \"x\""));
 	assert_true(has(v, "spec.excludeAddresses", "did you mean \"excludedAddresses\"?"));
 	assert_true(has(v, "status.conditions[0].stauts", "did you mean \"status\"?"));
 	assert_true(has(v, "extra", "unknown field \"extra\""));
 	assert_false(has(v, "extra", "did you mean"));
-	/* metadata's own fields only under --strict */
+	/* metadata's own fields, against ObjectMeta's, as the API server does */
 	check(PK_POOL_GROUP, PK_POOL_VERSION, PK_GLOBAL_POOL_KIND,
 	      "{\"metadata\":{\"name\":\"a\",\"labels\":{\"any\":\"x\"},\"namespce\":\"b\","
 	      "\"ownerReferences\":[{\"kind\":\"A\",\"nmae\":\"b\"}]}}",
-	      true, v);
+	      v);
 	assert_int_equal(v->n, 2);
 	assert_true(has(v, "metadata.namespce", "did you mean \"namespace\"?"));
 	assert_true(has(v, "metadata.ownerReferences[0].nmae", "did you mean \"name\"?"));
@@ -155,18 +156,29 @@ static void test_unknown_fields(void **state)
 	check(PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA1, PK_CLAIM_KIND,
 	      "{\"spec\":{\"clusterName\":\"c\",\"poolRef\":{\"apiGroup\":\"g\",\"kind\":\"k\","
 	      "\"name\":\"n\",\"namespace\":\"x\"}},\"status\":{\"v1beta2\":{}}}",
-	      false, v);
+	      v);
 	assert_int_equal(v->n, 1);
 	assert_true(has(v, "spec.poolRef.namespace", "unknown field"));
 	check(PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_CLAIM_KIND, "{\"status\":{\"v1beta2\":{}}}",
-	      false, v);
+	      v);
 	assert_int_equal(v->n, 1);
 	check(PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_ADDRESS_KIND,
 	      "{\"spec\":{\"adress\":\"10.0.0.1\",\"claimRef\":{\"name\":\"c\"},\"prefix\":24}}",
-	      false, v);
+	      v);
 	assert_int_equal(v->n, 1);
 	assert_true(has(v, "spec.adress", "did you mean \"address\"?"));
-	assert_null(pk_schema_find(PK_CAPI_IPAM_GROUP, "v1alpha1", PK_CLAIM_KIND));
+	/* v1alpha1: claims have no spec.clusterName; IPAddresses as later versions */
+	check(PK_CAPI_IPAM_GROUP, PK_CAPI_V1ALPHA1, PK_CLAIM_KIND,
+	      "{\"spec\":{\"clusterName\":\"c\",\"poolRef\":{\"kind\":\"k\",\"name\":\"n\"}},"
+	      "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"severity\":\"Info\"}]}}",
+	      v);
+	assert_int_equal(v->n, 1);
+	assert_true(has(v, "spec.clusterName", "unknown field"));
+	check(PK_CAPI_IPAM_GROUP, PK_CAPI_V1ALPHA1, PK_ADDRESS_KIND,
+	      "{\"spec\":{\"address\":\"10.0.0.1\",\"gatway\":\"10.0.0.1\",\"prefix\":24}}", v);
+	assert_int_equal(v->n, 1);
+	assert_true(has(v, "spec.gatway", "did you mean \"gateway\"?"));
+	assert_null(pk_schema_find(PK_CAPI_IPAM_GROUP, "v1alpha2", PK_CLAIM_KIND));
 	free(v);
 }
 

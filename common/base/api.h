@@ -20,6 +20,7 @@
 #define PK_CAPI_IPAM_GROUP  "ipam.cluster.x-k8s.io"
 #define PK_CAPI_V1BETA2     "v1beta2"
 #define PK_CAPI_V1BETA1     "v1beta1"
+#define PK_CAPI_V1ALPHA1    "v1alpha1" /* still served for both kinds; CAPM3 creates claims */
 #define PK_CLAIM_KIND       "IPAddressClaim"
 #define PK_ADDRESS_KIND     "IPAddress"
 #define PK_CLAIM_RESOURCE   "ipaddressclaims"

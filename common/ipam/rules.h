@@ -211,6 +211,13 @@ void pk_rules_check_ipaddress_unique(const json_t *addr, const char *const *othe
 /* True for the versions of ipam.cluster.x-k8s.io the rules know: v1beta1 and v1beta2. */
 bool pk_rules_is_capi_ipam_version(const char *version);
 
+/*
+ * True for the versions Cluster API serves its IPAM kinds in: those and
+ * v1alpha1, whose objects reach the webhook converted to one of those
+ * (the same fields; a v1alpha1 claim has no spec.clusterName).
+ */
+bool pk_rules_is_capi_served_version(const char *version);
+
 /* True when the poolRef object names an IPPool or GlobalIPPool of ipam.poolkeeper.io. */
 bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref);
 

@@ -342,6 +342,12 @@ bool pk_rules_is_capi_ipam_version(const char *version)
 	       (strcmp(version, PK_CAPI_V1BETA1) == 0 || strcmp(version, PK_CAPI_V1BETA2) == 0);
 }
 
+bool pk_rules_is_capi_served_version(const char *version)
+{
+	return pk_rules_is_capi_ipam_version(version) ||
+	       (version != NULL && strcmp(version, PK_CAPI_V1ALPHA1) == 0);
+}
+
 bool pk_rules_is_poolkeeper_group_ref(const json_t *pool_ref)
 {
 	return json_is_object(pool_ref) &&

@@ -70,7 +70,8 @@ struct pk_manifest_doc {
 	size_t document;    /* 1-based index of the document in its stream */
 	size_t line;        /* 1-based line where the object starts */
 	size_t item;        /* 1-based index in the List it came from, 0 when none */
-	size_t offset;      /* byte offset of the object's document ("---" or its first content) */
+	size_t offset;      /* byte offset of the object's document ("---" or its first content;
+	                     * 0 for the first one, its byte order mark included) */
 	size_t offset_line; /* 1-based line of that byte */
 	/* Internal: start lines of the elements of a List document's items, so
 	 * that pk_manifest_expand_lists can give each item its own line. */

@@ -518,8 +518,55 @@ static int yaml_error(struct manifest_builder *b, const yaml_parser_t *p)
 	                  hint);
 }
 
+/* How far the stream has been counted: characters, and the bytes they take. */
+struct char_scan {
+	size_t chars, bytes;
+};
+
+/* The byte order mark libyaml reads past without counting it, for its encoding. */
+static size_t bom_length(const unsigned char *buf, size_t len, yaml_encoding_t enc)
+{
+	if (enc == YAML_UTF8_ENCODING)
+		return len >= 3 && buf[0] == 0xEF && buf[1] == 0xBB && buf[2] == 0xBF ? 3 : 0;
+	return len >= 2 &&
+	               ((buf[0] == 0xFF && buf[1] == 0xFE) || (buf[0] == 0xFE && buf[1] == 0xFF))
+	           ? 2
+	           : 0;
+}
+
+/*
+ * libyaml counts a mark's index in characters of the decoded stream (UTF-8,
+ * or UTF-16 after its byte order mark); the byte offset in buf of the
+ * index-th, counted on from *s (documents come in order, so a stream is
+ * counted once). Bytes libyaml would refuse are counted as one character
+ * each; the stream stops there anyway. Character 0 is byte 0, so that
+ * the first document keeps the byte order mark a second reading of its
+ * text needs to decode UTF-16.
+ */
+static size_t byte_offset(const unsigned char *buf, size_t len, yaml_encoding_t enc,
+                          struct char_scan *s, size_t index)
+{
+	bool utf16 = enc == YAML_UTF16LE_ENCODING || enc == YAML_UTF16BE_ENCODING;
+	if (index == 0)
+		return 0;
+	while (s->chars < index && s->bytes < len) {
+		if (utf16) {
+			size_t hi = enc == YAML_UTF16LE_ENCODING ? s->bytes + 1 : s->bytes;
+			bool pair = hi < len && (buf[hi] & 0xFC) == 0xD8;
+			s->bytes += pair ? 4 : 2;
+		} else {
+			s->bytes++;
+			while (s->bytes < len && (buf[s->bytes] & 0xC0) == 0x80)
+				s->bytes++;
+		}
+		s->chars++;
+	}
+	return s->bytes < len ? s->bytes : len;
+}
+
 static int parse_yaml(struct manifest_builder *b)
 {
+	struct char_scan scan = {0, 0};
 	yaml_parser_t parser;
 	yaml_event_t ev;
 	int rc = PK_OK;
@@ -541,7 +588,8 @@ static int parse_yaml(struct manifest_builder *b)
 		case YAML_DOCUMENT_START_EVENT:
 			b->document++;
 			b->out->n_documents = b->document;
-			b->doc_offset = ev.start_mark.index;
+			b->doc_offset = byte_offset((const unsigned char *)b->buf, b->len,
+			                            parser.encoding, &scan, ev.start_mark.index);
 			b->doc_line = (size_t)ev.start_mark.line + 1;
 			if (b->document > b->lim->max_docs)
 				rc =
@@ -572,6 +620,9 @@ static int parse_yaml(struct manifest_builder *b)
 			on_collection_end(b);
 			break;
 		case YAML_STREAM_START_EVENT:
+			scan.bytes =
+			    bom_length((const unsigned char *)b->buf, b->len, parser.encoding);
+			break;
 		case YAML_NO_EVENT:
 			break;
 		}

@@ -369,6 +369,44 @@ static void test_document_offsets(void **state)
 	seen_free(&s);
 }
 
+/*
+ * Offsets are bytes, though libyaml counts characters: after multi-byte
+ * UTF-8 (2, 3 and 4 bytes), after a UTF-8 byte order mark (kept by the first
+ * document), and in UTF-16 (units of 2 bytes, a surrogate pair of 4).
+ */
+static void test_document_offsets_are_bytes(void **state)
+{
+	(void)state;
+	static const char utf8[] =
+	    "# \xC3\xA9 \xE6\x97\xA5 \xF0\x9F\x98\x80\nkind: A\n---\nkind: B\n";
+	static const char bom[] = "\xEF\xBB\xBFkind: A\n---\nkind: B\n";
+	/* "k: \U0001F600\n---\nk: b\n" in UTF-16LE after its mark */
+	static const char utf16[] =
+	    "\xFF\xFEk\0:\0 \0\x3D\xD8\x00\xDE\n\0-\0-\0-\0\n\0k\0:\0 \0b\0\n\0";
+	const struct {
+		const char *text;
+		size_t len, first, second;
+	} cases[] = {
+	    {utf8, sizeof(utf8) - 1, 14, 22},
+	    {bom, sizeof(bom) - 1, 0, 11},
+	    {utf16, sizeof(utf16) - 1, 0, 14},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		struct seen s = {0};
+		struct pk_err err;
+		assert_int_equal(pk_manifest_parse_each(cases[c].text, cases[c].len, "t", NULL, see,
+		                                        &s, NULL, &err),
+		                 PK_OK);
+		assert_int_equal(s.n, 2);
+		assert_int_equal(s.docs[0].offset, cases[c].first);
+		assert_int_equal(s.docs[1].offset, cases[c].second);
+		assert_int_equal(s.docs[1].offset_line, 2 + (c == 0));
+		seen_free(&s);
+	}
+	assert_int_equal(strstr(utf8, "kind: A") - utf8, 14);
+	assert_int_equal(strstr(utf8, "---") - utf8, 22);
+}
+
 /* A refusal from the callback, or bad input after good documents, stops the parse. */
 static void test_parse_each_stops(void **state)
 {
@@ -660,6 +698,7 @@ int main(void)
 	    cmocka_unit_test(test_read_file),
 	    cmocka_unit_test(test_parse_each_same_objects),
 	    cmocka_unit_test(test_document_offsets),
+	    cmocka_unit_test(test_document_offsets_are_bytes),
 	    cmocka_unit_test(test_parse_each_stops),
 	    cmocka_unit_test(test_read_pipe_capped),
 	};
