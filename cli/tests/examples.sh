@@ -1,6 +1,7 @@
 #!/bin/sh
 # unit_cli_examples: examples/ lints clean (exit 0) and every file in
-# examples/invalid/ is denied on its own (exit 1), as is the directory.
+# examples/invalid/ is denied on its own (exit 1), as is the directory; and
+# the lint commands docs/ci.md shows run.
 # Usage: examples.sh POOLKEEPER_BINARY EXAMPLES_DIR
 bin=$1
 dir=$2
@@ -89,5 +90,29 @@ for o in text json sarif; do
 	fi
 done
 expect 2 lint -j 65 "$dir"
+# every lint command docs/ci.md shows runs as written (findings may fail it,
+# a flag it does not know may not), on the examples for its manifests/
+docs="$dir/../docs/ci.md"
+n=0
+grep -o 'poolkeeper lint [^>|`]*manifests/' "$docs" | sed 's/ *$//' >$out.cmds
+while read -r cmd; do
+	n=$((n + 1))
+	# shellcheck disable=SC2086 # the documented command's words
+	set -- $(echo "$cmd" | sed "s|manifests/|$dir|; s|^poolkeeper ||")
+	"$bin" "$@" >$out 2>&1
+	got=$?
+	if [ "$got" -ne 0 ] && [ "$got" -ne 1 ]; then
+		echo "FAIL: docs/ci.md's \"$cmd\" exited $got:"
+		cat $out
+		fail=1
+	else
+		echo "ok: docs/ci.md's \"$cmd\" -> $got"
+	fi
+done <$out.cmds
+if [ "$n" -lt 3 ]; then
+	echo "FAIL: docs/ci.md shows $n lint commands; expected the GitHub and GitLab examples' (3 or more)"
+	fail=1
+fi
+rm -f $out.cmds
 rm -f $out $out.one
 exit $fail
