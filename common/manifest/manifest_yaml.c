@@ -7,6 +7,7 @@
  */
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -550,10 +551,16 @@ static size_t byte_offset(const unsigned char *buf, size_t len, yaml_encoding_t 
 	if (index == 0)
 		return 0;
 	while (s->chars < index && s->bytes < len) {
+		uint64_t w;
 		if (utf16) {
 			size_t hi = enc == YAML_UTF16LE_ENCODING ? s->bytes + 1 : s->bytes;
 			bool pair = hi < len && (buf[hi] & 0xFC) == 0xD8;
 			s->bytes += pair ? 4 : 2;
+		} else if (index - s->chars >= 8 && len - s->bytes >= 8 &&
+		           (memcpy(&w, buf + s->bytes, 8), (w & 0x8080808080808080ULL) == 0)) {
+			s->bytes += 8; /* eight ASCII characters at once */
+			s->chars += 8;
+			continue;
 		} else {
 			s->bytes++;
 			while (s->bytes < len && (buf[s->bytes] & 0xC0) == 0x80)
