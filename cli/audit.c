@@ -32,6 +32,14 @@ void pk_audit_findings_free(struct pk_audit_findings *f)
 static int add_sev(struct pk_audit_findings *out, const json_t *obj, enum pk_severity sev,
                    const char *field, const char *rule, const char *fmt, ...) PK_PRINTF(6, 7);
 
+/* "cluster:<Kind>/<ns>/<name>": where lint and the findings say an object is. */
+static char *origin_of(const json_t *obj, char *buf, size_t len)
+{
+	char what[PK_AUDIT_ORIGIN_MAX];
+	snprintf(buf, len, "cluster:%s", pk_live_describe(obj, what, sizeof(what)));
+	return buf;
+}
+
 /* Appends a finding on obj (its kind, namespace and name). */
 static int add_sev(struct pk_audit_findings *out, const json_t *obj, enum pk_severity sev,
                    const char *field, const char *rule, const char *fmt, ...)
@@ -44,6 +52,9 @@ static int add_sev(struct pk_audit_findings *out, const json_t *obj, enum pk_sev
 	x->kind = kind && !strcmp(kind, PK_CLAIM_KIND) ? PK_CLAIM_KIND : PK_ADDRESS_KIND;
 	snprintf(x->namespace_, sizeof(x->namespace_), "%s", pk_live_namespace(obj));
 	snprintf(x->name, sizeof(x->name), "%s", pk_live_name(obj));
+	origin_of(obj, x->origin, sizeof(x->origin));
+	snprintf(x->object, sizeof(x->object), "%s %s%s%s", x->kind, x->namespace_,
+	         *x->namespace_ ? "/" : "", x->name);
 	snprintf(x->field, sizeof(x->field), "%s", field);
 	x->rule = rule;
 	x->severity = sev;
@@ -273,11 +284,10 @@ static int add_array(const json_t *items, struct pk_lint *lint)
 	json_t *obj;
 	json_array_foreach(items, i, obj)
 	{
-		char what[PK_AUDIT_NAME_MAX * 2 + 64], source[sizeof(what) + 16];
-		snprintf(source, sizeof(source), "cluster:%s",
-		         pk_live_describe(obj, what, sizeof(what)));
+		char source[PK_AUDIT_ORIGIN_MAX];
 		/* One line of compact JSON: its findings are on line 1. */
-		int rc = pk_lint_add_object(lint, json_incref(obj), source, 1);
+		int rc = pk_lint_add_object(lint, json_incref(obj),
+		                            origin_of(obj, source, sizeof(source)), 1);
 		if (rc != PK_OK)
 			return rc;
 	}
@@ -294,11 +304,17 @@ int pk_audit_add_to_lint(const struct pk_live *l, struct pk_lint *lint)
 	return rc;
 }
 
-int pk_audit_exit_code(const struct pk_lint *lint, const struct pk_audit_findings *f)
+static bool finding_fails(const struct pk_audit_finding *x, bool fail_on_warning)
 {
-	int code = pk_lint_exit_code(lint, false);
+	return x->severity == PK_SEV_DENY || fail_on_warning;
+}
+
+int pk_audit_exit_code(const struct pk_lint *lint, const struct pk_audit_findings *f,
+                       bool fail_on_warning)
+{
+	int code = pk_lint_exit_code(lint, fail_on_warning);
 	for (size_t i = 0; code == 0 && i < f->n; i++)
-		if (f->items[i].severity == PK_SEV_DENY)
+		if (finding_fails(&f->items[i], fail_on_warning))
 			code = 1;
 	return code;
 }
@@ -310,16 +326,19 @@ static const char *severity_word(enum pk_severity s)
 	return s == PK_SEV_DENY ? "deny" : "warn";
 }
 
-void pk_audit_write_text(FILE *f, const struct pk_lint *lint, const struct pk_audit_findings *fs)
+void pk_audit_write_text(FILE *f, const struct pk_lint *lint, const struct pk_audit_findings *fs,
+                         bool fail_on_warning)
 {
-	pk_report_write_text(f, lint, false, false);
+	bool warned = false;
+	pk_report_write_text(f, lint, false, fail_on_warning);
 	for (size_t i = 0; i < fs->n; i++) {
 		const struct pk_audit_finding *x = &fs->items[i];
-		fprintf(f, "cluster:%s/%s%s%s: %s: %s: %s [%s]\n", x->kind, x->namespace_,
-		        *x->namespace_ ? "/" : "", x->name, severity_word(x->severity), x->field,
+		fprintf(f, "%s: %s: %s: %s [%s]\n", x->origin, severity_word(x->severity), x->field,
 		        x->message, x->rule);
+		warned = warned || x->severity != PK_SEV_DENY;
 	}
-	fprintf(f, "audit: %zu finding%s on the live cluster\n", fs->n, fs->n == 1 ? "" : "s");
+	fprintf(f, "audit: %zu finding%s on the live cluster%s\n", fs->n, fs->n == 1 ? "" : "s",
+	        fail_on_warning && warned ? "; --fail-on=warning: warnings fail" : "");
 }
 
 static json_t *finding_json(const struct pk_audit_finding *x)
@@ -329,9 +348,10 @@ static json_t *finding_json(const struct pk_audit_finding *x)
 	                 "severity", severity_word(x->severity), "message", x->message);
 }
 
-json_t *pk_audit_to_json(const struct pk_lint *lint, const struct pk_audit_findings *fs)
+json_t *pk_audit_to_json(const struct pk_lint *lint, const struct pk_audit_findings *fs,
+                         bool fail_on_warning)
 {
-	json_t *root = pk_report_to_json(lint, false), *arr = json_array();
+	json_t *root = pk_report_to_json(lint, fail_on_warning), *arr = json_array();
 	bool ok = root != NULL && arr != NULL;
 	for (size_t i = 0; ok && i < fs->n; i++) {
 		json_t *j = finding_json(&fs->items[i]);
@@ -342,7 +362,8 @@ json_t *pk_audit_to_json(const struct pk_lint *lint, const struct pk_audit_findi
 		arr = NULL;
 	}
 	ok = ok &&
-	     json_object_set_new(root, "exitCode", json_integer(pk_audit_exit_code(lint, fs))) == 0;
+	     json_object_set_new(root, "exitCode",
+	                         json_integer(pk_audit_exit_code(lint, fs, fail_on_warning))) == 0;
 	json_decref(arr);
 	if (!ok) {
 		json_decref(root);
@@ -351,18 +372,56 @@ json_t *pk_audit_to_json(const struct pk_lint *lint, const struct pk_audit_findi
 	return root;
 }
 
+/* The CI formats: lint's writers with the findings as extra ones, at their origins. */
+static int write_ci(FILE *f, const char *output, const struct pk_lint *lint,
+                    const struct pk_audit_findings *fs, bool fail_on_warning)
+{
+	struct pk_report_extra *extra = fs->n ? calloc(fs->n, sizeof(*extra)) : NULL;
+	if (fs->n && extra == NULL)
+		return PK_ERR_NOMEM;
+	for (size_t i = 0; i < fs->n; i++) {
+		const struct pk_audit_finding *x = &fs->items[i];
+		extra[i] = (struct pk_report_extra){x->origin, x->object,  x->field,
+		                                    x->rule,   x->message, x->severity};
+	}
+	const struct pk_report_ci c = {"audit", fail_on_warning, extra, fs->n, true};
+	int rc = PK_OK;
+	if (!strcmp(output, "github"))
+		pk_report_ci_github(f, lint, &c);
+	else if (!strcmp(output, "junit"))
+		rc = pk_report_ci_junit(f, lint, &c);
+	else
+		rc = pk_report_ci_sarif(f, lint, &c);
+	free(extra);
+	return rc;
+}
+
+int pk_audit_write_report(FILE *f, const char *output, const struct pk_lint *lint,
+                          const struct pk_audit_findings *fs, bool fail_on_warning)
+{
+	if (!strcmp(output, "json"))
+		return pk_report_dump(f, pk_audit_to_json(lint, fs, fail_on_warning));
+	if (strcmp(output, "text") != 0)
+		return write_ci(f, output, lint, fs, fail_on_warning);
+	pk_audit_write_text(f, lint, fs, fail_on_warning);
+	return PK_OK;
+}
+
 /* ---- the command ---- */
 
-enum audit_flag { A_PENDING = PK_LIVE_F_COMMON, A_COUNT };
+enum audit_flag { A_FAIL_ON = PK_LIVE_F_COMMON, A_PENDING, A_COUNT };
 
 static const struct pk_flag audit_flags[A_COUNT] = {
     [PK_LIVE_F_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
     [PK_LIVE_F_NS] = {"namespace", 'n', PK_FLAG_STRING, NULL, "NAME",
                       "only this namespace's IPPools, IPAddresses and claims (GlobalIPPools "
                       "always)"},
-    [PK_LIVE_F_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
-                          "report as text lines or as one JSON object"},
+    [PK_LIVE_F_OUTPUT] = {"output", 'o', PK_FLAG_CHOICE, "text", "text|json|github|junit|sarif",
+                          "report as lint does: text lines, one JSON object, GitHub workflow "
+                          "commands, JUnit XML or SARIF 2.1.0"},
     [PK_LIVE_F_HELP] = PK_FLAG_DEF_HELP,
+    [A_FAIL_ON] = {"fail-on", 0, PK_FLAG_CHOICE, "error", "warning|error",
+                   "the least severe finding that makes the exit status 1"},
     [A_PENDING] = {"pending-after", 0, PK_FLAG_DURATION, "5m", "0s..8760h",
                    "a claim without an address for longer than this is a finding"},
 };
@@ -372,29 +431,29 @@ static const char audit_summary[] =
     "s,\n" PK_ADDRESS_KIND "es and " PK_CLAIM_KIND "s, and finds what only a live cluster shows:\n"
     "an address held twice in one pool, a claim bound to an " PK_ADDRESS_KIND " that no longer\n"
     "exists, an " PK_ADDRESS_KIND " whose claim is gone, and a claim pending for longer than\n"
-    "--pending-after (with the reason of its Ready condition). See docs/audit.md.\n"
+    "--pending-after (with the reason of its Ready condition). The report takes lint's\n"
+    "forms; a live finding is at cluster:<Kind>/<namespace>/<name>, with no line.\n"
+    "See docs/audit.md.\n"
     "\n"
-    "Exit status: 0 nothing denied, 1 something denied, 2 usage error or the cluster\n"
-    "could not be read.";
+    "Exit status: 0 clean, 1 findings that fail (errors, or warnings with\n"
+    "--fail-on=warning), 2 usage error or the cluster could not be read.";
 
 /* Lints and audits what is listed and prints the report; the exit status. */
-static int audit_and_report(const struct pk_live *live, const struct pk_flag_value *vals, bool json)
+static int audit_and_report(const struct pk_live *live, const struct pk_flag_value *vals,
+                            const char *output)
 {
 	long long pending_after = (long long)(pk_flags_get_num(vals, A_PENDING) / 1000000000ULL);
+	bool fail_warn = !strcmp(pk_flags_get_string(audit_flags, vals, A_FAIL_ON), "warning");
 	struct pk_audit_findings fs = {0};
 	struct pk_lint *lint = pk_lint_new();
 	int status = EXIT_USAGE;
 	if (lint == NULL || pk_audit_add_to_lint(live, lint) != PK_OK ||
 	    pk_lint_run(lint) != PK_OK ||
-	    pk_audit_check_all(live, (long long)time(NULL), pending_after, &fs) != PK_OK) {
+	    pk_audit_check_all(live, (long long)time(NULL), pending_after, &fs) != PK_OK ||
+	    pk_audit_write_report(stdout, output, lint, &fs, fail_warn) != PK_OK)
 		fprintf(stderr, "poolkeeper audit: out of memory\n");
-	} else if (json) {
-		if (pk_live_write_json("audit", pk_audit_to_json(lint, &fs)) == PK_OK)
-			status = pk_audit_exit_code(lint, &fs);
-	} else {
-		pk_audit_write_text(stdout, lint, &fs);
-		status = pk_audit_exit_code(lint, &fs);
-	}
+	else
+		status = pk_audit_exit_code(lint, &fs, fail_warn);
 	pk_lint_free(lint);
 	pk_audit_findings_free(&fs);
 	return status;

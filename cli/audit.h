@@ -31,12 +31,15 @@
 #include "live.h"
 #include "violation.h"
 
-#define PK_AUDIT_NAME_MAX 256
+#define PK_AUDIT_NAME_MAX   256
+#define PK_AUDIT_ORIGIN_MAX (PK_AUDIT_NAME_MAX * 2 + 48)
 
 struct pk_audit_finding {
 	const char *kind; /* static: PK_CLAIM_KIND or PK_ADDRESS_KIND */
 	char namespace_[PK_AUDIT_NAME_MAX];
 	char name[PK_AUDIT_NAME_MAX];
+	char origin[PK_AUDIT_ORIGIN_MAX]; /* "cluster:<Kind>/<ns>/<name>", lint's source for it */
+	char object[PK_AUDIT_ORIGIN_MAX]; /* "<Kind> <ns>/<name>", as lint names objects */
 	char field[PK_FIELD_MAX];
 	const char *rule; /* static, from the table above */
 	enum pk_severity severity;
@@ -69,19 +72,33 @@ PK_MUST_CHECK int pk_audit_check_all(const struct pk_live *l, long long now,
 /* Feeds every listed object into the lint, each named "cluster:<Kind>/<ns>/<name>". */
 PK_MUST_CHECK int pk_audit_add_to_lint(const struct pk_live *l, struct pk_lint *lint);
 
-/* 1 when lint's verdict is 1 or any finding is a DENY, else lint's (0). */
-int pk_audit_exit_code(const struct pk_lint *lint, const struct pk_audit_findings *f);
+/*
+ * lint's verdict (pk_lint_exit_code) when it is not 0; else 1 when a
+ * finding fails (a DENY, or with `fail_on_warning` any), else 0.
+ */
+int pk_audit_exit_code(const struct pk_lint *lint, const struct pk_audit_findings *f,
+                       bool fail_on_warning);
 
 /*
  * Text: lint's report, then one line per finding,
- * "cluster:<Kind>/<ns>/<name>: deny: <field>: <message> [<rule>]", then
- * "audit: N findings".
+ * "cluster:<Kind>/<ns>/<name>: deny|warn: <field>: <message> [<rule>]", then
+ * "audit: N findings on the live cluster".
  */
-void pk_audit_write_text(FILE *f, const struct pk_lint *lint, const struct pk_audit_findings *fs);
+void pk_audit_write_text(FILE *f, const struct pk_lint *lint, const struct pk_audit_findings *fs,
+                         bool fail_on_warning);
 
 /* lint's JSON object with "findings": [{kind, namespace, name, field, rule, severity,
  * message}] and exitCode from pk_audit_exit_code. NULL when out of memory. */
-json_t *pk_audit_to_json(const struct pk_lint *lint, const struct pk_audit_findings *fs);
+json_t *pk_audit_to_json(const struct pk_lint *lint, const struct pk_audit_findings *fs,
+                         bool fail_on_warning);
+
+/*
+ * The report in `output`, one of lint's: text and json as above, github,
+ * junit and sarif as lint's (report.h) with the findings added, each at its
+ * origin with no line. PK_OK, or PK_ERR_NOMEM.
+ */
+PK_MUST_CHECK int pk_audit_write_report(FILE *f, const char *output, const struct pk_lint *lint,
+                                        const struct pk_audit_findings *fs, bool fail_on_warning);
 
 /* The command: argv after "audit". Returns the exit status. */
 int pk_audit_main(int argc, char *argv[]);

@@ -278,8 +278,7 @@ static int load_and_run(const struct pk_live_command *cmd, const struct pk_flag_
 	}
 	if (pk_live_load(cmd->name, kc, ns, &live) != PK_OK)
 		return EXIT_USAGE;
-	int status =
-	    cmd->run(&live, vals, !strcmp(pk_flags_get_string(t, vals, PK_LIVE_F_FORMAT), "json"));
+	int status = cmd->run(&live, vals, pk_flags_get_string(t, vals, PK_LIVE_F_OUTPUT));
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "poolkeeper %s: writing the report failed\n", cmd->name);
 		status = EXIT_USAGE;

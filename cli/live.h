@@ -74,7 +74,7 @@ char *pk_live_describe(const json_t *obj, char *buf, size_t len);
 enum pk_live_flag {
 	PK_LIVE_F_KUBECONFIG, /* PK_FLAG_DEF_KUBECONFIG */
 	PK_LIVE_F_NS,         /* --namespace, -n */
-	PK_LIVE_F_FORMAT,     /* --format, -o: text|json */
+	PK_LIVE_F_OUTPUT,     /* --output, -o: a CHOICE whose words the command names */
 	PK_LIVE_F_HELP,       /* --help, -h */
 	PK_LIVE_F_COMMON,
 };
@@ -84,8 +84,9 @@ struct pk_live_command {
 	const struct pk_flag *flags;
 	size_t nflags;
 	const char *usage, *summary;
-	/* Judges and prints what was listed; returns the exit status. */
-	int (*run)(const struct pk_live *l, const struct pk_flag_value *vals, bool json);
+	/* Judges and prints what was listed in --output's form ("text", "json", ...);
+	 * returns the exit status. */
+	int (*run)(const struct pk_live *l, const struct pk_flag_value *vals, const char *output);
 };
 
 /*

@@ -39,13 +39,56 @@ PK_MUST_CHECK int pk_report_write_json(FILE *f, const struct pk_lint *l, bool fa
 /* j (taken; NULL for out of memory) written to f, indented, with a final newline. */
 PK_MUST_CHECK int pk_report_dump(FILE *f, json_t *j);
 
-/* report_ci.c: one workflow command per finding and load error, then a summary line. */
+/*
+ * A finding with no place in a file: one of audit's live findings. `origin`
+ * names where it is as the text output does ("cluster:IPAddress/prod/a") and
+ * stands for the file in the CI formats, with no line or column; `object`
+ * names the object as lint's findings do ("IPAddress prod/a").
+ */
+struct pk_report_extra {
+	const char *origin, *object, *field, *rule, *message;
+	enum pk_severity severity;
+};
+
+/* What a CI report covers beside the lint run. */
+struct pk_report_ci {
+	const char *command; /* "lint", "audit": names the JUnit suite and the GitHub summary */
+	bool fail_on_warning;
+	const struct pk_report_extra *extra; /* n_extra of them, borrowed; NULL when none */
+	size_t n_extra;
+	bool count_extra; /* the GitHub summary counts them as live findings (audit's, even 0) */
+};
+
+/*
+ * report_ci.c, with c's extra findings after lint's (each format as below):
+ * GitHub workflow commands, then a summary line.
+ */
+void pk_report_ci_github(FILE *f, const struct pk_lint *l, const struct pk_report_ci *c);
+
+/*
+ * JUnit XML: a testcase per object, with a <failure> per finding that fails
+ * and the other findings in one <system-out>; an extra finding joins the
+ * testcase of the object whose source is its origin, else one of its own
+ * origin. PK_ERR_NOMEM when out of memory (only with extra findings).
+ */
+PK_MUST_CHECK int pk_report_ci_junit(FILE *f, const struct pk_lint *l,
+                                     const struct pk_report_ci *c);
+
+/* SARIF 2.1.0, indented; artifact URIs percent-encoded. PK_ERR_NOMEM when out of memory. */
+PK_MUST_CHECK int pk_report_ci_sarif(FILE *f, const struct pk_lint *l,
+                                     const struct pk_report_ci *c);
+
+/* lint's reports: the three above with command "lint" and no extra findings. */
 void pk_report_write_github(FILE *f, const struct pk_lint *l, bool fail_on_warning);
-
-/* JUnit XML: a testcase per object, a <failure> per finding that fails. */
 void pk_report_write_junit(FILE *f, const struct pk_lint *l, bool fail_on_warning);
-
-/* SARIF 2.1.0, indented; PK_ERR_NOMEM when out of memory. */
 PK_MUST_CHECK int pk_report_write_sarif(FILE *f, const struct pk_lint *l);
+
+/*
+ * s percent-encoded as an RFC 3986 URI reference: every byte but the
+ * unreserved characters (ALPHA DIGIT - . _ ~) and "/" as %XX, so that
+ * "sp ace#.yaml" is "sp%20ace%23.yaml" and "cluster:IPPool/a" a relative
+ * path. A new string the caller frees; NULL when out of memory.
+ */
+char *pk_report_uri(const char *s);
 
 #endif

@@ -223,7 +223,7 @@ static const struct pk_flag usage_flags[U_COUNT] = {
     [PK_LIVE_F_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
     [PK_LIVE_F_NS] = {"namespace", 'n', PK_FLAG_STRING, NULL, "NAME",
                       "only this namespace's IPPools and IPAddresses (GlobalIPPools always)"},
-    [PK_LIVE_F_FORMAT] = {"format", 'o', PK_FLAG_CHOICE, "text", "text|json",
+    [PK_LIVE_F_OUTPUT] = {"output", 'o', PK_FLAG_CHOICE, "text", "text|json",
                           "a table, or one JSON object"},
     [PK_LIVE_F_HELP] = PK_FLAG_DEF_HELP,
     [U_TOP] = {"top", 0, PK_FLAG_UINT, "5", "0..1000", "consumers shown per pool"},
@@ -237,8 +237,10 @@ static const char usage_summary[] =
     "\n"
     "Exit status: 0 shown, 2 usage error or the cluster could not be read.";
 
-static int usage_and_report(const struct pk_live *live, const struct pk_flag_value *vals, bool json)
+static int usage_and_report(const struct pk_live *live, const struct pk_flag_value *vals,
+                            const char *output)
 {
+	bool json = !strcmp(output, "json");
 	struct pk_usage u;
 	int status = EXIT_USAGE;
 	if (pk_usage_compute(live, (size_t)pk_flags_get_num(vals, U_TOP), &u) != PK_OK) {

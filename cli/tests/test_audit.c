@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -222,12 +223,12 @@ static void test_clean_and_outputs(void **state)
 	assert_int_equal(pk_lint_run(lint), PK_OK);
 	assert_int_equal(pk_audit_check_all(&l, T0_SECONDS + 1, 300, &f), PK_OK);
 	assert_int_equal(f.n, 0);
-	assert_int_equal(pk_audit_exit_code(lint, &f), 0);
+	assert_int_equal(pk_audit_exit_code(lint, &f, false), 0);
 	size_t n;
 	const struct pk_lint_object *objs = pk_lint_objects(lint, &n);
 	assert_int_equal(n, 3);
 	assert_string_equal(objs[0].source, "cluster:IPPool/default/nodes");
-	json_t *j = pk_audit_to_json(lint, &f);
+	json_t *j = pk_audit_to_json(lint, &f, false);
 	assert_int_equal(json_integer_value(json_object_get(j, "exitCode")), 0);
 	assert_int_equal(json_array_size(json_object_get(j, "findings")), 0);
 	json_decref(j);
@@ -249,18 +250,18 @@ static void test_finding_outputs(void **state)
 	assert_int_equal(pk_lint_run(lint), PK_OK);
 	assert_int_equal(pk_audit_check_all(&l, T0_SECONDS, 300, &f), PK_OK);
 	assert_int_equal(f.n, 1);
-	assert_int_equal(pk_audit_exit_code(lint, &f), 1);
+	assert_int_equal(pk_audit_exit_code(lint, &f, false), 1);
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&text, &len);
-	pk_audit_write_text(mem, lint, &f);
+	pk_audit_write_text(mem, lint, &f, false);
 	fclose(mem);
 	assert_non_null(strstr(text, "cluster:IPAddress/default/a: deny: spec.claimRef.name: "
 	                             "IPAddressClaim default/a does not exist: the address is held "
 	                             "for nobody [address-claim-missing]\n"));
 	assert_non_null(strstr(text, "audit: 1 finding on the live cluster\n"));
 	free(text);
-	json_t *j = pk_audit_to_json(lint, &f);
+	json_t *j = pk_audit_to_json(lint, &f, false);
 	json_t *x = json_array_get(json_object_get(j, "findings"), 0);
 	assert_string_equal(json_string_value(json_object_get(x, "rule")), "address-claim-missing");
 	assert_string_equal(json_string_value(json_object_get(x, "severity")), "deny");
@@ -319,9 +320,226 @@ static void test_outside_pool_through_lint(void **state)
 	assert_int_equal(pk_lint_run(lint), PK_OK);
 	assert_int_equal(pk_audit_check_all(&l, T0_SECONDS, 300, &f), PK_OK);
 	assert_int_equal(f.n, 0);
-	assert_int_equal(pk_audit_exit_code(lint, &f), 1);
+	assert_int_equal(pk_audit_exit_code(lint, &f, false), 1);
 	pk_lint_free(lint);
 	pk_live_release(&l);
+}
+
+/* A clean cluster's lint, and a WARN finding of audit's on its IPAddress. */
+static struct pk_lint *warn_only(struct pk_live *l, struct pk_audit_findings *f)
+{
+	char claims[2048], addrs[2048];
+	snprintf(claims, sizeof(claims), "[%s]", claim_text("a", "a", T0, NULL));
+	snprintf(addrs, sizeof(addrs), "[%s]", addr_text("default", "a", "a", "10.0.0.1"));
+	load(l, "[" POOL "]", addrs, claims);
+	struct pk_lint *lint = pk_lint_new();
+	assert_non_null(lint);
+	assert_int_equal(pk_audit_add_to_lint(l, lint), PK_OK);
+	assert_int_equal(pk_lint_run(lint), PK_OK);
+	assert_int_equal(pk_audit_check_all(l, T0_SECONDS, 300, f), PK_OK);
+	assert_int_equal(f->n, 0);
+	f->items = calloc(1, sizeof(*f->items));
+	assert_non_null(f->items);
+	f->n = f->cap = 1;
+	struct pk_audit_finding *x = &f->items[0];
+	x->kind = "IPAddress";
+	snprintf(x->namespace_, sizeof(x->namespace_), "%s", "default");
+	snprintf(x->name, sizeof(x->name), "%s", "a");
+	snprintf(x->origin, sizeof(x->origin), "%s", "cluster:IPAddress/default/a");
+	snprintf(x->object, sizeof(x->object), "%s", "IPAddress default/a");
+	snprintf(x->field, sizeof(x->field), "%s", "spec.poolRef");
+	x->rule = "address-outside-pool";
+	x->severity = PK_SEV_WARN;
+	snprintf(x->message, sizeof(x->message), "%s", "IPPool default/gone does not exist");
+	return lint;
+}
+
+/* --fail-on=warning: a warning alone makes the exit 1, in the JSON's exitCode too. */
+static void test_fail_on_warning(void **state)
+{
+	(void)state;
+	struct pk_live l;
+	struct pk_audit_findings f = {0};
+	struct pk_lint *lint = warn_only(&l, &f);
+	assert_int_equal(pk_audit_exit_code(lint, &f, false), 0);
+	assert_int_equal(pk_audit_exit_code(lint, &f, true), 1);
+	json_t *j = pk_audit_to_json(lint, &f, false);
+	assert_int_equal(json_integer_value(json_object_get(j, "exitCode")), 0);
+	assert_false(json_is_true(json_object_get(j, "failOnWarning")));
+	json_decref(j);
+	j = pk_audit_to_json(lint, &f, true);
+	assert_int_equal(json_integer_value(json_object_get(j, "exitCode")), 1);
+	assert_true(json_is_true(json_object_get(j, "failOnWarning")));
+	json_decref(j);
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	pk_audit_write_text(mem, lint, &f, true);
+	fclose(mem);
+	assert_non_null(strstr(text, "cluster:IPAddress/default/a: warn: spec.poolRef: IPPool "
+	                             "default/gone does not exist [address-outside-pool]\n"));
+	assert_non_null(strstr(text, "audit: 1 finding on the live cluster; --fail-on=warning: "
+	                             "warnings fail\n"));
+	free(text);
+	pk_lint_free(lint);
+	pk_audit_findings_free(&f);
+	pk_live_release(&l);
+}
+
+static char *report(const char *output, const struct pk_lint *lint,
+                    const struct pk_audit_findings *f, bool fail_on_warning)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	assert_non_null(mem);
+	assert_int_equal(pk_audit_write_report(mem, output, lint, f, fail_on_warning), PK_OK);
+	fclose(mem);
+	return text;
+}
+
+/* Every form of lint's carries the live findings, with their rule ids, at their origin. */
+static void test_report_forms(void **state)
+{
+	(void)state;
+	struct pk_live l;
+	struct pk_audit_findings f = {0};
+	char addrs[2048];
+	snprintf(addrs, sizeof(addrs), "[%s]", addr_text("default", "a", "a", "10.0.0.1"));
+	load(&l, "[" POOL "]", addrs, "[]");
+	struct pk_lint *lint = pk_lint_new();
+	assert_int_equal(pk_audit_add_to_lint(&l, lint), PK_OK);
+	assert_int_equal(pk_lint_run(lint), PK_OK);
+	assert_int_equal(pk_audit_check_all(&l, T0_SECONDS, 300, &f), PK_OK);
+	assert_int_equal(f.n, 1);
+	assert_string_equal(f.items[0].origin, "cluster:IPAddress/default/a");
+	assert_string_equal(f.items[0].object, "IPAddress default/a");
+
+	char *t = report("text", lint, &f, false);
+	assert_non_null(strstr(t, "\ncluster:IPAddress/default/a: deny: spec.claimRef.name: "));
+	free(t);
+
+	t = report("json", lint, &f, false);
+	json_error_t je;
+	json_t *j = json_loads(t, 0, &je);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_array_get(json_object_get(j, "findings"), 0), "rule")),
+	                    "address-claim-missing");
+	assert_int_equal(json_integer_value(json_object_get(j, "exitCode")), 1);
+	json_decref(j);
+	free(t);
+
+	t = report("github", lint, &f, false);
+	assert_non_null(strstr(t, "::error file=cluster%3AIPAddress/default/a,"
+	                          "title=address-claim-missing::IPAddress default/a: "
+	                          "spec.claimRef.name: IPAddressClaim default/a does not exist: "
+	                          "the address is held for nobody\n"));
+	assert_non_null(strstr(t, "poolkeeper audit: 2 objects, 0 denied, 0 with warnings, 0 "
+	                          "skipped; 1 live finding\n"));
+	free(t);
+
+	t = report("junit", lint, &f, false);
+	assert_non_null(strstr(t, "<testsuites name=\"poolkeeper audit\" tests=\"2\" "
+	                          "failures=\"1\" errors=\"0\">"));
+	assert_non_null(strstr(t, "<testcase classname=\"cluster:IPAddress/default/a\" "
+	                          "name=\"IPAddress default/a\">\n      <failure "
+	                          "type=\"address-claim-missing\" message=\"spec.claimRef.name: "
+	                          "IPAddressClaim default/a does not exist"));
+	assert_non_null(strstr(t, ">cluster:IPAddress/default/a: error: spec.claimRef.name: "));
+	free(t);
+
+	t = report("sarif", lint, &f, false);
+	j = json_loads(t, 0, &je);
+	assert_non_null(j);
+	json_t *r0 = json_array_get(
+	    json_object_get(json_array_get(json_object_get(j, "runs"), 0), "results"), 0);
+	assert_string_equal(json_string_value(json_object_get(r0, "ruleId")),
+	                    "address-claim-missing");
+	json_t *phys = json_object_get(json_array_get(json_object_get(r0, "locations"), 0),
+	                               "physicalLocation");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(phys, "artifactLocation"), "uri")),
+	    "cluster%3AIPAddress/default/a");
+	assert_null(json_object_get(phys, "region"));
+	json_decref(j);
+	free(t);
+	pk_lint_free(lint);
+	pk_audit_findings_free(&f);
+	pk_live_release(&l);
+}
+
+/* pk_audit_main(argv) with standard output and error into out and err (each cap bytes). */
+static int run_audit(const char *const *args, size_t n, char *out, char *err, size_t cap)
+{
+	static char copies[16][128];
+	char *argv[16];
+	assert_true(n < 16);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(strlen(args[i]) < sizeof(copies[i]));
+		snprintf(copies[i], sizeof(copies[i]), "%s", args[i]);
+		argv[i] = copies[i];
+	}
+	argv[n] = NULL;
+	FILE *fo = tmpfile(), *fe = tmpfile();
+	assert_true(fo != NULL && fe != NULL);
+	fflush(stdout);
+	fflush(stderr);
+	int so = dup(1), se = dup(2);
+	dup2(fileno(fo), 1);
+	dup2(fileno(fe), 2);
+	int status = pk_audit_main((int)n, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(so, 1);
+	dup2(se, 2);
+	close(so);
+	close(se);
+	FILE *fs[2] = {fo, fe};
+	char *bufs[2] = {out, err};
+	for (int k = 0; k < 2; k++) {
+		rewind(fs[k]);
+		size_t got = fread(bufs[k], 1, cap - 1, fs[k]);
+		bufs[k][got] = '\0';
+		fclose(fs[k]);
+	}
+	return status;
+}
+
+/* lint's -o/--output and --fail-on; a value they do not take, and the old --format, are
+ * usage errors (2) before any cluster is read. */
+static void test_flags(void **state)
+{
+	(void)state;
+	static char out[8192], err[8192];
+	const char *help[] = {"--help"};
+	assert_int_equal(run_audit(help, 1, out, err, sizeof(out)), 0);
+	assert_non_null(strstr(out, "-o, --output text|json|github|junit|sarif"));
+	assert_non_null(strstr(out, "--fail-on warning|error"));
+
+	const char *bad_output[] = {"-o", "yaml"};
+	assert_int_equal(run_audit(bad_output, 2, out, err, sizeof(out)), 2);
+	assert_non_null(
+	    strstr(err, "--output must be one of text|json|github|junit|sarif, got \"yaml\""));
+	const char *bad_fail_on[] = {"--fail-on=never"};
+	assert_int_equal(run_audit(bad_fail_on, 1, out, err, sizeof(out)), 2);
+	assert_non_null(strstr(err, "--fail-on must be one of warning|error, got \"never\""));
+	const char *format[] = {"--format", "json"};
+	assert_int_equal(run_audit(format, 2, out, err, sizeof(out)), 2);
+	assert_non_null(strstr(err, "unknown flag --format"));
+
+	/* Every form is taken: what stops these is the kubeconfig, not the flags. */
+	static const char *const forms[] = {"text", "json", "github", "junit", "sarif"};
+	for (size_t i = 0; i < 5; i++) {
+		const char *ok[] = {"--kubeconfig", "/nonexistent/kubeconfig",
+		                    "-o",           forms[i],
+		                    "--fail-on",    "warning"};
+		assert_int_equal(run_audit(ok, 6, out, err, sizeof(out)), 2);
+		assert_non_null(strstr(err, "/nonexistent/kubeconfig"));
+		assert_null(strstr(err, "--help"));
+		assert_string_equal(out, "");
+	}
 }
 
 int main(void)
@@ -336,6 +554,9 @@ int main(void)
 	    cmocka_unit_test(test_finding_outputs),
 	    cmocka_unit_test(test_outside_pool_through_lint),
 	    cmocka_unit_test(test_outside_pool_live),
+	    cmocka_unit_test(test_fail_on_warning),
+	    cmocka_unit_test(test_report_forms),
+	    cmocka_unit_test(test_flags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -196,12 +196,202 @@ static void test_sarif(void **state)
 	pk_lint_free(l);
 }
 
+/* Runs `call` with f writing to memory; `out` gets the text, which the caller frees. */
+#define CAPTURE(out, call)                               \
+	do {                                             \
+		size_t len_ = 0;                         \
+		FILE *f = open_memstream(&(out), &len_); \
+		assert_non_null(f);                      \
+		call;                                    \
+		fclose(f);                               \
+	} while (0)
+
+static void test_uri(void **state)
+{
+	(void)state;
+	static const char *const vectors[][2] = {
+	    {"sp ace#.yaml", "sp%20ace%23.yaml"},
+	    {"dir/a-b_c.d~e.yaml", "dir/a-b_c.d~e.yaml"},
+	    {"100%.yaml", "100%25.yaml"},
+	    {"q?x=1&y", "q%3Fx%3D1%26y"},
+	    {"cluster:IPPool/ns/a", "cluster%3AIPPool/ns/a"},
+	    {"\xc3\xa9t\xc3\xa9.yaml", "%C3%A9t%C3%A9.yaml"},
+	    {"a\\b[1]", "a%5Cb%5B1%5D"},
+	    {"", ""},
+	};
+	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+		char *u = pk_report_uri(vectors[i][0]);
+		assert_non_null(u);
+		assert_string_equal(u, vectors[i][1]);
+		free(u);
+	}
+}
+
+/* A file's name is an artifact URI reference: percent-encoded. */
+static void test_sarif_uri(void **state)
+{
+	(void)state;
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	assert_int_equal(pk_lint_add_buffer(l, pools, strlen(pools), "sp ace#.yaml"), PK_OK);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	char *t = text_of(l, SARIF);
+	assert_non_null(strstr(t, "\"uri\": \"sp%20ace%23.yaml\""));
+	assert_null(strstr(t, "sp ace#"));
+	free(t);
+	pk_lint_free(l);
+}
+
+/* Live findings, as audit hands them to the CI writers. */
+static const struct pk_report_extra live[] = {
+    {"cluster:IPAddress/ns/a", "IPAddress ns/a", "spec.address", "address-held-twice",
+     "a <b> & \"c\"\n\td\r", PK_SEV_DENY},
+    {"cluster:IPAddress/ns/b", "IPAddress ns/b", "f", "r2",
+     "bad \x01 byte \xff \xc3\xa9 \xed\xa0\x80", PK_SEV_WARN},
+    {"cluster:IPAddress/ns/a", "IPAddress ns/a", "g", "r3", "w", PK_SEV_WARN},
+};
+
+/* JUnit from extra findings alone, byte for byte: attributes keep newlines, tabs and
+ * carriage returns as references, content keeps newlines and tabs, bytes XML does not
+ * take are "?", one <system-out> per testcase, a testcase per origin. */
+static void test_junit_bytes(void **state)
+{
+	(void)state;
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	const struct pk_report_ci c = {"audit", false, live, 3, true};
+	char *t = NULL;
+	int rc = PK_ERR_INVALID;
+	CAPTURE(t, rc = pk_report_ci_junit(f, l, &c));
+	assert_int_equal(rc, PK_OK);
+	assert_string_equal(
+	    t, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	       "<testsuites name=\"poolkeeper audit\" tests=\"2\" failures=\"1\" errors=\"0\">\n"
+	       "  <testsuite name=\"poolkeeper audit\" tests=\"2\" failures=\"1\" errors=\"0\" "
+	       "skipped=\"0\">\n"
+	       "    <testcase classname=\"cluster:IPAddress/ns/a\" name=\"IPAddress ns/a\">\n"
+	       "      <failure type=\"address-held-twice\" message=\"spec.address: a &lt;b&gt; "
+	       "&amp; &quot;c&quot;&#10;&#9;d&#13;\">cluster:IPAddress/ns/a: error: "
+	       "spec.address: a &lt;b&gt; &amp; &quot;c&quot;\n\td&#13; "
+	       "[address-held-twice]</failure>\n"
+	       "      <system-out>cluster:IPAddress/ns/a: warning: g: w [r3]</system-out>\n"
+	       "    </testcase>\n"
+	       "    <testcase classname=\"cluster:IPAddress/ns/b\" name=\"IPAddress ns/b\">\n"
+	       "      <system-out>cluster:IPAddress/ns/b: warning: f: bad ? byte ? \xc3\xa9 ??? "
+	       "[r2]</system-out>\n"
+	       "    </testcase>\n"
+	       "  </testsuite>\n"
+	       "</testsuites>\n");
+	free(t);
+
+	/* With --fail-on=warning every finding is a failure and nothing is left for
+	 * <system-out>. */
+	const struct pk_report_ci cw = {"audit", true, live, 3, true};
+	CAPTURE(t, rc = pk_report_ci_junit(f, l, &cw));
+	assert_int_equal(rc, PK_OK);
+	assert_non_null(strstr(t, "tests=\"2\" failures=\"2\" errors=\"0\">"));
+	assert_null(strstr(t, "system-out"));
+	assert_non_null(strstr(t, "<failure type=\"r3\" message=\"g: w\">"));
+	free(t);
+	pk_lint_free(l);
+}
+
+/* Extra findings join the testcase of the object at their origin, warnings in one
+ * <system-out>; the counts cover them. */
+static void test_junit_extras_join(void **state)
+{
+	(void)state;
+	struct pk_lint *l = make_lint();
+	const struct pk_report_extra x[] = {
+	    {"p.yaml", "IPPool ns1/good", "spec.a", "x-deny", "one\ntwo", PK_SEV_DENY},
+	    {"p.yaml", "IPPool ns1/good", "spec.b", "x-warn", "tab\there", PK_SEV_WARN},
+	    {"p.yaml", "IPPool ns1/good", "spec.c", "x-warn", "cr\r", PK_SEV_WARN},
+	};
+	const struct pk_report_ci c = {"audit", false, x, 3, true};
+	char *t = NULL;
+	int rc = PK_ERR_INVALID;
+	CAPTURE(t, rc = pk_report_ci_junit(f, l, &c));
+	assert_int_equal(rc, PK_OK);
+	assert_non_null(strstr(t, "<testsuites name=\"poolkeeper audit\" tests=\"4\" "
+	                          "failures=\"2\" errors=\"1\">"));
+	assert_non_null(strstr(
+	    t, "    <testcase classname=\"p.yaml\" name=\"IPPool ns1/good\">\n"
+	       "      <failure type=\"x-deny\" message=\"spec.a: one&#10;two\">p.yaml: error: "
+	       "spec.a: one\ntwo [x-deny]</failure>\n"
+	       "      <system-out>p.yaml: warning: spec.b: tab\there [x-warn]\n"
+	       "p.yaml: warning: spec.c: cr&#13; [x-warn]</system-out>\n"
+	       "    </testcase>\n"));
+	/* one <system-out> in all: only the good pool has findings that pass */
+	const char *first = strstr(t, "<system-out>");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "<system-out>"));
+	free(t);
+	pk_lint_free(l);
+}
+
+/* GitHub and SARIF place a live finding at its origin, with no line or column. */
+static void test_ci_extras(void **state)
+{
+	(void)state;
+	struct pk_lint *l = pk_lint_new();
+	assert_non_null(l);
+	assert_int_equal(pk_lint_run(l), PK_OK);
+	const struct pk_report_ci c = {"audit", false, live, 3, true};
+	char *t = NULL;
+	CAPTURE(t, pk_report_ci_github(f, l, &c));
+	assert_non_null(strstr(t, "::error file=cluster%3AIPAddress/ns/a,title=address-held-twice::"
+	                          "IPAddress ns/a: spec.address: a <b> & \"c\"%0A\td%0D\n"));
+	assert_non_null(strstr(t, "::warning file=cluster%3AIPAddress/ns/a,title=r3::IPAddress "
+	                          "ns/a: g: w\n"));
+	assert_null(strstr(t, "line="));
+	assert_non_null(strstr(t, "poolkeeper audit: 0 objects, 0 denied, 0 with warnings, 0 "
+	                          "skipped; 3 live findings\n"));
+	free(t);
+	const struct pk_report_ci cw = {"audit", true, live, 3, true};
+	CAPTURE(t, pk_report_ci_github(f, l, &cw));
+	assert_non_null(strstr(t, "; 3 live findings (warnings fail)\n"));
+	free(t);
+
+	/* the same findings, but for the invalid UTF-8 (which JSON cannot carry) */
+	const struct pk_report_ci cs = {"audit", false, live, 1, true};
+	int rc = PK_ERR_INVALID;
+	CAPTURE(t, rc = pk_report_ci_sarif(f, l, &cs));
+	assert_int_equal(rc, PK_OK);
+	json_error_t je;
+	json_t *j = json_loads(t, 0, &je);
+	assert_non_null(j);
+	json_t *run = json_array_get(json_object_get(j, "runs"), 0);
+	json_t *r0 = json_array_get(json_object_get(run, "results"), 0);
+	assert_string_equal(json_string_value(json_object_get(r0, "ruleId")), "address-held-twice");
+	json_t *loc = json_array_get(json_object_get(r0, "locations"), 0);
+	json_t *phys = json_object_get(loc, "physicalLocation");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(phys, "artifactLocation"), "uri")),
+	    "cluster%3AIPAddress/ns/a");
+	assert_null(json_object_get(phys, "region"));
+	assert_string_equal(
+	    json_string_value(json_object_get(
+	        json_array_get(json_object_get(loc, "logicalLocations"), 0), "fullyQualifiedName")),
+	    "IPAddress ns/a: spec.address");
+	json_decref(j);
+	free(t);
+	pk_lint_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_text),   cmocka_unit_test(test_json),
-	    cmocka_unit_test(test_github), cmocka_unit_test(test_junit),
+	    cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_github),
+	    cmocka_unit_test(test_junit),
 	    cmocka_unit_test(test_sarif),
+	    cmocka_unit_test(test_uri),
+	    cmocka_unit_test(test_sarif_uri),
+	    cmocka_unit_test(test_junit_bytes),
+	    cmocka_unit_test(test_junit_extras_join),
+	    cmocka_unit_test(test_ci_extras),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

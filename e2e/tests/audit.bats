@@ -4,11 +4,15 @@
 # chart's ServiceAccounts; the commands run with the plane's admin
 # kubeconfig, limited to the test's namespace.
 #   - a healthy set-up audits clean (exit 0) and usage counts it;
+#   - a pool with a warning passes, and fails with --fail-on=warning, in
+#     each of lint's forms (-o github, junit, sarif);
 #   - broken by hand, with the controller stopped and the validating webhook
 #     registration taken away (restored by the teardown): an IPAddress whose
 #     claim is gone, an address held twice, an address outside its pool, a
 #     claim bound to an IPAddress that no longer exists and a claim pending
-#     past --pending-after are each found, and audit exits 1.
+#     past --pending-after are each found, and audit exits 1, with the same
+#     rule ids in the CI forms;
+#   - flags or values the commands do not take exit 2.
 
 bats_require_minimum_version 1.5.0
 
@@ -83,6 +87,16 @@ _claim() {
     kubectl -n "$NS" apply -f - >/dev/null
 }
 
+# _spare: IPPool spare, whose excludedAddresses entry excludes nothing: a warning.
+_spare() {
+  pk_wait_for -t 30 "IPPool spare to be accepted" _apply_spare
+}
+_apply_spare() {
+  jq -n '{apiVersion: "ipam.poolkeeper.io/v1alpha1", kind: "IPPool", metadata: {name: "spare"},
+    spec: {addresses: ["10.74.0.0/28"], prefix: 28, excludedAddresses: ["10.99.0.1"]}}' |
+    kubectl -n "$NS" apply -f - >/dev/null 2>&1
+}
+
 _bound() { [[ -n $(kubectl -n "$NS" get "$CLAIMS" "$1" -o jsonpath='{.status.addressRef.name}') ]]; }
 
 # _address <name> <claim> <address>: an IPAddress made by hand on nodes.
@@ -132,6 +146,45 @@ _has() { grep -qxF -- "$1" <<<"$output" || { echo "want line '$1', got:"; echo "
   [[ $output != *"staging"* ]]
 }
 
+@test "audit: a warning passes, and fails with --fail-on=warning, in each of lint's forms" {
+  _pool
+  _spare
+  _claim a prod
+  pk_wait_for -t 30 "claim a to be bound" _bound a
+
+  _poolkeeper audit --namespace "$NS"
+  [ "$status" -eq 0 ]
+  grep -Eq "^cluster:IPPool/$NS/spare:1:[0-9]+: warning: IPPool $NS/spare: spec.excludedAddresses\[0\]: .* \[pool/spec.excludedAddresses\]$" <<<"$output"
+  _poolkeeper audit --namespace "$NS" --fail-on warning
+  [ "$status" -eq 1 ]
+  [[ $output == *"--fail-on=warning: warnings fail"* ]]
+
+  _poolkeeper audit --namespace "$NS" -o github
+  [ "$status" -eq 0 ]
+  grep -Eq "^::warning file=cluster%3AIPPool/$NS/spare,line=1,col=[0-9]+,title=pool/spec.excludedAddresses::IPPool $NS/spare: " <<<"$output"
+  # GlobalIPPools are listed whatever the namespace: the objects are counted, not named
+  grep -Eqx "poolkeeper audit: [0-9]+ objects, 0 denied, 1 with warnings, 0 skipped; 0 live findings" <<<"$output"
+  _poolkeeper audit --namespace "$NS" -o github --fail-on warning
+  [ "$status" -eq 1 ]
+  grep -Eqx "poolkeeper audit: [0-9]+ objects, 0 denied, 1 with warnings, 0 skipped; 0 live findings \(warnings fail\)" <<<"$output"
+
+  _poolkeeper audit --namespace "$NS" -o junit
+  [ "$status" -eq 0 ]
+  grep -Eq '^<testsuites name="poolkeeper audit" tests="[0-9]+" failures="0" errors="0">$' <<<"$output"
+  [[ $output == *"<testcase classname=\"cluster:IPPool/$NS/spare\" name=\"IPPool $NS/spare\">"*"<system-out>cluster:IPPool/$NS/spare:1:"* ]]
+  _poolkeeper audit --namespace "$NS" -o junit --fail-on warning
+  [ "$status" -eq 1 ]
+  grep -Eq '^<testsuites name="poolkeeper audit" tests="[0-9]+" failures="1" errors="0">$' <<<"$output"
+  [[ $output == *"<testcase classname=\"cluster:IPPool/$NS/spare\" name=\"IPPool $NS/spare\">"$'\n''      <failure type="pool/spec.excludedAddresses"'* ]]
+
+  _poolkeeper audit --namespace "$NS" -o sarif --fail-on=warning
+  [ "$status" -eq 1 ]
+  [ "$(jq -r --arg u "cluster%3AIPPool/$NS/spare" '[.runs[0].results[] |
+      select(.locations[0].physicalLocation.artifactLocation.uri == $u) |
+      "\(.ruleId) \(.level) \(.locations[0].physicalLocation.region.startLine)"] | join(",")' <<<"$output")" = \
+    "pool/spec.excludedAddresses warning 1" ]
+}
+
 @test "audit finds what was broken by hand and exits 1" {
   _pool
   _claim a prod
@@ -174,6 +227,24 @@ _has() { grep -qxF -- "$1" <<<"$output" || { echo "want line '$1', got:"; echo "
   [ "$(jq -r '[.findings[].rule] | sort | join(",")' <<<"$output")" = \
     "address-claim-missing,address-held-twice,address-outside-pool,claim-address-missing,claim-pending" ]
 
+  # lint's CI forms carry the live findings, with the same rule ids, at their objects
+  local live="address-claim-missing,address-held-twice,address-outside-pool,claim-address-missing,claim-pending"
+  _poolkeeper audit --namespace "$NS" --pending-after 1s -o sarif
+  [ "$status" -eq 1 ]
+  [ "$(jq -r '[.runs[0].results[] | select(.locations[0].physicalLocation.region == null) | .ruleId] | sort | join(",")' <<<"$output")" = "$live" ]
+  [ "$(jq -r '.runs[0].results[] | select(.ruleId == "claim-pending") | .locations[0].physicalLocation.artifactLocation.uri' <<<"$output")" = \
+    "cluster%3AIPAddressClaim/$NS/late" ]
+  _poolkeeper audit --namespace "$NS" --pending-after 1s -o github
+  [ "$status" -eq 1 ]
+  _has "::error file=cluster%3AIPAddressClaim/$NS/b,title=claim-address-missing::IPAddressClaim $NS/b: status.addressRef.name: the claim is bound to IPAddress $NS/b, which does not exist"
+  [ "$(grep -c '^::error file=cluster%3A[^,]*,title=[a-z-]*::' <<<"$output")" -eq 5 ]
+  _poolkeeper audit --namespace "$NS" --pending-after 1s -o junit
+  [ "$status" -eq 1 ]
+  for r in ${live//,/ }; do
+    [[ $output == *"<failure type=\"$r\""* ]]
+  done
+  [[ $output == *"<testcase classname=\"cluster:IPAddressClaim/$NS/late\" name=\"IPAddressClaim $NS/late\">"*"<failure type=\"claim-pending\""* ]]
+
   # the default threshold (5m) is not reached yet: no pending finding
   _poolkeeper audit --namespace "$NS"
   [ "$status" -eq 1 ]
@@ -182,6 +253,17 @@ _has() { grep -qxF -- "$1" <<<"$output" || { echo "want line '$1', got:"; echo "
 
 @test "audit and usage: usage errors and an unreadable kubeconfig exit 2" {
   _poolkeeper audit --pending-after soon
+  [ "$status" -eq 2 ]
+  _poolkeeper audit --namespace "$NS" -o yaml
+  [ "$status" -eq 2 ]
+  [[ $output == *'--output must be one of text|json|github|junit|sarif, got "yaml"'* ]]
+  _poolkeeper audit --namespace "$NS" --fail-on never
+  [ "$status" -eq 2 ]
+  _poolkeeper audit --namespace "$NS" --format json
+  [ "$status" -eq 2 ]
+  _poolkeeper usage --namespace "$NS" -o sarif
+  [ "$status" -eq 2 ]
+  _poolkeeper usage --namespace "$NS" --format json
   [ "$status" -eq 2 ]
   _poolkeeper audit extra
   [ "$status" -eq 2 ]
