@@ -321,11 +321,6 @@ int pk_audit_exit_code(const struct pk_lint *lint, const struct pk_audit_finding
 
 /* ---- output ---- */
 
-static const char *severity_word(enum pk_severity s)
-{
-	return s == PK_SEV_DENY ? "deny" : "warn";
-}
-
 void pk_audit_write_text(FILE *f, const struct pk_lint *lint, const struct pk_audit_findings *fs,
                          bool fail_on_warning)
 {
@@ -333,8 +328,8 @@ void pk_audit_write_text(FILE *f, const struct pk_lint *lint, const struct pk_au
 	pk_report_write_text(f, lint, false, fail_on_warning);
 	for (size_t i = 0; i < fs->n; i++) {
 		const struct pk_audit_finding *x = &fs->items[i];
-		fprintf(f, "%s: %s: %s: %s [%s]\n", x->origin, severity_word(x->severity), x->field,
-		        x->message, x->rule);
+		fprintf(f, "%s: %s: %s: %s: %s [%s]\n", x->origin, pk_report_severity(x->severity),
+		        x->object, x->field, x->message, x->rule);
 		warned = warned || x->severity != PK_SEV_DENY;
 	}
 	fprintf(f, "audit: %zu finding%s on the live cluster%s\n", fs->n, fs->n == 1 ? "" : "s",
@@ -345,7 +340,7 @@ static json_t *finding_json(const struct pk_audit_finding *x)
 {
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "kind", x->kind, "namespace",
 	                 x->namespace_, "name", x->name, "field", x->field, "rule", x->rule,
-	                 "severity", severity_word(x->severity), "message", x->message);
+	                 "severity", pk_report_severity(x->severity), "message", x->message);
 }
 
 json_t *pk_audit_to_json(const struct pk_lint *lint, const struct pk_audit_findings *fs,
@@ -385,13 +380,7 @@ static int write_ci(FILE *f, const char *output, const struct pk_lint *lint,
 		                                    x->rule,   x->message, x->severity};
 	}
 	const struct pk_report_ci c = {"audit", fail_on_warning, extra, fs->n, true};
-	int rc = PK_OK;
-	if (!strcmp(output, "github"))
-		pk_report_ci_github(f, lint, &c);
-	else if (!strcmp(output, "junit"))
-		rc = pk_report_ci_junit(f, lint, &c);
-	else
-		rc = pk_report_ci_sarif(f, lint, &c);
+	int rc = pk_report_ci_write(f, output, lint, &c);
 	free(extra);
 	return rc;
 }

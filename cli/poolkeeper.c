@@ -172,16 +172,12 @@ static bool lint_modes(const struct pk_flag_value *vals, enum pk_enforcement *cl
 
 static int write_report(const struct pk_lint *l, const char *output, bool verbose, bool fail_warn)
 {
+	const struct pk_report_ci c = {.command = "lint", .fail_on_warning = fail_warn};
 	if (!strcmp(output, "json"))
 		return pk_report_write_json(stdout, l, fail_warn);
-	if (!strcmp(output, "sarif"))
-		return pk_report_write_sarif(stdout, l);
-	if (!strcmp(output, "github"))
-		pk_report_write_github(stdout, l, fail_warn);
-	else if (!strcmp(output, "junit"))
-		pk_report_write_junit(stdout, l, fail_warn);
-	else
-		pk_report_write_text(stdout, l, verbose, fail_warn);
+	if (strcmp(output, "text") != 0)
+		return pk_report_ci_write(stdout, output, l, &c);
+	pk_report_write_text(stdout, l, verbose, fail_warn);
 	return PK_OK;
 }
 

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static const char *severity_word(enum pk_severity s)
+const char *pk_report_severity(enum pk_severity s)
 {
 	return s == PK_SEV_DENY ? "error" : "warning";
 }
@@ -28,7 +28,7 @@ static void write_object_text(FILE *f, const struct pk_lint_object *o, bool verb
 	for (size_t k = 0; k < o->n_findings; k++) {
 		const struct pk_lint_finding *x = &o->findings[k];
 		fprintf(f, "%s:%zu:%zu: %s: %s: %s: %s [%s]\n", o->source, x->line, x->column,
-		        severity_word(x->v.severity), what, x->v.field, x->v.message, x->rule);
+		        pk_report_severity(x->v.severity), what, x->v.field, x->v.message, x->rule);
 	}
 	if (verbose && o->status != PK_LINT_DENY) {
 		fprintf(f, "%s:%zu:1: ok: %s", o->source, o->line, what);
@@ -104,7 +104,7 @@ static json_t *object_json(const struct pk_lint_object *o)
 			const struct pk_lint_finding *x = &o->findings[k];
 			json_t *vj =
 			    json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "severity",
-			              severity_word(x->v.severity), "rule", x->rule, "field",
+			              pk_report_severity(x->v.severity), "rule", x->rule, "field",
 			              x->v.field, "message", x->v.message, "line",
 			              (json_int_t)x->line, "column", (json_int_t)x->column);
 			ok = vj != NULL && json_array_append_new(arr, vj) == 0;

@@ -28,6 +28,9 @@
 
 #include "lint.h"
 
+/* A finding's severity as every output names it: "error" (a DENY) or "warning". */
+const char *pk_report_severity(enum pk_severity s);
+
 void pk_report_write_text(FILE *f, const struct pk_lint *l, bool verbose, bool fail_on_warning);
 
 /* A new JSON value the caller frees with json_decref; NULL when out of memory. */
@@ -78,10 +81,13 @@ PK_MUST_CHECK int pk_report_ci_junit(FILE *f, const struct pk_lint *l,
 PK_MUST_CHECK int pk_report_ci_sarif(FILE *f, const struct pk_lint *l,
                                      const struct pk_report_ci *c);
 
-/* lint's reports: the three above with command "lint" and no extra findings. */
-void pk_report_write_github(FILE *f, const struct pk_lint *l, bool fail_on_warning);
-void pk_report_write_junit(FILE *f, const struct pk_lint *l, bool fail_on_warning);
-PK_MUST_CHECK int pk_report_write_sarif(FILE *f, const struct pk_lint *l);
+/*
+ * The CI report `output` names ("github", "junit" or "sarif"), as above:
+ * lint's and audit's one way to them. PK_ERR_NOMEM when out of memory,
+ * PK_ERR_INVALID for another name.
+ */
+PK_MUST_CHECK int pk_report_ci_write(FILE *f, const char *output, const struct pk_lint *l,
+                                     const struct pk_report_ci *c);
 
 /*
  * s percent-encoded as an RFC 3986 URI reference: every byte but the

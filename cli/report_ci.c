@@ -121,12 +121,6 @@ void pk_report_ci_github(FILE *f, const struct pk_lint *l, const struct pk_repor
 	fprintf(f, "%s\n", c->fail_on_warning && warned ? " (warnings fail)" : "");
 }
 
-void pk_report_write_github(FILE *f, const struct pk_lint *l, bool fail_on_warning)
-{
-	const struct pk_report_ci c = {.command = "lint", .fail_on_warning = fail_on_warning};
-	pk_report_ci_github(f, l, &c);
-}
-
 /* ---- JUnit XML: a testcase per object, a failure per finding ---- */
 
 /*
@@ -424,13 +418,6 @@ int pk_report_ci_junit(FILE *f, const struct pk_lint *l, const struct pk_report_
 }
 
 /* Without extra findings nothing is allocated: lint's JUnit report cannot fail. */
-void pk_report_write_junit(FILE *f, const struct pk_lint *l, bool fail_on_warning)
-{
-	const struct pk_report_ci c = {.command = "lint", .fail_on_warning = fail_on_warning};
-	int rc = pk_report_ci_junit(f, l, &c);
-	(void)rc;
-}
-
 /* ---- SARIF 2.1.0: tool.driver.rules from the rule ids, a result per finding ---- */
 
 char *pk_report_uri(const char *s)
@@ -458,17 +445,21 @@ struct sarif {
 	bool ok;
 };
 
-/* The artifact (the source, percent-encoded), its region when placed, and the object. */
+/*
+ * The artifact (the source, percent-encoded), its region, and the object. A
+ * finding with no place (a live one) is at line 1: GitHub code scanning
+ * takes no result without region.startLine.
+ */
 static json_t *sarif_location(const struct entry *e)
 {
 	char *uri = pk_report_uri(e->source);
 	json_t *phys = uri ? json_pack("{s:{s:s}}", "artifactLocation", "uri", uri) : NULL;
 	free(uri);
-	if (phys != NULL && e->placed &&
-	    json_object_set_new(phys, "region",
-	                        json_pack("{s:I, s:I}", "startLine",
-	                                  (json_int_t)(e->line ? e->line : 1), "startColumn",
-	                                  (json_int_t)(e->column ? e->column : 1))) != 0) {
+	json_t *region =
+	    e->placed ? json_pack("{s:I, s:I}", "startLine", (json_int_t)(e->line ? e->line : 1),
+	                          "startColumn", (json_int_t)(e->column ? e->column : 1))
+	              : json_pack("{s:I}", "startLine", (json_int_t)1);
+	if (json_object_set_new(phys, "region", region) != 0) { /* region freed, also on NULL */
 		json_decref(phys);
 		return NULL;
 	}
@@ -520,8 +511,16 @@ int pk_report_ci_sarif(FILE *f, const struct pk_lint *l, const struct pk_report_
 	return pk_report_dump(f, root);
 }
 
-int pk_report_write_sarif(FILE *f, const struct pk_lint *l)
+int pk_report_ci_write(FILE *f, const char *output, const struct pk_lint *l,
+                       const struct pk_report_ci *c)
 {
-	const struct pk_report_ci c = {.command = "lint"};
-	return pk_report_ci_sarif(f, l, &c);
+	if (!strcmp(output, "github")) {
+		pk_report_ci_github(f, l, c);
+		return PK_OK;
+	}
+	if (!strcmp(output, "junit"))
+		return pk_report_ci_junit(f, l, c);
+	if (!strcmp(output, "sarif"))
+		return pk_report_ci_sarif(f, l, c);
+	return PK_ERR_INVALID;
 }

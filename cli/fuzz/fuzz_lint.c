@@ -5,7 +5,7 @@
  * the text. Any text must lint without crashing or leaking, give an exit
  * code of 0, 1 or 2, place every finding inside its file (a line no further
  * than the file's line breaks allow, a column no further than its bytes),
- * and print in every output.
+ * and print in every output (text, json, github, junit, sarif).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -70,6 +70,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = pk_report_write_json(sink, l, false);
 	if (rc != PK_OK && rc != PK_ERR_NOMEM)
 		abort();
+	static const char *const ci[] = {"github", "junit", "sarif"};
+	const struct pk_report_ci c = {.command = "lint", .fail_on_warning = data[0] & 0x80};
+	for (size_t k = 0; k < 3; k++) {
+		rc = pk_report_ci_write(sink, ci[k], l, &c);
+		if (rc != PK_OK && rc != PK_ERR_NOMEM)
+			abort();
+	}
 	pk_lint_free(l);
 	return 0;
 }

@@ -43,12 +43,11 @@ static char *text_of(const struct pk_lint *l, enum form form)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	assert_non_null(f);
-	if (form == GITHUB)
-		pk_report_write_github(f, l, false);
-	else if (form == JUNIT)
-		pk_report_write_junit(f, l, false);
-	else if (form == SARIF)
-		assert_int_equal(pk_report_write_sarif(f, l), PK_OK);
+	static const char *const names[] = {
+	    [GITHUB] = "github", [JUNIT] = "junit", [SARIF] = "sarif"};
+	const struct pk_report_ci c = {.command = "lint"};
+	if (form == GITHUB || form == JUNIT || form == SARIF)
+		assert_int_equal(pk_report_ci_write(f, names[form], l, &c), PK_OK);
 	else
 		pk_report_write_text(f, l, form == TEXT_VERBOSE, false);
 	fclose(f);
@@ -242,6 +241,24 @@ static void test_sarif_uri(void **state)
 	pk_lint_free(l);
 }
 
+/* The CI forms by name; another name writes nothing and says so. */
+static void test_ci_write_names(void **state)
+{
+	(void)state;
+	struct pk_lint *l = make_lint();
+	const struct pk_report_ci c = {.command = "lint"};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	assert_int_equal(pk_report_ci_write(f, "yaml", l, &c), PK_ERR_INVALID);
+	assert_int_equal(pk_report_ci_write(f, "text", l, &c), PK_ERR_INVALID);
+	fclose(f);
+	assert_int_equal(len, 0);
+	free(text);
+	pk_lint_free(l);
+}
+
 /* Live findings, as audit hands them to the CI writers. */
 static const struct pk_report_extra live[] = {
     {"cluster:IPAddress/ns/a", "IPAddress ns/a", "spec.address", "address-held-twice",
@@ -369,7 +386,10 @@ static void test_ci_extras(void **state)
 	assert_string_equal(
 	    json_string_value(json_object_get(json_object_get(phys, "artifactLocation"), "uri")),
 	    "cluster%3AIPAddress/ns/a");
-	assert_null(json_object_get(phys, "region"));
+	/* no place but line 1, which GitHub code scanning needs, and no column */
+	json_t *region = json_object_get(phys, "region");
+	assert_int_equal(json_integer_value(json_object_get(region, "startLine")), 1);
+	assert_null(json_object_get(region, "startColumn"));
 	assert_string_equal(
 	    json_string_value(json_object_get(
 	        json_array_get(json_object_get(loc, "logicalLocations"), 0), "fullyQualifiedName")),
@@ -382,15 +402,11 @@ static void test_ci_extras(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_text),
-	    cmocka_unit_test(test_json),
-	    cmocka_unit_test(test_github),
-	    cmocka_unit_test(test_junit),
-	    cmocka_unit_test(test_sarif),
-	    cmocka_unit_test(test_uri),
-	    cmocka_unit_test(test_sarif_uri),
-	    cmocka_unit_test(test_junit_bytes),
-	    cmocka_unit_test(test_junit_extras_join),
+	    cmocka_unit_test(test_text),        cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_github),      cmocka_unit_test(test_junit),
+	    cmocka_unit_test(test_sarif),       cmocka_unit_test(test_uri),
+	    cmocka_unit_test(test_sarif_uri),   cmocka_unit_test(test_ci_write_names),
+	    cmocka_unit_test(test_junit_bytes), cmocka_unit_test(test_junit_extras_join),
 	    cmocka_unit_test(test_ci_extras),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
