@@ -88,7 +88,7 @@ static void gh_escape(FILE *f, const char *s, bool property)
 static void gh_entry(FILE *f, const struct entry *e, void *ctx)
 {
 	(void)ctx;
-	fprintf(f, "::%s file=", e->severity == PK_SEV_DENY ? "error" : "warning");
+	fprintf(f, "::%s file=", pk_report_severity(e->severity));
 	gh_escape(f, e->source, true);
 	if (e->placed)
 		fprintf(f, ",line=%zu,col=%zu", e->line ? e->line : 1, e->column ? e->column : 1);
@@ -235,7 +235,7 @@ static void junit_line(FILE *f, const struct entry *e)
 	xml_escape(f, e->source, false);
 	if (e->placed)
 		fprintf(f, ":%zu:%zu", e->line, e->column);
-	fprintf(f, ": %s: ", e->severity == PK_SEV_DENY ? "error" : "warning");
+	fprintf(f, ": %s: ", pk_report_severity(e->severity));
 	xml_escape(f, e->field, false);
 	fputs(": ", f);
 	xml_escape(f, e->message, false);
@@ -488,9 +488,8 @@ static void sarif_entry(FILE *f, const struct entry *e, void *ctx)
 	snprintf(text, sizeof(text), "%s%s%s%s%s", e->object, e->object[0] ? ": " : "", e->field,
 	         e->field[0] ? ": " : "", e->message);
 	json_t *r = json_pack("{s:s, s:I, s:s, s:{s:s}, s:[o]}", "ruleId", e->rule, "ruleIndex",
-	                      json_integer_value(at), "level",
-	                      e->severity == PK_SEV_DENY ? "error" : "warning", "message", "text",
-	                      text, "locations", sarif_location(e));
+	                      json_integer_value(at), "level", pk_report_severity(e->severity),
+	                      "message", "text", text, "locations", sarif_location(e));
 	s->ok = s->ok && r != NULL && json_array_append_new(s->results, r) == 0;
 }
 

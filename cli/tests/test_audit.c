@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "audit.h"
+#include "run_main.h"
 
 static json_t *js(const char *text)
 {
@@ -82,6 +83,19 @@ static void load(struct pk_live *l, const char *pools, const char *addrs, const 
 	l->claims = js(claims);
 	l->claim_index = l->address_index = NULL;
 	assert_int_equal(pk_live_index(l), PK_OK);
+}
+
+/* The live objects (one POOL, addrs, claims) loaded, linted and audited at `now`: the lint. */
+static struct pk_lint *audited(struct pk_live *l, struct pk_audit_findings *f, const char *addrs,
+                               const char *claims, long long now)
+{
+	load(l, "[" POOL "]", addrs, claims);
+	struct pk_lint *lint = pk_lint_new();
+	assert_non_null(lint);
+	assert_int_equal(pk_audit_add_to_lint(l, lint), PK_OK);
+	assert_int_equal(pk_lint_run(lint), PK_OK);
+	assert_int_equal(pk_audit_check_all(l, now, 300, f), PK_OK);
+	return lint;
 }
 
 static void test_held_twice(void **state)
@@ -216,12 +230,7 @@ static void test_clean_and_outputs(void **state)
 	char claims[2048], addrs[2048];
 	snprintf(claims, sizeof(claims), "[%s]", claim_text("a", "a", T0, NULL));
 	snprintf(addrs, sizeof(addrs), "[%s]", addr_text("default", "a", "a", "10.0.0.1"));
-	load(&l, "[" POOL "]", addrs, claims);
-	struct pk_lint *lint = pk_lint_new();
-	assert_non_null(lint);
-	assert_int_equal(pk_audit_add_to_lint(&l, lint), PK_OK);
-	assert_int_equal(pk_lint_run(lint), PK_OK);
-	assert_int_equal(pk_audit_check_all(&l, T0_SECONDS + 1, 300, &f), PK_OK);
+	struct pk_lint *lint = audited(&l, &f, addrs, claims, T0_SECONDS + 1);
 	assert_int_equal(f.n, 0);
 	assert_int_equal(pk_audit_exit_code(lint, &f, false), 0);
 	size_t n;
@@ -244,11 +253,7 @@ static void test_finding_outputs(void **state)
 	struct pk_audit_findings f = {0};
 	char addrs[2048];
 	snprintf(addrs, sizeof(addrs), "[%s]", addr_text("default", "a", "a", "10.0.0.1"));
-	load(&l, "[" POOL "]", addrs, "[]");
-	struct pk_lint *lint = pk_lint_new();
-	assert_int_equal(pk_audit_add_to_lint(&l, lint), PK_OK);
-	assert_int_equal(pk_lint_run(lint), PK_OK);
-	assert_int_equal(pk_audit_check_all(&l, T0_SECONDS, 300, &f), PK_OK);
+	struct pk_lint *lint = audited(&l, &f, addrs, "[]", T0_SECONDS);
 	assert_int_equal(f.n, 1);
 	assert_int_equal(pk_audit_exit_code(lint, &f, false), 1);
 	char *text = NULL;
@@ -315,11 +320,7 @@ static void test_outside_pool_through_lint(void **state)
 	char claims[2048], addrs[2048];
 	snprintf(claims, sizeof(claims), "[%s]", claim_text("a", "a", T0, NULL));
 	snprintf(addrs, sizeof(addrs), "[%s]", addr_text("default", "a", "a", "10.9.9.9"));
-	load(&l, "[" POOL "]", addrs, claims);
-	struct pk_lint *lint = pk_lint_new();
-	assert_int_equal(pk_audit_add_to_lint(&l, lint), PK_OK);
-	assert_int_equal(pk_lint_run(lint), PK_OK);
-	assert_int_equal(pk_audit_check_all(&l, T0_SECONDS, 300, &f), PK_OK);
+	struct pk_lint *lint = audited(&l, &f, addrs, claims, T0_SECONDS);
 	assert_int_equal(f.n, 0);
 	assert_int_equal(pk_audit_exit_code(lint, &f, false), 1);
 	pk_lint_free(lint);
@@ -332,12 +333,7 @@ static struct pk_lint *warn_only(struct pk_live *l, struct pk_audit_findings *f)
 	char claims[2048], addrs[2048];
 	snprintf(claims, sizeof(claims), "[%s]", claim_text("a", "a", T0, NULL));
 	snprintf(addrs, sizeof(addrs), "[%s]", addr_text("default", "a", "a", "10.0.0.1"));
-	load(l, "[" POOL "]", addrs, claims);
-	struct pk_lint *lint = pk_lint_new();
-	assert_non_null(lint);
-	assert_int_equal(pk_audit_add_to_lint(l, lint), PK_OK);
-	assert_int_equal(pk_lint_run(lint), PK_OK);
-	assert_int_equal(pk_audit_check_all(l, T0_SECONDS, 300, f), PK_OK);
+	struct pk_lint *lint = audited(l, f, addrs, claims, T0_SECONDS);
 	assert_int_equal(f->n, 0);
 	f->items = calloc(1, sizeof(*f->items));
 	assert_non_null(f->items);
@@ -409,11 +405,7 @@ static void test_report_forms(void **state)
 	struct pk_audit_findings f = {0};
 	char addrs[2048];
 	snprintf(addrs, sizeof(addrs), "[%s]", addr_text("default", "a", "a", "10.0.0.1"));
-	load(&l, "[" POOL "]", addrs, "[]");
-	struct pk_lint *lint = pk_lint_new();
-	assert_int_equal(pk_audit_add_to_lint(&l, lint), PK_OK);
-	assert_int_equal(pk_lint_run(lint), PK_OK);
-	assert_int_equal(pk_audit_check_all(&l, T0_SECONDS, 300, &f), PK_OK);
+	struct pk_lint *lint = audited(&l, &f, addrs, "[]", T0_SECONDS);
 	assert_int_equal(f.n, 1);
 	assert_string_equal(f.items[0].origin, "cluster:IPAddress/default/a");
 	assert_string_equal(f.items[0].object, "IPAddress default/a");
@@ -476,43 +468,6 @@ static void test_report_forms(void **state)
 	pk_live_release(&l);
 }
 
-/* pk_audit_main(argv) with standard output and error into out and err (each cap bytes). */
-static int run_audit(const char *const *args, size_t n, char *out, char *err, size_t cap)
-{
-	static char copies[16][128];
-	char *argv[16];
-	assert_true(n < 16);
-	for (size_t i = 0; i < n; i++) {
-		assert_true(strlen(args[i]) < sizeof(copies[i]));
-		snprintf(copies[i], sizeof(copies[i]), "%s", args[i]);
-		argv[i] = copies[i];
-	}
-	argv[n] = NULL;
-	FILE *fo = tmpfile(), *fe = tmpfile();
-	assert_true(fo != NULL && fe != NULL);
-	fflush(stdout);
-	fflush(stderr);
-	int so = dup(1), se = dup(2);
-	dup2(fileno(fo), 1);
-	dup2(fileno(fe), 2);
-	int status = pk_audit_main((int)n, argv);
-	fflush(stdout);
-	fflush(stderr);
-	dup2(so, 1);
-	dup2(se, 2);
-	close(so);
-	close(se);
-	FILE *fs[2] = {fo, fe};
-	char *bufs[2] = {out, err};
-	for (int k = 0; k < 2; k++) {
-		rewind(fs[k]);
-		size_t got = fread(bufs[k], 1, cap - 1, fs[k]);
-		bufs[k][got] = '\0';
-		fclose(fs[k]);
-	}
-	return status;
-}
-
 /* lint's -o/--output and --fail-on; a value they do not take, and the old --format, are
  * usage errors (2) before any cluster is read. */
 static void test_flags(void **state)
@@ -520,19 +475,19 @@ static void test_flags(void **state)
 	(void)state;
 	static char out[8192], err[8192];
 	const char *help[] = {"--help"};
-	assert_int_equal(run_audit(help, 1, out, err, sizeof(out)), 0);
+	assert_int_equal(run_main(pk_audit_main, help, 1, out, err, sizeof(out)), 0);
 	assert_non_null(strstr(out, "-o, --output text|json|github|junit|sarif"));
 	assert_non_null(strstr(out, "--fail-on warning|error"));
 
 	const char *bad_output[] = {"-o", "yaml"};
-	assert_int_equal(run_audit(bad_output, 2, out, err, sizeof(out)), 2);
+	assert_int_equal(run_main(pk_audit_main, bad_output, 2, out, err, sizeof(out)), 2);
 	assert_non_null(
 	    strstr(err, "--output must be one of text|json|github|junit|sarif, got \"yaml\""));
 	const char *bad_fail_on[] = {"--fail-on=never"};
-	assert_int_equal(run_audit(bad_fail_on, 1, out, err, sizeof(out)), 2);
+	assert_int_equal(run_main(pk_audit_main, bad_fail_on, 1, out, err, sizeof(out)), 2);
 	assert_non_null(strstr(err, "--fail-on must be one of warning|error, got \"never\""));
 	const char *format[] = {"--format", "json"};
-	assert_int_equal(run_audit(format, 2, out, err, sizeof(out)), 2);
+	assert_int_equal(run_main(pk_audit_main, format, 2, out, err, sizeof(out)), 2);
 	assert_non_null(strstr(err, "unknown flag --format"));
 
 	/* Every form is taken: what stops these is the kubeconfig, not the flags. */
@@ -541,7 +496,7 @@ static void test_flags(void **state)
 		const char *ok[] = {"--kubeconfig", "/nonexistent/kubeconfig",
 		                    "-o",           forms[i],
 		                    "--fail-on",    "warning"};
-		assert_int_equal(run_audit(ok, 6, out, err, sizeof(out)), 2);
+		assert_int_equal(run_main(pk_audit_main, ok, 6, out, err, sizeof(out)), 2);
 		assert_non_null(strstr(err, "/nonexistent/kubeconfig"));
 		assert_null(strstr(err, "--help"));
 		assert_string_equal(out, "");

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "usage.h"
+#include "run_main.h"
 
 static json_t *pool(const char *kind, const char *ns, const char *name, const char *cidr)
 {
@@ -152,43 +153,6 @@ static void test_outputs(void **state)
 	pk_live_release(&l);
 }
 
-/* pk_usage_main(argv) with standard output and error into out and err (each cap bytes). */
-static int run_usage(const char *const *args, size_t n, char *out, char *err, size_t cap)
-{
-	static char copies[8][128];
-	char *argv[8];
-	assert_true(n < 8);
-	for (size_t i = 0; i < n; i++) {
-		assert_true(strlen(args[i]) < sizeof(copies[i]));
-		snprintf(copies[i], sizeof(copies[i]), "%s", args[i]);
-		argv[i] = copies[i];
-	}
-	argv[n] = NULL;
-	FILE *fo = tmpfile(), *fe = tmpfile();
-	assert_true(fo != NULL && fe != NULL);
-	fflush(stdout);
-	fflush(stderr);
-	int so = dup(1), se = dup(2);
-	dup2(fileno(fo), 1);
-	dup2(fileno(fe), 2);
-	int status = pk_usage_main((int)n, argv);
-	fflush(stdout);
-	fflush(stderr);
-	dup2(so, 1);
-	dup2(se, 2);
-	close(so);
-	close(se);
-	FILE *fs[2] = {fo, fe};
-	char *bufs[2] = {out, err};
-	for (int k = 0; k < 2; k++) {
-		rewind(fs[k]);
-		size_t got = fread(bufs[k], 1, cap - 1, fs[k]);
-		bufs[k][got] = '\0';
-		fclose(fs[k]);
-	}
-	return status;
-}
-
 /* -o/--output text|json, as kubectl spells it; the CI forms are audit's only, and the
  * old --format is gone: usage errors (2) before any cluster is read. */
 static void test_flags(void **state)
@@ -196,16 +160,16 @@ static void test_flags(void **state)
 	(void)state;
 	static char out[8192], err[8192];
 	const char *help[] = {"--help"};
-	assert_int_equal(run_usage(help, 1, out, err, sizeof(out)), 0);
+	assert_int_equal(run_main(pk_usage_main, help, 1, out, err, sizeof(out)), 0);
 	assert_non_null(strstr(out, "-o, --output text|json "));
 	const char *sarif[] = {"-o", "sarif"};
-	assert_int_equal(run_usage(sarif, 2, out, err, sizeof(out)), 2);
+	assert_int_equal(run_main(pk_usage_main, sarif, 2, out, err, sizeof(out)), 2);
 	assert_non_null(strstr(err, "--output must be one of text|json, got \"sarif\""));
 	const char *format[] = {"--format=json"};
-	assert_int_equal(run_usage(format, 1, out, err, sizeof(out)), 2);
+	assert_int_equal(run_main(pk_usage_main, format, 1, out, err, sizeof(out)), 2);
 	assert_non_null(strstr(err, "unknown flag --format"));
 	const char *ok[] = {"--kubeconfig", "/nonexistent/kubeconfig", "--output", "json"};
-	assert_int_equal(run_usage(ok, 4, out, err, sizeof(out)), 2);
+	assert_int_equal(run_main(pk_usage_main, ok, 4, out, err, sizeof(out)), 2);
 	assert_non_null(strstr(err, "/nonexistent/kubeconfig"));
 	assert_string_equal(out, "");
 }
