@@ -296,6 +296,40 @@ static void facts_texts(const json_t *claim, struct pk_claim_facts *f)
 	         name ? name : "?");
 }
 
+/*
+ * Whether an IPAddress with no controller reference to the claim is still the claim's
+ * while the claim is being deleted. Deleting the claim in the foreground (its owner was
+ * deleted with --cascade=foreground), the garbage collector finds the IPAddress kept alive by
+ * its other owner, the pool (blockOwnerDeletion), and patches the claim's reference out of
+ * it instead of deleting it (attemptToDeleteItem's "solid owners" branch, kube-controller-
+ * manager pkg/controller/garbagecollector/garbagecollector.go). Left as foreign, its address
+ * would be held for ever. It is the claim's by every other sign: named like the claim,
+ * its spec.claimRef names the claim and its spec.poolRef the claim's poolkeeper pool, and
+ * no other controller owns it.
+ */
+static bool left_by_collector(const json_t *claim, const json_t *address)
+{
+	const json_t *amd = json_object_get(address, "metadata");
+	const char *name = pk_json_meta_cstr(claim, "name");
+	const char *aname = pk_json_cstr_at(amd, "name");
+	if (name == NULL || aname == NULL || strcmp(name, aname) != 0)
+		return false;
+	size_t i;
+	const json_t *c;
+	json_array_foreach(json_object_get(amd, "ownerReferences"), i, c)
+	{
+		if (json_is_true(json_object_get(c, "controller")))
+			return false;
+	}
+	if (!pk_rules_is_poolkeeper_pool_ref(pk_json_path(address, "spec", "poolRef")))
+		return false;
+	struct pk_violations vs;
+	pk_violations_init(&vs);
+	pk_rules_check_ipaddress_claim(address, claim, &vs);
+	return pk_json_cstr_path(address, "spec", "claimRef", "name") != NULL &&
+	       pk_violations_count(&vs, PK_SEV_DENY) == 0;
+}
+
 void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool, bool cluster_named,
                           const json_t *cluster, const json_t *address, struct pk_claim_facts *f)
 {
@@ -346,6 +380,8 @@ void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
 		    okind != NULL && strcmp(okind, PK_CLAIM_KIND) == 0 && strcmp(ouid, uid) == 0)
 			owned = true;
 	}
+	if (!owned && f->deleting)
+		owned = left_by_collector(claim, address);
 	if (!owned)
 		f->address = PK_ADDRESS_FOREIGN;
 	else

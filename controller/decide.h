@@ -30,7 +30,12 @@
  *   5. Set status.addressRef and the Ready condition.
  *   6. On deletion: take the IPAddress's finalizer off and delete it; the
  *      address is released only once the IPAddress is seen gone; then the
- *      claim's finalizer comes off. A claim deleted by clusterctl move
+ *      claim's finalizer comes off. While the claim is being deleted, an
+ *      IPAddress the garbage collector took the claim's owner reference
+ *      off (a foreground deletion, with the pool as a blocking owner) is
+ *      still the claim's when it is so by every other sign: its name, its
+ *      claimRef, its poolRef to the claim's poolkeeper pool, and no other
+ *      controller. A claim deleted by clusterctl move
  *      (annotation delete-for-move) only loses the finalizer: its
  *      IPAddress moves with it.
  *   7. An IPAddress deleted while its claim lives is re-created, with the

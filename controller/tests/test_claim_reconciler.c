@@ -345,6 +345,109 @@ static void deleting_claim_with_its_ipaddress_deletes_it_first(void **state)
 	assert_int_equal(fx->fb.seen, 1);
 }
 
+/* The claim's IPAddress as the garbage collector leaves it when the claim is deleted in the
+ * foreground: the claim's owner reference patched out, the pool's (blocking, not a controller)
+ * kept, the protect finalizer on. `spec_extra` and `owner_extra` vary the signs. */
+static json_t *address_left_by_collector(const char *owner_extra, const char *claim_ref)
+{
+	return loadf(
+	    "{'metadata': {'name': 'c1', 'namespace': 'ns', 'uid': 'au', "
+	    "'resourceVersion': '9', 'finalizers': ['ipam.poolkeeper.io/protect-address'], "
+	    "'ownerReferences': [{'apiVersion': 'ipam.poolkeeper.io/v1alpha1', 'kind': "
+	    "'IPPool', 'name': 'pool', 'uid': 'pu', 'blockOwnerDeletion': true}%s]}, "
+	    "'spec': {'address': '10.0.0.5', 'prefix': 24, " POOL_REF
+	    ", 'claimRef': {'name': '%s'}}}",
+	    owner_extra, claim_ref);
+}
+
+#define FOREGROUND                                                                       \
+	", 'finalizers': ['foregroundDeletion', 'ipam.poolkeeper.io/release-address'], " \
+	"'deletionTimestamp': '2026-01-01T00:00:00Z'"
+
+static void foreground_deletion_releases_the_ipaddress_the_collector_left(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.held = true;
+	/* Its finalizer first, never the claim's: the IPAddress is still the claim's. */
+	assert_int_equal(
+	    run(fx, claim_with(FOREGROUND, ""), address_left_by_collector("", "c1"), NULL, false),
+	    PK_OK);
+	int unprotect = fake_find(&fx->fw, "patch", "ipaddresses c1");
+	assert_true(unprotect >= 0);
+	assert_true(fake_body_has(&fx->fw, unprotect, "protect-address"));
+	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), -1);
+	assert_int_equal(fx->fb.releases, 0);
+
+	/* Unprotected: deleted. */
+	fake_writer_release(&fx->fw);
+	json_t *a = address_left_by_collector("", "c1");
+	json_object_del(json_object_get(a, "metadata"), "finalizers");
+	assert_int_equal(run(fx, claim_with(FOREGROUND, ""), a, NULL, false), PK_OK);
+	assert_int_equal(fake_find(&fx->fw, "delete", "ipaddresses c1"), 0);
+	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), -1);
+	assert_int_equal(fx->fb.releases, 0);
+
+	/* Gone: the address is released, then the claim's finalizer comes off. */
+	fake_writer_release(&fx->fw);
+	fx->fw.get_reason = PK_KUBE_NOT_FOUND;
+	assert_int_equal(run(fx, claim_with(FOREGROUND, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.releases, 1);
+	assert_int_equal(atomic_load(&fx->metrics.releases), 1);
+	int fin = fake_find(&fx->fw, "patch", "ipaddressclaims c1");
+	assert_true(fin >= 0);
+	assert_true(fake_body_has(&fx->fw, fin, "release-address"));
+}
+
+/* Each sign that the IPAddress is another's keeps it foreign: nothing of it is touched and the
+ * claim's finalizer alone comes off. */
+static void an_ipaddress_another_controls_is_not_released(void **state)
+{
+	struct fixture *fx = *state;
+	json_t *other[] = {
+	    /* another controller */
+	    address_left_by_collector(", {'kind': 'IPAddressClaim', 'uid': 'other', "
+	                              "'controller': true}",
+	                              "c1"),
+	    /* a claimRef that names another claim */
+	    address_left_by_collector("", "c2"),
+	    /* a pool that is not the claim's */
+	    loadf("{'metadata': {'name': 'c1', 'namespace': 'ns', 'uid': 'au', "
+	          "'finalizers': ['ipam.poolkeeper.io/protect-address']}, 'spec': {'address': "
+	          "'10.0.0.5', 'prefix': 24, 'poolRef': {'apiGroup': 'ipam.poolkeeper.io', "
+	          "'kind': 'IPPool', 'name': 'other'}, 'claimRef': {'name': 'c1'}}}"),
+	    /* another provider's pool */
+	    loadf("{'metadata': {'name': 'c1', 'namespace': 'ns', 'uid': 'au', "
+	          "'finalizers': ['ipam.poolkeeper.io/protect-address']}, 'spec': {'address': "
+	          "'10.0.0.5', 'prefix': 24, 'poolRef': {'apiGroup': 'ipam.example.com', 'kind': "
+	          "'IPPool', 'name': 'pool'}, 'claimRef': {'name': 'c1'}}}"),
+	};
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		fake_writer_release(&fx->fw);
+		fx->fb.held = true;
+		fx->fb.releases = 0;
+		assert_int_equal(run(fx, claim_with(FOREGROUND, ""), other[i], NULL, false), PK_OK);
+		assert_int_equal(fake_find(&fx->fw, "patch", "ipaddresses c1"), -1);
+		assert_int_equal(fake_find(&fx->fw, "delete", "ipaddresses c1"), -1);
+		assert_int_equal(fx->fb.releases, 0);
+		assert_true(fake_find(&fx->fw, "patch", "ipaddressclaims c1") >= 0);
+	}
+}
+
+/* Only a claim being deleted counts such an IPAddress as its own: a live claim is not made to
+ * adopt an IPAddress that has lost its owner reference. */
+static void a_live_claim_does_not_adopt_an_unowned_ipaddress(void **state)
+{
+	struct fixture *fx = *state;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""),
+	                     address_left_by_collector("", "c1"), NULL, false),
+	                 PK_OK);
+	assert_int_equal(fx->fb.ensures, 0);
+	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_true(status >= 0);
+	assert_true(fake_body_has(&fx->fw, status, "AllocationFailed"));
+	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddresses c1"), -1);
+}
+
 static void a_claim_gone_releases_once_its_ipaddress_is_gone(void **state)
 {
 	struct fixture *fx = *state;
@@ -540,6 +643,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(deleting_claim_with_its_ipaddress_deletes_it_first,
 	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(a_claim_gone_releases_once_its_ipaddress_is_gone, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(
+	        foreground_deletion_releases_the_ipaddress_the_collector_left, setup, teardown),
+	    cmocka_unit_test_setup_teardown(an_ipaddress_another_controls_is_not_released, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(a_live_claim_does_not_adopt_an_unowned_ipaddress, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(deletion_not_blocked_by_missing_cluster_or_pool, setup,
 	                                    teardown),

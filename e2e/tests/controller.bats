@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # poolkeeper-controller against the real control plane, with the webhook
 # registered: allocation, release, exhaustion, a Cluster deleted first,
-# foreground deletion through the real garbage collector, IPv6, a
+# foreground deletion through the real garbage collector (20 times in a row, and
+# once with the claim paused meanwhile, so that the collector leaves the IPAddress
+# to the controller), IPv6, a
 # GlobalIPPool across namespaces, pause and unpause (Cluster, pool and claim), a
 # missing Cluster, pool delete protection, clusterctl move (adoption, and
 # deletes annotated delete-for-move), an IPAddress deleted under its claim,
@@ -190,6 +192,62 @@ _address_of() { pk_jsonpath -n "$1" "$ADDRS" "$2" '{.spec.address}'; }
   pk_wait_gone -t 90 -n "$NS" configmap machine
   pk_wait_gone -n "$NS" "$CLAIMS" c1
   pk_wait_gone -n "$NS" "$ADDRS" c1
+}
+
+# _unowned_by_claim <ns> <ipaddress>: the garbage collector has taken the claim's owner
+# reference off the IPAddress (it keeps the pool's).
+_unowned_by_claim() {
+  local refs
+  refs=$(kubectl -n "$1" get "$ADDRS" "$2" -o json | jq -r '[.metadata.ownerReferences[]?.kind] | join(",")')
+  echo "owners: $refs"
+  [[ $refs != *IPAddressClaim* && $refs == *IPPool* ]]
+}
+
+_used_is() { [[ $(pk_jsonpath -n "$NS" "$POOLS" "$1" '{.status.ipAddresses.used}') == "$2" ]]; }
+
+@test "a claim paused while its owner is deleted in the foreground: the collector takes the claim's reference off its IPAddress; unpaused, the IPAddress goes and the pool counts 0 used" {
+  _machine
+  pool p '{"addresses": ["10.14.1.5-10.14.1.9"], "prefix": 24}'
+  claim_j c1 IPPool p
+  pk_wait_for "claim c1 Ready" _ready "$NS" c1 True
+  kubectl -n "$NS" annotate "$CLAIMS" c1 "$PAUSED="
+  kubectl -n "$NS" delete configmap machine --cascade=foreground --wait=false
+  # The pool, a live blocking owner, keeps the IPAddress: the collector patches the claim's
+  # reference out of it rather than deleting it (its "solid owners" branch).
+  pk_wait_for -t 90 "the collector to take c1's reference off its IPAddress" _unowned_by_claim "$NS" c1
+  [[ -n $(pk_jsonpath -n "$NS" "$CLAIMS" c1 '{.metadata.deletionTimestamp}') ]]
+  kubectl -n "$NS" annotate "$CLAIMS" c1 "$PAUSED-"
+  pk_wait_gone -n "$NS" "$CLAIMS" c1
+  pk_wait_gone -n "$NS" "$ADDRS" c1
+  pk_wait_gone -t 90 -n "$NS" configmap machine
+  pk_wait_for "pool p to count 0 used" _used_is p 0
+  pk_wait_for "the address of c1 released" grep -F "msg=\"address released\" ipaddress=$NS/c1 " "$PK_E2E_LOG_DIR/controller.log"
+  # The address is free again: the next claim gets it.
+  kubectl -n "$NS" create configmap machine >/dev/null
+  claim_j c2 IPPool p
+  pk_wait_for "claim c2 Ready" _ready "$NS" c2 True
+  [[ $(_address_of "$NS" c2) == 10.14.1.5 ]]
+}
+
+@test "deleting a claim's owner in the foreground 20 times, one after another: no IPAddress is left and the pool counts 0 used" {
+  _machine
+  pool p '{"addresses": ["10.14.2.0/27"], "prefix": 24}'
+  local i uid
+  for i in $(seq 1 20); do
+    kubectl -n "$NS" create configmap "m$i" >/dev/null
+    uid=$(kubectl -n "$NS" get configmap "m$i" -o jsonpath='{.metadata.uid}')
+    _claim_doc "f$i" IPPool p "$uid" | jq --arg m "m$i" '.metadata.ownerReferences[0].name = $m' |
+      kubectl -n "$NS" apply -f - >/dev/null
+    pk_wait_for "claim f$i Ready" _ready "$NS" "f$i" True
+    kubectl -n "$NS" delete configmap "m$i" --cascade=foreground --wait=false >/dev/null
+  done
+  for i in $(seq 1 20); do
+    pk_wait_gone -t 90 -n "$NS" configmap "m$i"
+    pk_wait_gone -n "$NS" "$CLAIMS" "f$i"
+    pk_wait_gone -n "$NS" "$ADDRS" "f$i"
+  done
+  [[ $(kubectl -n "$NS" get "$ADDRS" -o name | wc -l) -eq 0 ]]
+  pk_wait_for "pool p to count 0 used" _used_is p 0
 }
 
 @test "an IPv6 pool" {
