@@ -279,6 +279,33 @@ static void test_finding_outputs(void **state)
 	pk_live_release(&l);
 }
 
+/* The IPAddress a foreground deletion of its claim leaves when the garbage collector takes the
+ * claim's owner reference off it (the pool, a blocking owner, keeps it): the pool's reference
+ * alone, the protect finalizer, the claim gone. Audit names it, with exit 1. */
+static void test_left_by_collector(void **state)
+{
+	(void)state;
+	struct pk_live l;
+	struct pk_audit_findings f = {0};
+	const char *addrs =
+	    "[{\"apiVersion\":\"ipam.cluster.x-k8s.io/v1beta2\",\"kind\":\"IPAddress\","
+	    "\"metadata\":{\"name\":\"m1-0\",\"namespace\":\"default\",\"finalizers\":["
+	    "\"ipam.poolkeeper.io/protect-address\"],\"ownerReferences\":[{\"apiVersion\":"
+	    "\"ipam.poolkeeper.io/v1alpha1\",\"kind\":\"IPPool\",\"name\":\"nodes\",\"uid\":\"p1\","
+	    "\"blockOwnerDeletion\":true}]},\"spec\":{\"address\":\"10.0.0.3\",\"prefix\":29,"
+	    "\"claimRef\":{\"name\":\"m1-0\"},\"poolRef\":{\"apiGroup\":\"ipam.poolkeeper.io\","
+	    "\"kind\":\"IPPool\",\"name\":\"nodes\"}}}]";
+	struct pk_lint *lint = audited(&l, &f, addrs, "[]", T0_SECONDS);
+	assert_int_equal(f.n, 1);
+	assert_string_equal(f.items[0].name, "m1-0");
+	assert_string_equal(f.items[0].rule, "address-claim-missing");
+	assert_non_null(strstr(f.items[0].message, "IPAddressClaim default/m1-0 does not exist"));
+	assert_int_equal(pk_audit_exit_code(lint, &f, false), 1);
+	pk_lint_free(lint);
+	pk_audit_findings_free(&f);
+	pk_live_release(&l);
+}
+
 /* An IPAddress lint does not check against its pool (its own rules fail): audit does. */
 static void test_outside_pool_live(void **state)
 {
@@ -513,6 +540,7 @@ int main(void)
 	    cmocka_unit_test(test_pending),
 	    cmocka_unit_test(test_clean_and_outputs),
 	    cmocka_unit_test(test_finding_outputs),
+	    cmocka_unit_test(test_left_by_collector),
 	    cmocka_unit_test(test_outside_pool_through_lint),
 	    cmocka_unit_test(test_outside_pool_live),
 	    cmocka_unit_test(test_fail_on_warning),
