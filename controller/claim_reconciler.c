@@ -368,6 +368,24 @@ static bool cache_behind(struct pass *p)
 	return wait > 0;
 }
 
+/*
+ * An IPAddress whose claim is gone, deleted by someone, loses its protect finalizer: nothing
+ * is left for it to protect, and its deletion (the clean-up of the IPAddresses clusterctl move
+ * leaves behind with a cluster-wide pool, docs/install.md) would otherwise wait for ever. Its
+ * address is released once it is gone, as any other.
+ */
+static int unprotect_orphan(struct pass *p)
+{
+	if (pk_json_meta_cstr(p->v.address, "deletionTimestamp") == NULL ||
+	    !pk_objects_has_finalizer(p->v.address, PK_ADDRESS_FINALIZER))
+		return PK_OK;
+	struct pk_kube_ref ref = claim_ref(p, PK_ADDRESS_RESOURCE);
+	return pk_writer_patch(
+	    p->r->writer, &ref, false,
+	    pk_objects_finalizer_remove_patch(p->v.address, PK_ADDRESS_FINALIZER),
+	    "remove IPAddress finalizer", p->key, NULL);
+}
+
 static int claim_pass(struct pass *p)
 {
 	const struct pk_backend *b = p->r->backend;
@@ -382,6 +400,8 @@ static int claim_pass(struct pass *p)
 		bool gone = false;
 		if (p->held && p->v.address == NULL)
 			return release_if_gone(p, NULL, &gone);
+		if (p->v.address != NULL)
+			return unprotect_orphan(p);
 		return PK_OK;
 	}
 	int rc = b->ops->fetch_pool(b->self, p->v.claim, &p->pool);

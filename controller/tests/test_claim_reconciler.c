@@ -461,6 +461,29 @@ static void a_claim_gone_releases_once_its_ipaddress_is_gone(void **state)
 	assert_int_equal(fx->fb.releases, 1);
 }
 
+/* The claim gone, its IPAddress deleted by someone (clusterctl move leaves a cluster-wide
+ * pool's IPAddresses behind): the protect finalizer comes off; left alone while not deleted. */
+static void an_orphan_ipaddress_deleted_loses_its_finalizer(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.held = true;
+	assert_int_equal(run(fx, NULL, address_of_claim(""), NULL, false), PK_OK);
+	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(run(fx, NULL, address_of_claim(DELETING), NULL, false), PK_OK);
+	int unprotect = fake_find(&fx->fw, "patch", "ipaddresses c1");
+	assert_true(unprotect >= 0);
+	assert_true(fake_body_has(&fx->fw, unprotect, "protect-address"));
+	assert_int_equal(fx->fb.releases, 0);
+	/* Deleting, without the finalizer: nothing to write; released once it is gone. */
+	fake_writer_release(&fx->fw);
+	json_t *a = address_of_claim(DELETING);
+	json_object_del(json_object_get(a, "metadata"), "finalizers");
+	assert_int_equal(run(fx, NULL, a, NULL, false), PK_OK);
+	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(run(fx, NULL, NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.releases, 1);
+}
+
 static void deletion_not_blocked_by_missing_cluster_or_pool(void **state)
 {
 	struct fixture *fx = *state;
@@ -651,6 +674,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(a_live_claim_does_not_adopt_an_unowned_ipaddress, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(deletion_not_blocked_by_missing_cluster_or_pool, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(an_orphan_ipaddress_deleted_loses_its_finalizer, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(paused_pool_allocates_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(paused_cluster_allocates_nothing, setup, teardown),
