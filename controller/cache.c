@@ -83,7 +83,8 @@ void *pk_cache_keep_claim(void *ud, const json_t *o)
 void *pk_cache_keep_address(void *ud, const json_t *o)
 {
 	(void)ud;
-	return keep(pk_trim_address(o), 0, 0, 0);
+	return keep(pk_trim_address(o), 0, 0,
+	            pk_json_meta_cstr(o, "deletionTimestamp") != NULL ? KEPT_DELETING : 0);
 }
 
 void *pk_cache_keep_pool(void *ud, const json_t *o)

@@ -49,7 +49,7 @@ void *pk_cache_keep_cluster(void *ud, const json_t *o);
 json_t *pk_cache_item_json(const void *item);
 /* The item's resourceVersion hash (pk_expect_rv_hash of the object). */
 uint64_t pk_cache_item_rv_hash(const void *item);
-/* Claims: whether the item is Ready, and being deleted. */
+/* Whether the item is Ready (claims only), and being deleted (claims and IPAddresses). */
 bool pk_cache_item_ready(const void *item);
 bool pk_cache_item_deleting(const void *item);
 

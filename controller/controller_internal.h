@@ -61,7 +61,7 @@ void ctl_queue(struct pk_controller *c, const struct pk_work_key *k, long delay_
 void ctl_queue_claim(void *ud, const char *ns, const char *name);
 
 /* informers.c: creates the informers (an error: pk_kube_informer_new's, with err) and
- * queues every claim and pool (at leadership). */
+ * queues every claim and pool, and every IPAddress being deleted (at leadership). */
 int ctl_informers_new(struct pk_controller *c, struct pk_err *err);
 void ctl_queue_everything(struct pk_controller *c);
 

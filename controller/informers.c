@@ -268,9 +268,20 @@ static void queue_pool_item(void *ud, const char *key, const void *item)
 	json_decref(pool);
 }
 
+/* An IPAddress being deleted: its claim's key, which may have no claim left to queue it. */
+static void queue_deleting_address(void *ud, const char *key, const void *item)
+{
+	struct pk_work_key k;
+	if (!pk_cache_item_deleting(item))
+		return;
+	pk_object_key_parse(key, &k);
+	ctl_queue(ud, &k, 0);
+}
+
 void ctl_queue_everything(struct pk_controller *c)
 {
 	pk_kube_informer_foreach(c->cache.claims, queue_claim_item, c);
+	pk_kube_informer_foreach(c->cache.addresses, queue_deleting_address, c);
 	for (size_t i = 0; i < c->cache.npools; i++)
 		if (c->cache.pools[i].inf != NULL)
 			pk_kube_informer_foreach(c->cache.pools[i].inf, queue_pool_item,
