@@ -14,76 +14,21 @@
 # (XDG_CONFIG_HOME) and without its version check (no network).
 
 load helpers
+load clusterctl
 
 setup_file() {
   pk_setup_file
-  CLUSTERCTL=$(. "$E2E_DIR/lib/common.sh" && echo "$CLUSTERCTL_BIN/clusterctl")
-  [[ -x $CLUSTERCTL ]] || {
-    echo "clusterctl is not built: run e2e/build clusterctl" >&2
-    return 1
-  }
-  VERSION=v$(sed -n 's/^project(poolkeeper VERSION \([0-9.]*\).*/\1/p' "$REPO_ROOT/CMakeLists.txt")
-  CCTL_DIR=$BATS_FILE_TMPDIR/clusterctl
-  REPO=$CCTL_DIR/repository
-  mkdir -p "$CCTL_DIR/xdg" "$REPO"
-  "$REPO_ROOT/scripts/release" "$REPO/ipam-poolkeeper/$VERSION" >&2
-  cat >"$CCTL_DIR/clusterctl.yaml" <<EOF
-providers:
-  - name: poolkeeper
-    url: file://$REPO/ipam-poolkeeper/$VERSION/ipam-components.yaml
-    type: IPAMProvider
-EOF
-  export CLUSTERCTL VERSION CCTL_DIR REPO
-
-  # Stand-ins for cert-manager's CRDs, only where there are none.
-  : >"$BATS_FILE_TMPDIR/stand-in-crds"
-  local kind plural
-  for kind in Issuer Certificate; do
-    plural=$(tr 'A-Z' 'a-z' <<<"$kind")s
-    kubectl get crd "$plural.cert-manager.io" >/dev/null 2>&1 && continue
-    kubectl create -f - >/dev/null <<EOF || return 1
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: $plural.cert-manager.io
-spec:
-  group: cert-manager.io
-  scope: Namespaced
-  names: {kind: $kind, listKind: ${kind}List, plural: $plural, singular: ${plural%s}}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-EOF
-    echo "$plural.cert-manager.io" >>"$BATS_FILE_TMPDIR/stand-in-crds"
-    pk_wait_for "CRD $plural.cert-manager.io established" \
-      kubectl wait --for=condition=Established --timeout=5s "crd/$plural.cert-manager.io" || return 1
-  done
-  pk_wait_for "cert-manager.io/v1 in discovery" kubectl get issuers.cert-manager.io,certificates.cert-manager.io -A
+  pk_cctl_repository "$BATS_FILE_TMPDIR/clusterctl" || return 1
+  pk_certmanager_standins "$BATS_FILE_TMPDIR/stand-in-crds"
 }
 
 teardown_file() {
-  local crd
   pk_env
-  while read -r crd; do
-    [[ -n $crd ]] && kubectl delete crd "$crd" --wait=false >/dev/null 2>&1
-  done <"$BATS_FILE_TMPDIR/stand-in-crds"
-  return 0
+  pk_certmanager_standins_remove "$BATS_FILE_TMPDIR/stand-in-crds"
 }
 
 setup() { pk_setup; }
 teardown() { pk_teardown; }
-
-# cctl ARGS...: clusterctl with the test's config and config folder, and no
-# POOLKEEPER_* variable from the caller's environment.
-cctl() {
-  local unset=() v
-  for v in $(compgen -e | grep '^POOLKEEPER_' || true); do unset+=(-u "$v"); done
-  env "${unset[@]}" XDG_CONFIG_HOME="$CCTL_DIR/xdg" CLUSTERCTL_DISABLE_VERSIONCHECK=true \
-    "$CLUSTERCTL" "$@" --config "${CCTL_CONFIG:-$CCTL_DIR/clusterctl.yaml}"
-}
 
 # objects FILE: "Kind namespace/name" of every object, via the apiserver's
 # own YAML parsing (kubectl, client side).
