@@ -64,11 +64,12 @@ pk_capi_crd_dir() {
 }
 
 # The infrastructure providers' modules providers.bats reads (their
-# config/rbac/role.yaml and CRDs), fetched into the Go module cache by
+# config/rbac/role.yaml, CRDs and config/default kustomization), fetched into the Go module cache by
 # e2e/build. PK_PROVIDER_NOSUMDB: those whose go.mod the checksum database
 # does not know, so `go mod download` must not ask it (GONOSUMDB).
 PK_PROVIDER_MODULES=(
   "sigs.k8s.io/cluster-api-provider-vsphere@$CAPV_VERSION"
+  "sigs.k8s.io/cluster-api-provider-vsphere@$CAPV_LATER_VERSION"
   "sigs.k8s.io/cluster-api-provider-openstack@$CAPO_VERSION"
   "github.com/ionos-cloud/cluster-api-provider-proxmox@$CAPMOX_VERSION"
 )

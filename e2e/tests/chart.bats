@@ -428,11 +428,13 @@ _finalizer_rules() {
 }
 
 @test "rbac.providerFinalizers: one role per entry, update on its own kinds' finalizers only, bound to its own accounts" {
-  # The defaults: CAPV, CAPM3, CAPO and Proxmox as their kustomize configs install them.
+  # The defaults: CAPV (v1.14.0 runs as default, v1.15 and later as
+  # capv-manager), CAPM3, CAPO and Proxmox as their kustomize configs install
+  # them; providers.bats checks these names against the providers' modules.
   run _finalizer_rules
   echo "$output"
   [ "$status" -eq 0 ]
-  [ "$output" = "$REL-provider-finalizers-0 1 infrastructure.cluster.x-k8s.io vspherevms/finalizers update <- ServiceAccount:capv-system/default
+  [ "$output" = "$REL-provider-finalizers-0 1 infrastructure.cluster.x-k8s.io vspherevms/finalizers update <- ServiceAccount:capv-system/default,ServiceAccount:capv-system/capv-manager
 $REL-provider-finalizers-1 1 infrastructure.cluster.x-k8s.io metal3datas/finalizers update <- ServiceAccount:capm3-system/capm3-manager
 $REL-provider-finalizers-2 1 infrastructure.cluster.x-k8s.io openstackservers/finalizers update <- ServiceAccount:capo-system/capo-manager
 $REL-provider-finalizers-3 1 infrastructure.cluster.x-k8s.io proxmoxmachines/finalizers update <- ServiceAccount:capmox-system/capmox-controller-manager" ]
@@ -449,6 +451,14 @@ $REL-provider-finalizers-3 1 infrastructure.cluster.x-k8s.io proxmoxmachines/fin
   run _template --show-only templates/rbac-provider-finalizers.yaml --set-json 'rbac.providerFinalizers=[]'
   [ "$status" -ne 0 ]
   [[ $output == *"could not find template"* ]]
+  # Switched off: nothing rendered, whatever the list holds; the switch is a boolean.
+  run _template --show-only templates/rbac-provider-finalizers.yaml --set rbac.providerFinalizersEnabled=false
+  [ "$status" -ne 0 ]
+  [[ $output == *"could not find template"* ]]
+  run _template --set-string rbac.providerFinalizersEnabled=no
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/rbac/providerFinalizersEnabled"* ]]
   # The webhook's own role gains create on SubjectAccessReviews and nothing else new.
   run _template --show-only templates/rbac-webhook.yaml
   [[ $output == *'apiGroups: ["authorization.k8s.io"]'*'resources: ["subjectaccessreviews"]'*'verbs: ["create"]'* ]]
@@ -534,6 +544,7 @@ $REL-provider-finalizers-3 1 infrastructure.cluster.x-k8s.io proxmoxmachines/fin
   _stub_crd proxmoxmachines "$g" ProxmoxMachine
   _can_as yes "$capv" update "vspherevms.$g" --subresource=finalizers -n capv-system
   _can_as yes "$capv" update "vspherevms.$g" --subresource=finalizers -n tenant-a
+  _can_as yes system:serviceaccount:capv-system:capv-manager update "vspherevms.$g" --subresource=finalizers -n tenant-a
   _can_as yes "$capm3" update "metal3datas.$g" --subresource=finalizers -n tenant-a
   _can_as yes "$capo" update "openstackservers.$g" --subresource=finalizers -n tenant-a
   _can_as yes "$capmox" update "proxmoxmachines.$g" --subresource=finalizers -n tenant-a
