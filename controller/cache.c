@@ -17,6 +17,7 @@
 
 #define KEPT_READY    1u
 #define KEPT_DELETING 2u
+#define KEPT_OURS     4u /* a claim of a poolkeeper pool, kept as trim.h keeps one */
 
 struct kept {
 	uint64_t pool_hash;    /* claims: pk_strmap_hash of the pool key */
@@ -41,6 +42,11 @@ uint64_t pk_cache_item_rv_hash(const void *item)
 bool pk_cache_item_ready(const void *item)
 {
 	return (((const struct kept *)item)->flags & KEPT_READY) != 0;
+}
+
+bool pk_cache_item_ours(const void *item)
+{
+	return (((const struct kept *)item)->flags & KEPT_OURS) != 0;
 }
 
 bool pk_cache_item_deleting(const void *item)
@@ -102,7 +108,7 @@ void *pk_cache_keep_claim(void *ud, const json_t *o)
 		pk_object_key(ns, cn, ck, sizeof(ck));
 		ch = pk_strmap_hash(ck);
 	}
-	unsigned flags = (pk_claim_ready(o) ? KEPT_READY : 0) |
+	unsigned flags = KEPT_OURS | (pk_claim_ready(o) ? KEPT_READY : 0) |
 	                 (pk_json_meta_cstr(o, "deletionTimestamp") != NULL ? KEPT_DELETING : 0);
 	return keep(c, PK_CLAIM_KIND, o, pk_trim_claim(o), ph, ch, flags);
 }

@@ -56,6 +56,9 @@ uint64_t pk_cache_item_rv_hash(const void *item);
 /* Whether the item is Ready (claims only), and being deleted (claims and IPAddresses). */
 bool pk_cache_item_ready(const void *item);
 bool pk_cache_item_deleting(const void *item);
+/* Whether the item is a claim of a poolkeeper pool kept whole (not another provider's, not
+ * over the cap). */
+bool pk_cache_item_ours(const void *item);
 
 /* New reference to the stored object (ns NULL or "" for cluster-scoped), or NULL. */
 json_t *pk_cache_get(struct pk_kube_informer *inf, const char *ns, const char *name);

@@ -150,6 +150,7 @@ static void test_claim_under_long_finalizers(void **state)
 	json_decref(pt);
 	assert_string_equal(pk_json_cstr_path(k, "spec", "poolRef", "name"), "nodes");
 	assert_true(pk_cache_item_ready(item));
+	assert_true(pk_cache_item_ours(item));
 	assert_false(pk_cache_item_deleting(item));
 	assert_int_equal(atomic_load(&f->metrics.cache_oversized), 0);
 	json_decref(k);
@@ -172,8 +173,9 @@ static void test_foreign_claim_keeps_identity(void **state)
 	json_t *k = pk_cache_item_json(item);
 	assert_json(k, "{'metadata':{'name':'m-1','namespace':'team-a','uid':'c-1',"
 	               "'resourceVersion':'7'}}");
-	/* no flags: no scan ever picks it */
+	/* no flags: no scan ever picks it, and no time to Ready is measured for it */
 	assert_false(pk_cache_item_ready(item));
+	assert_false(pk_cache_item_ours(item));
 	assert_int_equal(pk_cache_item_rv_hash(item), pk_strmap_hash("7"));
 	json_decref(k);
 	free(item);
@@ -197,6 +199,7 @@ static void test_oversized_objects(void **state)
 	assert_json(k, "{'metadata':{'name':'m-1','namespace':'team-a','uid':'c-1',"
 	               "'resourceVersion':'7'}}");
 	assert_false(pk_cache_item_ready(item));
+	assert_false(pk_cache_item_ours(item));
 	json_decref(k);
 	free(item);
 	/* one line naming it and its size */
