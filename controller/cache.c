@@ -1,18 +1,23 @@
 /* cache.c - what the informers keep, and the view a pass reads; see cache.h. */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "cache.h"
 #include "expect.h"
 #include "jpack.h"
 #include "json.h"
 #include "kube.h"
+#include "log.h"
+#include "rules.h"
 #include "strmap.h"
 #include "trim.h"
 
 #define KEPT_READY    1u
 #define KEPT_DELETING 2u
+#define KEPT_OURS     4u /* a claim of a poolkeeper pool, kept as trim.h keeps one */
 
 struct kept {
 	uint64_t pool_hash;    /* claims: pk_strmap_hash of the pool key */
@@ -39,64 +44,90 @@ bool pk_cache_item_ready(const void *item)
 	return (((const struct kept *)item)->flags & KEPT_READY) != 0;
 }
 
+bool pk_cache_item_ours(const void *item)
+{
+	return (((const struct kept *)item)->flags & KEPT_OURS) != 0;
+}
+
 bool pk_cache_item_deleting(const void *item)
 {
 	return (((const struct kept *)item)->flags & KEPT_DELETING) != 0;
 }
 
+/* An object over the cap is kept as its identity only (trim.h): said for each version of it
+ * that arrives, and counted. */
+static void report_oversized(struct pk_cache *c, const char *kind, const json_t *o, size_t bytes)
+{
+	if (c != NULL && c->metrics != NULL)
+		atomic_fetch_add(&c->metrics->cache_oversized, 1);
+	pk_log_warn("object over the cache's cap: only its name is kept", PK_LOG_STR("kind", kind),
+	            PK_LOG_STR("namespace", pk_json_meta_cstr(o, "namespace")),
+	            PK_LOG_STR("name", pk_json_meta_cstr(o, "name")), PK_LOG_UINT("bytes", bytes),
+	            PK_LOG_UINT("cap", PK_TRIM_MAX_BYTES));
+}
+
 /* The informers keep only what the controller reads of each object (trim.h), packed
- * (jpack.h): a quarter of its JSON text. Takes trimmed. */
-static void *keep(json_t *trimmed, uint64_t pool_hash, uint64_t cluster_hash, unsigned flags)
+ * (jpack.h): a quarter of its JSON text. Takes trimmed. An object over the cap keeps no
+ * hashes or flags either: a scan has nothing to find in it. */
+static void *keep(struct pk_cache *c, const char *kind, const json_t *o, json_t *trimmed,
+                  uint64_t pool_hash, uint64_t cluster_hash, unsigned flags)
 {
 	uint64_t rv_hash = pk_expect_rv_hash(trimmed);
-	size_t n = 0;
-	struct kept *k = pk_trim_pack(trimmed, offsetof(struct kept, packed), 0, &n);
-	if (k != NULL) {
-		k->pool_hash = pool_hash;
-		k->cluster_hash = cluster_hash;
-		k->rv_hash = rv_hash;
-		k->flags = flags;
-		k->len = n;
+	size_t n = 0, over = 0;
+	struct kept *k = pk_trim_pack(trimmed, offsetof(struct kept, packed), 0, &n, &over);
+	if (k == NULL)
+		return NULL;
+	if (over > 0) {
+		report_oversized(c, kind, o, over);
+		pool_hash = cluster_hash = 0;
+		flags = 0;
 	}
+	k->pool_hash = pool_hash;
+	k->cluster_hash = cluster_hash;
+	k->rv_hash = rv_hash;
+	k->flags = flags;
+	k->len = n;
 	return k;
 }
 
+/* A claim on another provider's pool keeps its identity only (trim.h), no hashes or flags:
+ * the scans never select it, and its pass decides "not ours". */
 void *pk_cache_keep_claim(void *ud, const json_t *o)
 {
 	struct pk_cache *c = ud;
+	const json_t *ref = json_object_get(json_object_get(o, "spec"), "poolRef");
+	if (!pk_rules_is_poolkeeper_pool_ref(ref))
+		return keep(c, PK_CLAIM_KIND, o, pk_trim_foreign_claim(o), 0, 0, 0);
 	const char *ns = pk_json_meta_cstr(o, "namespace");
 	char pk[PK_OBJECT_KEY_MAX], ck[PK_OBJECT_KEY_MAX];
 	uint64_t ph = 0, ch = 0;
-	if (pk_backend_pool_key(c->backend, json_object_get(json_object_get(o, "spec"), "poolRef"),
-	                        ns, pk, sizeof(pk)))
+	if (pk_backend_pool_key(c->backend, ref, ns, pk, sizeof(pk)))
 		ph = pk_strmap_hash(pk);
 	const char *cn = pk_claim_cluster_name(o);
 	if (cn != NULL) {
 		pk_object_key(ns, cn, ck, sizeof(ck));
 		ch = pk_strmap_hash(ck);
 	}
-	unsigned flags = (pk_claim_ready(o) ? KEPT_READY : 0) |
+	unsigned flags = KEPT_OURS | (pk_claim_ready(o) ? KEPT_READY : 0) |
 	                 (pk_json_meta_cstr(o, "deletionTimestamp") != NULL ? KEPT_DELETING : 0);
-	return keep(pk_trim_claim(o), ph, ch, flags);
+	return keep(c, PK_CLAIM_KIND, o, pk_trim_claim(o), ph, ch, flags);
 }
 
 void *pk_cache_keep_address(void *ud, const json_t *o)
 {
-	(void)ud;
-	return keep(pk_trim_address(o), 0, 0,
+	return keep(ud, PK_ADDRESS_KIND, o, pk_trim_address(o), 0, 0,
 	            pk_json_meta_cstr(o, "deletionTimestamp") != NULL ? KEPT_DELETING : 0);
 }
 
 void *pk_cache_keep_pool(void *ud, const json_t *o)
 {
-	(void)ud;
-	return keep(pk_trim_pool(o), 0, 0, 0);
+	const char *kind = pk_json_cstr_at(o, "kind");
+	return keep(ud, kind != NULL ? kind : PK_POOL_KIND, o, pk_trim_pool(o), 0, 0, 0);
 }
 
 void *pk_cache_keep_cluster(void *ud, const json_t *o)
 {
-	(void)ud;
-	return keep(pk_trim_cluster(o), 0, 0, 0);
+	return keep(ud, PK_CLUSTER_KIND, o, pk_trim_cluster(o), 0, 0, 0);
 }
 
 static void visit_ref(void *ud, const char *key, const void *item)

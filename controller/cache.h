@@ -24,12 +24,14 @@
 #include <jansson.h>
 
 #include "backend.h"
+#include "metrics.h"
 #include "kube_informer.h"
 
 #define PK_CACHE_MAX_POOL_KINDS 4
 
 struct pk_cache {
 	const struct pk_backend *backend; /* its pool keys for the claims' pool hash */
+	struct pk_metrics *metrics;       /* counts objects over the cap; may be NULL */
 	struct pk_kube_informer *claims, *addresses, *clusters; /* clusters may be NULL */
 	size_t npools;
 	struct {
@@ -39,7 +41,9 @@ struct pk_cache {
 	} pools[PK_CACHE_MAX_POOL_KINDS];
 };
 
-/* Transforms (kube_informer.h) for each resource: ud is the struct pk_cache. */
+/* Transforms (kube_informer.h) for each resource: ud is the struct pk_cache. An object over
+ * PK_TRIM_MAX_BYTES (trim.h) is logged (kind, namespace, name, size), counted in
+ * metrics->cache_oversized and kept as its identity only. */
 void *pk_cache_keep_claim(void *ud, const json_t *o);
 void *pk_cache_keep_address(void *ud, const json_t *o);
 void *pk_cache_keep_pool(void *ud, const json_t *o);
@@ -52,6 +56,9 @@ uint64_t pk_cache_item_rv_hash(const void *item);
 /* Whether the item is Ready (claims only), and being deleted (claims and IPAddresses). */
 bool pk_cache_item_ready(const void *item);
 bool pk_cache_item_deleting(const void *item);
+/* Whether the item is a claim of a poolkeeper pool kept whole (not another provider's, not
+ * over the cap). */
+bool pk_cache_item_ours(const void *item);
 
 /* New reference to the stored object (ns NULL or "" for cluster-scoped), or NULL. */
 json_t *pk_cache_get(struct pk_kube_informer *inf, const char *ns, const char *name);

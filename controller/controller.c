@@ -216,6 +216,7 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}
 	c->cache.backend = &c->backend;
+	c->cache.metrics = &c->metrics;
 	int rc = opts->events_config != NULL
 	             ? pk_event_poster_new(opts->events_config, &c->events, err)
 	             : PK_OK;

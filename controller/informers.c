@@ -23,7 +23,8 @@ static void on_claim(void *ud, const char *key, const void *item)
 	struct pk_controller *c = ud;
 	struct pk_work_key k;
 	pk_object_key_parse(key, &k);
-	if (!pk_cache_item_ready(item) && !pk_cache_item_deleting(item))
+	/* Time to Ready is poolkeeper's to measure only for its own claims. */
+	if (pk_cache_item_ours(item) && !pk_cache_item_ready(item) && !pk_cache_item_deleting(item))
 		pk_metrics_seen(&c->metrics, key, pk_metrics_now_ns());
 	pk_expect_seen(c->expect, key, false, pk_cache_item_rv_hash(item));
 	if (!pk_cache_first_list(c->cache.claims))

@@ -133,5 +133,10 @@ void pk_metrics_write(const struct pk_metrics *m, FILE *f)
 	                "condition first says so.");
 	fprintf(f, "poolkeeper_inconsistent_ipaddresses_total %llu\n",
 	        (unsigned long long)atomic_load(&m->inconsistent));
+	pk_metrics_head(f, "poolkeeper_cache_oversized_objects_total", "counter",
+	                "Object versions over the informers' cap on one cached object "
+	                "(PK_TRIM_MAX_BYTES), kept as their name only.");
+	fprintf(f, "poolkeeper_cache_oversized_objects_total %llu\n",
+	        (unsigned long long)atomic_load(&m->cache_oversized));
 	write_histogram(m, f);
 }

@@ -18,7 +18,8 @@
 struct pk_metrics {
 	atomic_ullong allocations, releases, reconciles;
 	atomic_ullong failures_exhausted, failures_other, failures_not_ready;
-	atomic_ullong inconsistent; /* IPAddresses found inconsistent and not adopted */
+	atomic_ullong inconsistent;    /* IPAddresses found inconsistent and not adopted */
+	atomic_ullong cache_oversized; /* objects over the cache's cap (trim.h), kept as names */
 	atomic_ullong ready_count[PK_READY_BUCKETS + 1];
 	atomic_ullong ready_sum_us;
 	struct pk_metrics_seen *seen; /* claim ns/name -> when it was first seen unbound */

@@ -1,4 +1,5 @@
 /* objects.c - the objects and patches the controller writes; see objects.h. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -14,14 +15,23 @@ static const json_t *finalizers_of(const json_t *obj)
 	return json_object_get(json_object_get(obj, "metadata"), "finalizers");
 }
 
+/* The index of the finalizer's first entry, or -1. A cached copy keeps each run of other
+ * entries as its length, an integer (trim.h); an object from the API server holds none. */
 static long finalizer_index(const json_t *obj, const char *finalizer)
 {
 	size_t i;
 	const json_t *v;
+	long at = 0;
 	json_array_foreach(finalizers_of(obj), i, v)
 	{
 		if (pk_json_cstr(v) != NULL && strcmp(pk_json_cstr(v), finalizer) == 0)
-			return (long)i;
+			return at;
+		json_int_t run = json_is_integer(v) ? json_integer_value(v) : 1;
+		if (run < 1)
+			run = 1;
+		if (run > LONG_MAX - at)
+			return -1;
+		at += (long)run;
 	}
 	return -1;
 }

@@ -11,6 +11,7 @@
 #include "api.h"
 #include "cache.h"
 #include "jpack.h"
+#include "log.h"
 #include "rules.h"
 #include "strmap.h"
 #include "trim.h"
@@ -50,6 +51,7 @@ struct pk_cache {
 	struct pk_strmap *by_pool;                 /* pool key -> struct pool_list */
 	size_t addresses;
 	atomic_bool synced[PK_CACHE_KINDS];
+	atomic_ullong oversized; /* object versions over PK_TRIM_MAX_BYTES */
 	struct feed feeds[PK_CACHE_KINDS];
 };
 
@@ -83,21 +85,42 @@ static bool address_pool_key(const json_t *addr, char *buf, size_t len)
 	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 && make_pool_key(kind, NULL, name, buf, len);
 }
 
-/* Packs a trimmed object (released here) with the pool key (NULL: none) into a new item. */
-static struct kept *keep(json_t *trimmed, const char *pool)
+/* An object over the cap is kept as its identity only (trim.h): said for each version of it
+ * that arrives, and counted. */
+static void report_oversized(struct feed *f, const json_t *obj, size_t bytes)
+{
+	static const char *const kinds[PK_CACHE_KINDS] = {
+	    [PK_CACHE_IPPOOLS] = PK_POOL_KIND,
+	    [PK_CACHE_GLOBALIPPOOLS] = PK_GLOBAL_POOL_KIND,
+	    [PK_CACHE_ADDRESSES] = PK_ADDRESS_KIND,
+	    [PK_CACHE_CLAIMS] = PK_CLAIM_KIND,
+	};
+	atomic_fetch_add(&f->c->oversized, 1);
+	pk_log_warn("object over the cache's cap: only its name is kept",
+	            PK_LOG_STR("kind", kinds[f->kind]),
+	            PK_LOG_STR("namespace", pk_json_meta_cstr(obj, "namespace")),
+	            PK_LOG_STR("name", pk_json_meta_cstr(obj, "name")), PK_LOG_UINT("bytes", bytes),
+	            PK_LOG_UINT("cap", PK_TRIM_MAX_BYTES));
+}
+
+/* Packs a trimmed object of obj (released here) with the pool key (NULL: none) into a new
+ * item. */
+static struct kept *keep(struct feed *f, const json_t *obj, json_t *trimmed, const char *pool)
 {
 	size_t plen = pool != NULL ? strlen(pool) : 0;
 	if (plen >= POOL_KEY_MAX) {
 		json_decref(trimmed);
 		return NULL;
 	}
-	size_t n = 0;
+	size_t n = 0, over = 0;
 	struct kept *k =
-	    pk_trim_pack(trimmed, offsetof(struct kept, data), plen > 0 ? plen + 1 : 0, &n);
+	    pk_trim_pack(trimmed, offsetof(struct kept, data), plen > 0 ? plen + 1 : 0, &n, &over);
 	if (k == NULL || n > UINT32_MAX) {
 		free(k);
 		return NULL;
 	}
+	if (over > 0)
+		report_oversized(f, obj, over);
 	k->len = (uint32_t)n;
 	k->pool_len = (uint32_t)plen;
 	if (plen > 0)
@@ -105,27 +128,28 @@ static struct kept *keep(json_t *trimmed, const char *pool)
 	return k;
 }
 
-/* ---- transforms (on the informer's thread, no lock) ---- */
+/* ---- transforms (on the informer's thread, no lock; ud is the kind's struct feed) ---- */
 
 static void *keep_pool(void *ud, const json_t *obj)
 {
-	(void)ud;
-	return keep(pk_trim_pool(obj), NULL);
+	return keep(ud, obj, pk_trim_pool(obj), NULL);
 }
 
 /* Only the addresses of poolkeeper pools are kept: no lookup asks for the others. */
 static void *keep_address(void *ud, const json_t *obj)
 {
-	(void)ud;
 	char key[POOL_KEY_MAX];
 	if (!address_pool_key(obj, key, sizeof(key)))
 		return NULL;
-	return keep(pk_trim_address(obj), key);
+	return keep(ud, obj, pk_trim_address(obj), key);
 }
 
+/* A claim on another provider's pool keeps its identity only (trim.h): the IPAddress check,
+ * the only reader, answers "no such claim" alike for it and for no claim at all. */
 static void *keep_claim(void *ud, const json_t *obj)
 {
-	(void)ud;
+	if (!pk_rules_is_poolkeeper_pool_ref(pk_json_path(obj, "spec", "poolRef")))
+		return keep(ud, obj, pk_trim_foreign_claim(obj), NULL);
 	json_t *t = pk_trim_claim(obj);
 	/* The controller keeps the conditions for its status patches; no admission check reads
 	 * them, and they are most of a trimmed claim. */
@@ -133,7 +157,7 @@ static void *keep_claim(void *ud, const json_t *obj)
 	json_object_del(status, "conditions");
 	if (status != NULL && json_object_size(status) == 0)
 		json_object_del(t, "status");
-	return keep(t, NULL);
+	return keep(ud, obj, t, NULL);
 }
 
 /* ---- handlers (on the informer's thread) ---- */
@@ -283,9 +307,14 @@ void pk_cache_feed(struct pk_cache *c, enum pk_cache_kind k, struct pk_kube_info
 	};
 	io->transform = transforms[k];
 	io->release = NULL; /* free() */
-	io->transform_ud = NULL;
+	io->transform_ud = &c->feeds[k];
 	io->handlers = (struct pk_kube_informer_handlers){on_add, on_update, on_delete, on_synced,
 	                                                  &c->feeds[k]};
+}
+
+unsigned long long pk_cache_oversized(struct pk_cache *c)
+{
+	return atomic_load(&c->oversized);
 }
 
 bool pk_cache_synced(struct pk_cache *c, enum pk_cache_kind k)

@@ -7,7 +7,10 @@
  * What is kept of each object is the controller's trimmed copy (trim.h),
  * packed (jpack.h), as the controller's own informers keep it: about 150
  * bytes for an IPAddress. A claim also loses status.conditions, which no
- * admission check reads. Reads unpack into new jansson values the caller
+ * admission check reads; a claim on another provider's pool keeps only its
+ * name, namespace, uid and resourceVersion. An object whose packed copy is
+ * over PK_TRIM_MAX_BYTES is logged (kind, namespace, name, size), counted
+ * (pk_cache_oversized) and kept as its name alone. Reads unpack into new jansson values the caller
  * owns, so nothing the cache holds is shared with a request.
  *
  * IPAddresses are indexed by the pool their spec.poolRef names (apiGroup
@@ -72,6 +75,9 @@ bool pk_cache_synced(struct pk_cache *c, enum pk_cache_kind k);
 
 /* Whether every kind is synced. */
 bool pk_cache_ready(struct pk_cache *c);
+
+/* Object versions over PK_TRIM_MAX_BYTES since the cache was made (kept as their name). */
+unsigned long long pk_cache_oversized(struct pk_cache *c);
 
 /* Objects of kind k held (IPAddresses: those of poolkeeper pools). */
 size_t pk_cache_count(struct pk_cache *c, enum pk_cache_kind k);

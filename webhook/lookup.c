@@ -698,6 +698,12 @@ const struct pk_admission_lookup *pk_lookup_admission(const struct pk_lookup *l)
 	return l != NULL ? &l->admission : NULL;
 }
 
+unsigned long long pk_lookup_oversized(void *ud)
+{
+	struct pk_lookup *l = ud;
+	return l != NULL && l->cache != NULL ? pk_cache_oversized(l->cache) : 0;
+}
+
 bool pk_lookup_ready(void *ud)
 {
 	struct pk_lookup *l = ud;

@@ -64,6 +64,10 @@ const struct pk_admission_lookup *pk_lookup_admission(const struct pk_lookup *l)
  * callback. Logs once, when it first answers true, what the caches hold. */
 bool pk_lookup_ready(void *l);
 
+/* Objects the caches kept as their name only, being over the cap (cache.h); 0 without
+ * caches. Takes the struct pk_lookup as void * (pk_metrics_set_oversized_source). */
+unsigned long long pk_lookup_oversized(void *l);
+
 /* Waits up to timeout_ms for pk_lookup_ready; returns it. */
 bool pk_lookup_wait_ready(struct pk_lookup *l, long timeout_ms);
 

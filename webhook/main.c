@@ -161,6 +161,8 @@ static bool start_server(struct daemon *dm)
 	/* each repair the mutating webhook makes, by owner kind, on /metrics */
 	dm->o.admission.count_repair = pk_metrics_count_repair;
 	dm->o.admission.count_ctx = dm->metrics;
+	/* objects the caches kept as their name only, over the cap */
+	pk_metrics_set_oversized_source(dm->metrics, pk_lookup_oversized, dm->lookup);
 	sc->admission = &dm->o.admission;
 	sc->certs = dm->certs;
 	sc->metrics = dm->metrics;

@@ -43,6 +43,8 @@ struct pk_metrics {
 	struct histogram duration[NENDPOINTS];
 	atomic_uint_fast64_t reloads[2]; /* [0] failure, [1] success */
 	atomic_int_fast64_t expiry;
+	unsigned long long (*oversized)(void *ud); /* set before the listeners start */
+	void *oversized_ud;
 };
 
 static const char *const endpoint_names[NENDPOINTS] = {"validate", "mutate"};
@@ -238,6 +240,7 @@ static void add_sample(struct text *t, const char *name, const char *k1, const c
 #define EXPIRY   "poolkeeper_webhook_certificate_expiry_timestamp_seconds"
 #define REPAIRS  "poolkeeper_webhook_claim_repairs_total"
 #define SKIPPED  "poolkeeper_webhook_claim_repairs_skipped_total"
+#define OVERSIZE "poolkeeper_webhook_cache_oversized_objects_total"
 
 static void render_requests(struct text *t, const struct pk_metrics *m)
 {
@@ -308,6 +311,13 @@ static void render_repairs(struct text *t, const struct pk_metrics *m)
 		           "permission", load(&m->repairs[rows[i]].n[SKIPPED_PERMISSION]));
 }
 
+void pk_metrics_set_oversized_source(struct pk_metrics *m, unsigned long long (*fn)(void *ud),
+                                     void *ud)
+{
+	m->oversized = fn;
+	m->oversized_ud = ud;
+}
+
 char *pk_metrics_render(const struct pk_metrics *m, size_t *len)
 {
 	struct text t = {.failed = false};
@@ -318,6 +328,11 @@ char *pk_metrics_render(const struct pk_metrics *m, size_t *len)
 	render_durations(&t, m);
 	render_certificate(&t, m);
 	render_repairs(&t, m);
+	add_family(
+	    &t, OVERSIZE, "counter",
+	    "Object versions over the cache's cap on one object (PK_TRIM_MAX_BYTES), kept as "
+	    "their name only.");
+	text_add(&t, OVERSIZE " %llu\n", m->oversized != NULL ? m->oversized(m->oversized_ud) : 0);
 	if (t.failed) {
 		pk_buf_free(&t.b);
 		return NULL;

@@ -8,6 +8,7 @@
  *   poolkeeper_webhook_certificate_expiry_timestamp_seconds   gauge
  *   poolkeeper_webhook_claim_repairs_total{owner_kind,repair}  counter
  *   poolkeeper_webhook_claim_repairs_skipped_total{owner_kind,reason} counter
+ *   poolkeeper_webhook_cache_oversized_objects_total           counter
  *
  * Every update is a relaxed atomic add, so request threads never wait on
  * each other or on a scrape; only the first repair for an owner kind not
@@ -56,6 +57,15 @@ void pk_metrics_set_cert_expiry(struct pk_metrics *m, int64_t not_after);
  */
 #define PK_METRICS_REPAIR_KINDS 64
 void pk_metrics_count_repair(void *m, const char *owner_kind, const char *what);
+
+/*
+ * Where poolkeeper_webhook_cache_oversized_objects_total comes from: fn(ud)
+ * at each render (webhook/cache.h's pk_cache_oversized, through
+ * pk_lookup_oversized). Set once, before the listeners start; without it
+ * the counter reads 0.
+ */
+void pk_metrics_set_oversized_source(struct pk_metrics *m, unsigned long long (*fn)(void *ud),
+                                     void *ud);
 
 /* Reads one counter back (tests and the benchmark). */
 uint64_t pk_metrics_get_requests(const struct pk_metrics *m, enum pk_admission_endpoint endpoint,

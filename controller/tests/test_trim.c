@@ -18,6 +18,7 @@
 
 #include "decide.h"
 #include "jpack.h"
+#include "json.h"
 #include "json_fixture.h"
 #include "objects.h"
 #include "rules.h"
@@ -72,7 +73,7 @@ static const char *const CLAIM_TRIMMED =
     "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2',"
     "'metadata':{'name':'prod-md-0-x7k2p-ip-0','namespace':'team-a',"
     "'uid':'5b0c7a1e-0000-4000-8000-000000000001','resourceVersion':'48213','generation':2,"
-    "'finalizers':['other.example.com/hold','ipam.poolkeeper.io/release-address'],"
+    "'finalizers':[1,'ipam.poolkeeper.io/release-address'],"
     "'labels':{'cluster.x-k8s.io/cluster-name':'prod'}},"
     "'spec':{'poolRef':{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'nodes'},"
     "'clusterName':'prod'},"
@@ -188,10 +189,10 @@ static void test_annotations_kept(void **state)
 	         "'cluster.x-k8s.io/paused':'true','example.com/x':'y'},"
 	         "'labels':{'example.com/x':'y'},'deletionTimestamp':'2026-01-03T00:00:00Z'}}");
 	json_t *t = pk_trim_claim(claim);
-	assert_json(
-	    t, "{'metadata':{'name':'c','annotations':{"
-	       "'clusterctl.cluster.x-k8s.io/delete-for-move':'',"
-	       "'cluster.x-k8s.io/paused':'true'},'deletionTimestamp':'2026-01-03T00:00:00Z'}}");
+	assert_json(t,
+	            "{'metadata':{'name':'c','annotations':{"
+	            "'clusterctl.cluster.x-k8s.io/delete-for-move':'',"
+	            "'cluster.x-k8s.io/paused':''},'deletionTimestamp':'2026-01-03T00:00:00Z'}}");
 	json_decref(t);
 	json_decref(claim);
 
@@ -225,7 +226,7 @@ static void test_shares_nothing(void **state)
 	json_object_set_new(json_object_get(t, "metadata"), "name", json_string("renamed"));
 	json_decref(claim);
 	assert_json(json_object_get(json_object_get(t, "metadata"), "finalizers"),
-	            "['other.example.com/hold','ipam.poolkeeper.io/release-address']");
+	            "[1,'ipam.poolkeeper.io/release-address']");
 	assert_json(json_object_get(json_object_get(t, "spec"), "poolRef"),
 	            "{'apiGroup':'ipam.poolkeeper.io','kind':'IPPool','name':'nodes'}");
 	json_decref(t);
@@ -344,16 +345,21 @@ static const char *const pool_reads[][5] = {
     {"metadata", "uid"},
     {"metadata", "generation"},
     {"metadata", "deletionTimestamp"},
-    {"metadata", "annotations", PK_PAUSED_ANNOTATION},
     {"spec"},
     {"status", "quarantinedAddresses"},
 };
 static const char *const cluster_reads[][5] = {
     {"metadata", "name"},
     {"metadata", "namespace"},
-    {"metadata", "annotations", PK_PAUSED_ANNOTATION},
     {"spec", "paused"},
 };
+/* Annotations read by their key alone (informers.c's pause changes; decide.c reads them
+ * through the facts). */
+static const char *const pool_keys[][5] = {{"metadata", "annotations", PK_PAUSED_ANNOTATION}};
+static const char *const cluster_keys[][5] = {{"metadata", "annotations", PK_PAUSED_ANNOTATION}};
+static const char *const claim_keys[][5] = {
+    {"metadata", "annotations", PK_PAUSED_ANNOTATION},
+    {"metadata", "annotations", PK_DELETE_FOR_MOVE_ANNOTATION}};
 
 static void same_reads(const json_t *a, const json_t *b, const char *const (*reads)[5], size_t n,
                        const char *kind)
@@ -364,6 +370,14 @@ static void same_reads(const json_t *a, const json_t *b, const char *const (*rea
 		         reads[i][1] ? reads[i][1] : "", reads[i][2] ? reads[i][2] : "");
 		same_json(at(a, reads[i]), at(b, reads[i]), what);
 	}
+}
+
+static void same_keys(const json_t *a, const json_t *b, const char *const (*keys)[5], size_t n,
+                      const char *kind)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((at(a, keys[i]) == NULL) != (at(b, keys[i]) == NULL))
+			fail_msg("%s: %s %s: there in one only", context, kind, keys[i][2]);
 }
 
 /* The facts decide.c finds, and the members read directly. */
@@ -396,13 +410,17 @@ static void agree_facts(const struct objs *w, const struct objs *t)
 	           "pool");
 	same_reads(w->cluster, t->cluster, cluster_reads,
 	           sizeof(cluster_reads) / sizeof(cluster_reads[0]), "cluster");
+	same_keys(w->claim, t->claim, claim_keys, sizeof(claim_keys) / sizeof(claim_keys[0]),
+	          "claim");
+	same_keys(w->pool, t->pool, pool_keys, 1, "pool");
+	same_keys(w->cluster, t->cluster, cluster_keys, 1, "cluster");
 }
 
-/* Finalizer patches: resourceVersion and the entry's index. */
+/* Finalizer patches: resourceVersion and the entry's index. Only poolkeeper's own finalizers
+ * are ever added or removed, so only they are kept (trim.h). */
 static void agree_finalizer_patches(const struct objs *w, const struct objs *t)
 {
-	const char *fins[] = {PK_CLAIM_FINALIZER, PK_ADDRESS_FINALIZER, PK_POOL_FINALIZER,
-	                      "other.example.com/hold"};
+	const char *fins[] = {PK_CLAIM_FINALIZER, PK_ADDRESS_FINALIZER, PK_POOL_FINALIZER};
 	const json_t *objs[][2] = {
 	    {w->claim, t->claim}, {w->address, t->address}, {w->pool, t->pool}};
 	for (size_t o = 0; o < 3; o++) {
@@ -600,6 +618,24 @@ static const struct change changes[] = {
     {ADDRESS_, {"metadata", "ownerReferences", "1", "controller"}, "true"},
     {ADDRESS_, {"metadata", "ownerReferences", "0"}, NULL},
     {ADDRESS_, {"metadata", "finalizers"}, "[]"},
+    /* finalizers: poolkeeper's at other indexes, twice, beside others' */
+    {CLAIM_, {"metadata", "finalizers"}, "['ipam.poolkeeper.io/release-address']"},
+    {CLAIM_,
+     {"metadata", "finalizers"},
+     "['ipam.poolkeeper.io/release-address','a.io/b','ipam.poolkeeper.io/release-address']"},
+    {CLAIM_,
+     {"metadata", "finalizers"},
+     "['a.io/b','ipam.poolkeeper.io/protect-pool','c.io/d','e.io/f',"
+     "'ipam.poolkeeper.io/release-address','g.io/h']"},
+    {CLAIM_, {"metadata", "finalizers"}, "['a.io/b','c.io/d']"},
+    {CLAIM_, {"metadata", "finalizers"}, "[4,'ipam.poolkeeper.io/release-address']"},
+    {CLAIM_, {"metadata", "finalizers"}, "[-3,0,'ipam.poolkeeper.io/release-address']"},
+    {ADDRESS_,
+     {"metadata", "finalizers"},
+     "['x.io/y','z.io/w','ipam.poolkeeper.io/protect-address','x.io/y']"},
+    {POOL_,
+     {"metadata", "finalizers"},
+     "['x.io/y','ipam.poolkeeper.io/protect-address','ipam.poolkeeper.io/protect-pool']"},
     /* wrong JSON types and missing parts */
     {CLAIM_, {"apiVersion"}, "7"},
     {CLAIM_, {"metadata"}, "'x'"},
@@ -754,6 +790,140 @@ static void test_nul_strings_kept_whole(void **state)
 	json_decref(a);
 }
 
+/* ---- a tenant's long finalizer lists and other providers' claims ---- */
+
+/* n finalizers of another party, 277 bytes each (the 1.19 MB claims of issue 20), with
+ * poolkeeper's own at index `at` (none when at is n or more). */
+static void set_finalizers(json_t *obj, size_t n, size_t at)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++) {
+		char f[278];
+		int w = snprintf(f, sizeof(f), "tenant.example.com/hold-%zu-", i);
+		while (w < 277)
+			f[w++] = 'x';
+		f[277] = '\0';
+		assert_int_equal(
+		    json_array_append_new(list, json_string(i == at ? PK_CLAIM_FINALIZER : f)), 0);
+	}
+	assert_int_equal(json_object_set_new(json_object_get(obj, "metadata"), "finalizers", list),
+	                 0);
+}
+
+static size_t text_size(const json_t *o)
+{
+	char *t = json_dumps(o, JSON_COMPACT);
+	assert_non_null(t);
+	size_t n = strlen(t);
+	free(t);
+	return n;
+}
+
+static void test_long_finalizer_list(void **state)
+{
+	(void)state;
+	static const size_t at[] = {2150, 0, 4299, 4300};
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		snprintf(context, sizeof(context), "4,300 finalizers, poolkeeper's at %zu", at[i]);
+		struct objs w, t;
+		load_all(&w);
+		set_finalizers(w.claim, 4300, at[i]);
+		assert_true(text_size(w.claim) > 1190000);
+		trim_all(&w, &t);
+		/* the recorded claim trims to 700 bytes of text: a few more for the run lengths */
+		size_t n = text_size(t.claim);
+		if (n > 800)
+			fail_msg("%s: trimmed to %zu bytes", context, n);
+		assert_int_equal(pk_objects_has_finalizer(t.claim, PK_CLAIM_FINALIZER),
+		                 at[i] < 4300);
+		json_t *rm = pk_objects_finalizer_remove_patch(t.claim, PK_CLAIM_FINALIZER);
+		if (at[i] < 4300) {
+			char path[64];
+			snprintf(path, sizeof(path), "/metadata/finalizers/%zu", at[i]);
+			assert_non_null(rm);
+			assert_string_equal(
+			    json_string_value(json_object_get(json_array_get(rm, 2), "path")),
+			    path);
+		} else {
+			assert_null(rm);
+		}
+		json_decref(rm);
+		agree(&w, &t);
+		free_all(&t);
+		free_all(&w);
+	}
+	snprintf(context, sizeof(context), "recorded objects");
+}
+
+/* The decision on a claim, from the objects a pass reads. */
+static void decision_of(const struct objs *o, struct pk_claim_decision *d)
+{
+	struct pk_claim_facts f;
+	facts_of(o, &f);
+	pk_claim_facts_check_address(&f, o->claim, o->address, NULL, false);
+	pk_decide_claim(&f, d);
+}
+
+static void test_foreign_claim(void **state)
+{
+	(void)state;
+	const char *refs[] = {
+	    "{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'nodes'}",
+	    "{'apiGroup':'ipam.poolkeeper.io','kind':'Pool','name':'nodes'}",
+	    "{'kind':'IPPool','name':'nodes'}",
+	};
+	for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+		struct objs w, t;
+		load_all(&w);
+		set_finalizers(w.claim, 4300, 4300);
+		assert_int_equal(
+		    json_object_set_new(json_object_get(w.claim, "spec"), "poolRef", load(refs[i])),
+		    0);
+		assert_false(
+		    pk_rules_is_poolkeeper_pool_ref(pk_json_path(w.claim, "spec", "poolRef")));
+		trim_all(&w, &t);
+		json_decref(t.claim);
+		t.claim = kept(pk_trim_foreign_claim(w.claim));
+		assert_json(t.claim,
+		            "{'metadata':{'name':'prod-md-0-x7k2p-ip-0','namespace':'team-a',"
+		            "'uid':'5b0c7a1e-0000-4000-8000-000000000001',"
+		            "'resourceVersion':'48213'}}");
+		/* deleted or not: not ours, and nothing is done */
+		for (int deleting = 0; deleting <= 1; deleting++) {
+			if (deleting)
+				set_at(w.claim,
+				       (const char *const[]){"metadata", "deletionTimestamp", NULL},
+				       "'2026-01-03T00:00:00Z'");
+			struct pk_claim_decision dw, dt;
+			decision_of(&w, &dw);
+			decision_of(&t, &dt);
+			assert_int_equal(dw.action, PK_ACT_NONE);
+			assert_int_equal(dt.action, dw.action);
+			assert_string_equal(dt.reason, dw.reason);
+			assert_string_equal(dt.message, dw.message);
+		}
+		free_all(&t);
+		free_all(&w);
+	}
+}
+
+/* The same trimmed copy whatever the list held before: trimming a trimmed copy again (run
+ * lengths and all) changes nothing. */
+static void test_finalizer_runs_trim_again(void **state)
+{
+	(void)state;
+	json_t *claim = recorded(CLAIM);
+	set_finalizers(claim, 300, 120);
+	json_t *t = pk_trim_claim(claim);
+	assert_json(json_object_get(json_object_get(t, "metadata"), "finalizers"),
+	            "[120,'ipam.poolkeeper.io/release-address',179]");
+	json_t *again = pk_trim_claim(t);
+	assert_true(json_equal(t, again));
+	json_decref(again);
+	json_decref(t);
+	json_decref(claim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -765,6 +935,9 @@ int main(void)
 	    cmocka_unit_test(test_readers_agree),
 	    cmocka_unit_test(test_readers_agree_on_changed_and_malformed_objects),
 	    cmocka_unit_test(test_readers_agree_without_the_others),
+	    cmocka_unit_test(test_long_finalizer_list),
+	    cmocka_unit_test(test_foreign_claim),
+	    cmocka_unit_test(test_finalizer_runs_trim_again),
 	};
 	return cmocka_run_group_tests_name("trim", tests, NULL, NULL);
 }

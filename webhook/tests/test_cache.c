@@ -17,12 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "admission.h"
 #include "api.h"
 #include "cache.h"
+#include "json.h"
+#include "log.h"
 #include "rules.h"
 #include "strmap.h"
 
@@ -497,6 +500,151 @@ static void test_admission_over_the_cache(void **state)
 	json_decref(old);
 }
 
+/* ---- what a tenant's claims and an oversized object cost ---- */
+
+/* n finalizers of another party, 277 bytes each (the 1.19 MB claims of issue 20), with
+ * poolkeeper's own at index `at` (none when at is n or more). */
+static void add_finalizers(json_t *obj, size_t n, size_t at)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++) {
+		char f[278];
+		int w = snprintf(f, sizeof(f), "tenant.example.com/hold-%zu-", i);
+		while (w < 277)
+			f[w++] = 'x';
+		f[277] = '\0';
+		json_array_append_new(list, json_string(i == at ? PK_CLAIM_FINALIZER : f));
+	}
+	json_object_set_new(json_object_get(obj, "metadata"), "finalizers", list);
+}
+
+static size_t text_size(const json_t *o)
+{
+	char *t = json_dumps(o, JSON_COMPACT);
+	assert_non_null(t);
+	size_t n = strlen(t);
+	free(t);
+	return n;
+}
+
+/* The IPAddress check's verdict on an address naming the claim, as words. */
+static void claim_check(const json_t *claim, char *buf, size_t len)
+{
+	json_t *a = address("a", "m-1", "10.1.0.5", PK_POOL_KIND, "nodes");
+	struct pk_violations vs;
+	pk_violations_init(&vs);
+	pk_rules_check_ipaddress_claim(a, claim, &vs);
+	pk_violations_join(&vs, PK_SEV_DENY, buf, len);
+	json_decref(a);
+}
+
+static void test_long_finalizer_lists(void **state)
+{
+	struct fixture *f = *state;
+	struct pk_err err;
+	json_t *o = NULL;
+	/* a claim of poolkeeper's with 4,300 other finalizers: its own is kept, and where */
+	json_t *c = claim("a", "m-1", "nodes");
+	add_finalizers(c, 4300, 2150);
+	assert_true(text_size(c) > 1100000);
+	ev_put(f, PK_CACHE_CLAIMS, c);
+	assert_int_equal(pk_cache_get_claim(f->c, "a", "m-1", &o, &err), PK_OK);
+	assert_non_null(o);
+	assert_true(text_size(o) < 600);
+	char *fins = json_dumps(pk_json_path(o, "metadata", "finalizers"), JSON_COMPACT);
+	assert_string_equal(fins, "[2150,\"" PK_CLAIM_FINALIZER "\",2149]");
+	free(fins);
+	/* what the checks read is still there (the negative case: nothing else changed) */
+	assert_string_equal(pk_json_cstr_path(o, "spec", "poolRef", "name"), "nodes");
+	assert_string_equal(pk_json_cstr_path(o, "status", "addressRef", "name"), "m-1");
+	json_decref(o);
+	assert_int_equal(pk_cache_oversized(f->c), 0);
+}
+
+static void test_foreign_claims_keep_their_identity(void **state)
+{
+	struct fixture *f = *state;
+	struct pk_err err;
+	json_t *o = NULL;
+	char want[1024], got[1024];
+	/* no claim at all: what the IPAddress check says */
+	claim_check(NULL, want, sizeof(want));
+	assert_true(want[0] != '\0');
+
+	json_t *c = claim("a", "m-1", "nodes");
+	json_object_set_new(pk_json_path(c, "spec", "poolRef"), "apiGroup",
+	                    json_string("ipam.cluster.x-k8s.io"));
+	json_object_set_new(pk_json_path(c, "spec", "poolRef"), "kind",
+	                    json_string("InClusterIPPool"));
+	json_object_set_new(json_object_get(c, "metadata"), "resourceVersion", json_string("7"));
+	add_finalizers(c, 4300, 4300);
+	/* the whole claim gives the same verdict as none */
+	claim_check(c, got, sizeof(got));
+	assert_string_equal(got, want);
+	ev_put(f, PK_CACHE_CLAIMS, c);
+	assert_int_equal(pk_cache_get_claim(f->c, "a", "m-1", &o, &err), PK_OK);
+	assert_non_null(o);
+	char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(text, "{\"metadata\":{\"name\":\"m-1\",\"namespace\":\"a\","
+	                          "\"resourceVersion\":\"7\","
+	                          "\"uid\":\"5b1c7c48-9a5e-4f5b-8d6f-0c2f3a1b4d5e\"}}");
+	free(text);
+	/* and so does the kept copy */
+	claim_check(o, got, sizeof(got));
+	assert_string_equal(got, want);
+	json_decref(o);
+	assert_int_equal(pk_cache_count(f->c, PK_CACHE_CLAIMS), 1);
+}
+
+static void test_oversized_object_reported(void **state)
+{
+	struct fixture *f = *state;
+	struct pk_err err;
+	json_t *o = NULL;
+	/* a pool of 8,000 address entries of 80 characters: over the cap once packed */
+	json_t *p = pool(PK_POOL_KIND, "a", "huge", "10.1.0.0/16");
+	json_t *list = json_object_get(json_object_get(p, "spec"), "addresses");
+	for (int i = 0; i < 8000; i++) {
+		char e[96];
+		snprintf(e, sizeof(e),
+		         "fd00:%04x:0000:0000:0000:0000:0000:0000-fd00:%04x:0000:0000:0000:"
+		         "0000:ffff:ffff",
+		         i, i);
+		json_array_append_new(list, json_string(e));
+	}
+	char path[] = "/tmp/pk-test-cache-log-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	pk_log_set_fd(fd);
+	ev_put(f, PK_CACHE_IPPOOLS, p);
+	pk_log_set_fd(2);
+	char logged[2048] = "";
+	ssize_t n = pread(fd, logged, sizeof(logged) - 1, 0);
+	close(fd);
+	assert_true(n > 0);
+	logged[n] = '\0';
+	/* one line, naming the kind, the namespace, the name and the size */
+	assert_non_null(strstr(logged, "over the cache's cap"));
+	assert_non_null(strstr(logged, PK_POOL_KIND));
+	assert_non_null(strstr(logged, "huge"));
+	assert_non_null(strstr(logged, "bytes"));
+	assert_ptr_equal(strchr(logged, '\n'), logged + n - 1);
+	assert_int_equal(pk_cache_oversized(f->c), 1);
+	/* only its name is held: no spec, so no check finds addresses in it */
+	assert_int_equal(pk_cache_get_pool(f->c, PK_POOL_KIND, "a", "huge", &o, &err), PK_OK);
+	assert_non_null(o);
+	assert_null(json_object_get(o, "spec"));
+	assert_string_equal(pk_json_meta_cstr(o, "name"), "huge");
+	json_decref(o);
+	/* an ordinary pool beside it is kept whole, and not counted */
+	ev_put(f, PK_CACHE_IPPOOLS, pool(PK_POOL_KIND, "a", "nodes", "10.2.0.0/16"));
+	assert_int_equal(pk_cache_get_pool(f->c, PK_POOL_KIND, "a", "nodes", &o, &err), PK_OK);
+	assert_non_null(json_object_get(o, "spec"));
+	json_decref(o);
+	assert_int_equal(pk_cache_oversized(f->c), 1);
+}
+
 /* ---- an informer thread writing while admission threads read ---- */
 
 #define CHURN_ADDRESSES 200
@@ -584,6 +732,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_pools_and_claims, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ready_after_every_first_list, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_admission_over_the_cache, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_long_finalizer_lists, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_foreign_claims_keep_their_identity, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_oversized_object_reported, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reads_while_an_informer_writes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

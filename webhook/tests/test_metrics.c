@@ -33,7 +33,29 @@ static void test_empty(void **state)
 	expect_line(t, "# TYPE poolkeeper_webhook_request_duration_seconds histogram");
 	expect_line(t, "poolkeeper_webhook_certificate_reloads_total{result=\"failure\"} 0");
 	expect_line(t, "poolkeeper_webhook_certificate_expiry_timestamp_seconds 0");
+	expect_line(t, "poolkeeper_webhook_cache_oversized_objects_total 0");
 	assert_int_equal(t[len - 1], '\n');
+	free(t);
+	pk_metrics_free(m);
+}
+
+static unsigned long long three(void *ud)
+{
+	assert_ptr_equal(ud, &three);
+	return 3;
+}
+
+/* The cache's count of objects over its cap, read at each render. */
+static void test_oversized_source(void **state)
+{
+	(void)state;
+	struct pk_metrics *m = pk_metrics_new();
+	pk_metrics_set_oversized_source(m, three, (void *)&three);
+	size_t len = 0;
+	char *t = pk_metrics_render(m, &len);
+	assert_non_null(t);
+	expect_line(t, "# TYPE poolkeeper_webhook_cache_oversized_objects_total counter");
+	expect_line(t, "poolkeeper_webhook_cache_oversized_objects_total 3");
 	free(t);
 	pk_metrics_free(m);
 }
@@ -230,7 +252,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_empty),           cmocka_unit_test(test_counts),
 	    cmocka_unit_test(test_repairs),         cmocka_unit_test(test_repair_kinds_bounded),
-	    cmocka_unit_test(test_repairs_threads),
+	    cmocka_unit_test(test_repairs_threads), cmocka_unit_test(test_oversized_source),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
