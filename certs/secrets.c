@@ -46,6 +46,23 @@ int pk_secrets_get(struct pk_kube_client *c, const char *ns, const char *name, j
 		                  "choose another name)",
 		                  object, q, PK_SECRET_TLS_TYPE);
 	}
+	/* Someone else's certificate under this name (a provided one, cert-manager's) is
+	 * not ours to overwrite. */
+	const char *by = pk_json_cstr_path(obj, "metadata", "labels", PK_MANAGED_BY_LABEL);
+	if (by == NULL || strcmp(by, PK_CERTS_MANAGED_BY) != 0) {
+		char q[300] = "";
+		if (by != NULL)
+			pk_text_quote(by, strlen(by), q, sizeof(q));
+		json_decref(obj);
+		return pk_err_set(
+		    err, PK_ERR_INVALID,
+		    "%s: a " PK_SECRET_TLS_TYPE " Secret poolkeeper-certs did not make: "
+		    "label " PK_MANAGED_BY_LABEL " is %s%s%s, not " PK_CERTS_MANAGED_BY
+		    "; it is left as it is (delete it, choose another name, or label "
+		    "it " PK_MANAGED_BY_LABEL "=" PK_CERTS_MANAGED_BY " to hand it over)",
+		    object, by != NULL ? "\"" : "", by != NULL ? q : "missing",
+		    by != NULL ? "\"" : "");
+	}
 	*out = obj;
 	return PK_OK;
 }
@@ -94,7 +111,7 @@ json_t *pk_secrets_build(const json_t *existing, const char *ns, const char *nam
 	} else {
 		obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:s}", "apiVersion",
 		                PK_CORE_VERSION, "kind", PK_SECRET_KIND, "metadata", "name", name,
-		                "namespace", ns, "labels", PK_MANAGED_BY_LABEL, "poolkeeper-certs",
+		                "namespace", ns, "labels", PK_MANAGED_BY_LABEL, PK_CERTS_MANAGED_BY,
 		                PK_PROVIDER_LABEL, "ipam-poolkeeper", "type", PK_SECRET_TLS_TYPE);
 	}
 	json_t *data = obj != NULL ? child(obj, "data") : NULL;

@@ -6,8 +6,10 @@
  * which the webhook never mounts.
  *
  * A Secret of any other type is never changed: reading one is an error
- * naming it. Writes keep the keys, labels and annotations others put there.
- * Updates are conditional on the resourceVersion read.
+ * naming it. Nor is a kubernetes.io/tls Secret poolkeeper-certs did not
+ * make: one that lacks the label app.kubernetes.io/managed-by=
+ * poolkeeper-certs, which every Secret it creates carries. Writes keep the keys, labels and
+ * annotations others put there. Updates are conditional on the resourceVersion read.
  *
  * No logging. JSON results are new references the caller json_decrefs;
  * strings through char ** are the caller's to free.
@@ -24,6 +26,8 @@
 #include "pk.h"
 
 #define PK_SECRET_TLS_TYPE "kubernetes.io/tls"
+/* The value of PK_MANAGED_BY_LABEL on the Secrets poolkeeper-certs creates, and owns. */
+#define PK_CERTS_MANAGED_BY "poolkeeper-certs"
 /* Longest Secret name (a DNS subdomain, RFC 1123). */
 #define PK_SECRET_NAME_MAX 253
 
@@ -36,8 +40,9 @@ struct pk_secret_kv {
 
 /*
  * GET Secret ns/name into *out; a Secret that does not exist is PK_OK with
- * *out NULL. One of another type than kubernetes.io/tls is PK_ERR_INVALID
- * (err names it and its type); other failures per apierr.h.
+ * *out NULL. One of another type than kubernetes.io/tls, or without the
+ * label app.kubernetes.io/managed-by=poolkeeper-certs, is PK_ERR_INVALID
+ * (err names it, and its type or the label); other failures per apierr.h.
  */
 PK_MUST_CHECK int pk_secrets_get(struct pk_kube_client *c, const char *ns, const char *name,
                                  json_t **out, struct pk_err *err);

@@ -492,7 +492,7 @@ void pk_convert_write_summary(FILE *f, const struct pk_convert *c)
 
 /* ---- the command ---- */
 
-enum convert_flag { C_OUTPUT, C_NAMESPACE, C_RECURSIVE, C_HELP, C_COUNT };
+enum convert_flag { C_OUTPUT, C_NAMESPACE, C_RECURSIVE, C_FOLLOW_SYMLINKS, C_HELP, C_COUNT };
 
 static const struct pk_flag convert_flags[C_COUNT] = {
     [C_OUTPUT] = {"output", 'o', PK_FLAG_STRING, NULL, "FILE",
@@ -502,6 +502,9 @@ static const struct pk_flag convert_flags[C_COUNT] = {
                      "the objects convert rewrites; \"default\" otherwise)"},
     [C_RECURSIVE] = {"recursive", 'R', PK_FLAG_BOOL, NULL, NULL,
                      "descend into subdirectories of DIR arguments"},
+    [C_FOLLOW_SYMLINKS] = {"follow-symlinks", 0, PK_FLAG_BOOL, NULL, NULL,
+                           "follow symbolic links that lead out of a DIR argument's tree "
+                           "(by default such a link is reported and not read)"},
     [C_HELP] = PK_FLAG_DEF_HELP,
 };
 
@@ -530,7 +533,7 @@ static int convert_one(struct pk_convert *c, const char *path)
 	const char *name = std_in ? "(stdin)" : path;
 	int rc = std_in ? pk_manifest_read_fd(STDIN_FILENO, name, PK_MANIFEST_MAX_BYTES, &buf, &len,
 	                                      &err)
-	                : pk_manifest_read_file(path, PK_MANIFEST_MAX_BYTES, &buf, &len, &err);
+	                : pk_manifest_read_regular(path, PK_MANIFEST_MAX_BYTES, &buf, &len, &err);
 	if (rc != PK_OK)
 		return pk_convert_add_unreadable(c, err.msg);
 	rc = pk_convert_add_buffer(c, buf, len, name);
@@ -538,14 +541,19 @@ static int convert_one(struct pk_convert *c, const char *path)
 	return rc;
 }
 
-static int convert_inputs(struct pk_convert *c, const char **pos, size_t npos, bool recursive)
+static int convert_inputs(struct pk_convert *c, const char **pos, size_t npos, unsigned flags)
 {
 	struct pk_inputs in = {0};
 	struct pk_err err = {{0}};
 	int rc = PK_OK;
-	for (size_t i = 0; i < npos && rc == PK_OK; i++)
-		if (pk_inputs_add(&in, pos[i], recursive, NULL, &err) != PK_OK)
+	for (size_t i = 0; i < npos && rc == PK_OK; i++) {
+		size_t bad = in.n_bad;
+		if (pk_inputs_add(&in, pos[i], flags, NULL, &err) != PK_OK)
 			rc = pk_convert_add_unreadable(c, err.msg);
+		/* entries the walk could not use: unreadable too, so nothing is written */
+		for (; bad < in.n_bad && rc == PK_OK; bad++)
+			rc = pk_convert_add_unreadable(c, in.bad[bad].message);
+	}
 	for (size_t i = 0; i < in.n && rc == PK_OK; i++)
 		rc = convert_one(c, in.paths[i]);
 	pk_inputs_free(&in);
@@ -576,7 +584,11 @@ static int convert_and_write(const struct pk_flag_value *vals, const char **pos,
 	struct pk_convert *c = pk_convert_new(vals[C_NAMESPACE].str);
 	int status = 2;
 	if (c == NULL ||
-	    convert_inputs(c, pos, npos, pk_flags_get_bool(vals, C_RECURSIVE)) != PK_OK) {
+	    convert_inputs(
+	        c, pos, npos,
+	        (pk_flags_get_bool(vals, C_RECURSIVE) ? PK_INPUTS_RECURSIVE : 0) |
+	            (pk_flags_get_bool(vals, C_FOLLOW_SYMLINKS) ? PK_INPUTS_FOLLOW_SYMLINKS : 0)) !=
+	        PK_OK) {
 		fprintf(stderr, "poolkeeper convert: out of memory\n");
 		pk_convert_free(c);
 		return 2;

@@ -3,12 +3,15 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "buf.h"
+#include "manifest.h"
 
 static int push(struct pk_inputs *in, const char *path, struct pk_err *err)
 {
@@ -145,38 +148,108 @@ static int list_dir(const char *dir, char ***out, size_t *count, struct pk_err *
 	return rc;
 }
 
-static int add_dir(struct pk_inputs *in, const char *dir, bool recursive, unsigned depth,
-                   struct pk_err *err);
+/* One argument's walk: where it started (resolved) and how it goes. */
+struct walk {
+	struct pk_inputs *in;
+	unsigned flags; /* PK_INPUTS_* */
+	char *root;     /* the argument's real path; NULL with PK_INPUTS_FOLLOW_SYMLINKS */
+	struct pk_err *err;
+};
 
-/* One entry of a directory: a manifest, a directory to walk, or a bad entry. */
-static int add_entry(struct pk_inputs *in, const char *path, const char *name, bool recursive,
-                     unsigned depth, struct pk_err *err)
+static int bad_entry(const struct walk *w, const char *path, const char *message)
 {
-	struct stat st;
-	bool seen;
-	if (stat(path, &st) != 0) {
-		/* A dangling symlink among manifests is worth reporting. */
-		if (!pk_inputs_is_manifest_name(name))
-			return PK_OK;
-		struct pk_err why = {{0}};
-		fail_errno(&why, path, "read", errno);
-		return add_bad(in, path, why.msg) == PK_OK
-		           ? PK_OK
-		           : pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	}
-	if (S_ISDIR(st.st_mode)) {
-		if (!recursive)
-			return PK_OK;
-		if (seen_dir(in, &st, &seen) != PK_OK)
-			return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-		return seen ? PK_OK : add_dir(in, path, recursive, depth + 1, err);
-	}
-	return pk_inputs_is_manifest_name(name) ? push(in, path, err) : PK_OK;
+	return add_bad(w->in, path, message) == PK_OK
+	           ? PK_OK
+	           : pk_err_set(w->err, PK_ERR_NOMEM, "out of memory");
 }
 
-static int add_dir(struct pk_inputs *in, const char *dir, bool recursive, unsigned depth,
-                   struct pk_err *err)
+/* A bad entry whose message is formatted; its buffer holds two whole paths and leaves
+ * the stack before the walk goes deeper. */
+PK_PRINTF(3, 4)
+__attribute__((noinline)) static int bad_entryf(const struct walk *w, const char *path,
+                                                const char *fmt, ...)
 {
+	char message[2 * PATH_MAX + 256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	return bad_entry(w, path, message);
+}
+
+/*
+ * A symbolic link that leads out of the argument's tree is not followed:
+ * `*out` is then set, and the link reported if the walk would have read it
+ * or entered it. A tree from "/" holds everything; a dangling link is left
+ * for stat to report.
+ */
+__attribute__((noinline)) static int link_out_of_tree(const struct walk *w, const char *path,
+                                                      bool manifest, bool *out)
+{
+	*out = false;
+	char *real = realpath(path, NULL);
+	if (real == NULL)
+		return PK_OK;
+	size_t n = strlen(w->root);
+	*out = strcmp(w->root, "/") != 0 &&
+	       (strncmp(real, w->root, n) != 0 || (real[n] != '/' && real[n] != '\0'));
+	struct stat st;
+	bool dir = stat(real, &st) == 0 && S_ISDIR(st.st_mode);
+	int rc = PK_OK;
+	if (*out && (manifest || (dir && (w->flags & PK_INPUTS_RECURSIVE))))
+		rc = bad_entryf(w, path,
+		                "%s: skipped: a symbolic link to %s, outside %s "
+		                "(--follow-symlinks reads it)",
+		                path, real, w->root);
+	free(real);
+	return rc;
+}
+
+static int add_dir(const struct walk *w, const char *dir, unsigned depth);
+
+/*
+ * One entry of a directory: a manifest, a directory to walk, or a bad entry.
+ * Only regular files are read, so that a FIFO named *.yaml cannot stall the
+ * run; a link out of the tree is not followed unless the flags say so.
+ */
+static int add_entry(const struct walk *w, const char *path, const char *name, unsigned depth)
+{
+	struct stat st;
+	bool seen, manifest = pk_inputs_is_manifest_name(name);
+	if (lstat(path, &st) != 0)
+		return PK_OK; /* gone since it was listed */
+	if (S_ISLNK(st.st_mode) && w->root != NULL) {
+		bool out;
+		int rc = link_out_of_tree(w, path, manifest, &out);
+		if (rc != PK_OK || out)
+			return rc;
+	}
+	if (stat(path, &st) != 0) {
+		/* A dangling symlink among manifests is worth reporting. */
+		if (!manifest)
+			return PK_OK;
+		struct pk_err e = {{0}};
+		fail_errno(&e, path, "read", errno);
+		return bad_entry(w, path, e.msg);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (!(w->flags & PK_INPUTS_RECURSIVE))
+			return PK_OK;
+		if (seen_dir(w->in, &st, &seen) != PK_OK)
+			return pk_err_set(w->err, PK_ERR_NOMEM, "out of memory");
+		return seen ? PK_OK : add_dir(w, path, depth + 1);
+	}
+	if (!manifest)
+		return PK_OK;
+	if (!S_ISREG(st.st_mode))
+		return bad_entryf(w, path, "%s: skipped: %s, not a regular file", path,
+		                  pk_manifest_file_kind(st.st_mode));
+	return push(w->in, path, w->err);
+}
+
+static int add_dir(const struct walk *w, const char *dir, unsigned depth)
+{
+	struct pk_err *err = w->err;
 	char **names = NULL;
 	size_t n = 0;
 	if (depth > PK_INPUTS_MAX_DEPTH)
@@ -187,13 +260,11 @@ static int add_dir(struct pk_inputs *in, const char *dir, bool recursive, unsign
 		if (depth == 0 || rc != PK_ERR_INVALID)
 			return rc;
 		/* A subdirectory that cannot be listed is a bad entry; the walk goes on. */
-		return add_bad(in, dir, err->msg) == PK_OK
-		           ? PK_OK
-		           : pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+		return bad_entry(w, dir, err->msg);
 	}
 	for (size_t i = 0; rc == PK_OK && i < n; i++) {
 		char *path = join(dir, names[i]);
-		rc = path ? add_entry(in, path, names[i], recursive, depth, err)
+		rc = path ? add_entry(w, path, names[i], depth)
 		          : pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 		free(path);
 	}
@@ -201,7 +272,25 @@ static int add_dir(struct pk_inputs *in, const char *dir, bool recursive, unsign
 	return rc;
 }
 
-int pk_inputs_add(struct pk_inputs *in, const char *arg, bool recursive, size_t *found,
+/* A directory argument: its tree, from its real path unless links may leave it. */
+static int add_tree(struct pk_inputs *in, const char *arg, const struct stat *st, unsigned flags,
+                    struct pk_err *err)
+{
+	bool seen;
+	struct walk w = {.in = in, .flags = flags, .err = err};
+	if (seen_dir(in, st, &seen) != PK_OK)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	if (seen)
+		return PK_OK;
+	if (!(flags & PK_INPUTS_FOLLOW_SYMLINKS) && (w.root = realpath(arg, NULL)) == NULL)
+		return errno == ENOMEM ? pk_err_set(err, PK_ERR_NOMEM, "out of memory")
+		                       : fail_errno(err, arg, "resolve", errno);
+	int rc = add_dir(&w, arg, 0);
+	free(w.root);
+	return rc;
+}
+
+int pk_inputs_add(struct pk_inputs *in, const char *arg, unsigned flags, size_t *found,
                   struct pk_err *err)
 {
 	size_t before = in->n;
@@ -211,14 +300,13 @@ int pk_inputs_add(struct pk_inputs *in, const char *arg, bool recursive, size_t 
 		rc = push(in, arg, err);
 	else if (stat(arg, &st) != 0)
 		rc = fail_errno(err, arg, "read", errno);
-	else if (S_ISDIR(st.st_mode)) {
-		bool seen;
-		rc = seen_dir(in, &st, &seen);
-		if (rc != PK_OK)
-			rc = pk_err_set(err, rc, "out of memory");
-		else if (!seen)
-			rc = add_dir(in, arg, recursive, 0, err);
-	} else
+	else if (S_ISDIR(st.st_mode))
+		rc = add_tree(in, arg, &st, flags, err);
+	else if (!S_ISREG(st.st_mode))
+		rc = pk_err_set(err, PK_ERR_INVALID,
+		                "%s: skipped: %s, not a regular file (pipe it to - instead)", arg,
+		                pk_manifest_file_kind(st.st_mode));
+	else
 		rc = push(in, arg, err);
 	if (found != NULL)
 		*found = in->n - before;

@@ -2,15 +2,19 @@
  * inputs.h - turning lint's FILE|DIR|- arguments into the list of files to
  * read.
  *
- * A file named on the command line is read whatever its name. "-" stands
- * for standard input. A directory contributes its *.yaml, *.yml and *.json
- * entries, sorted by name, skipping names that start with '.', and, when
- * `recursive` is set (lint's default; --no-recursive turns it off), its
- * subdirectories' in turn, so a kustomize base and its overlays are found.
- * Symbolic links to directories are followed, each directory once per run
- * (by device and inode), so a link loop ends where it started. An entry
- * that cannot be used (a dangling *.yaml link, a subdirectory that cannot
- * be listed) is kept in `bad` and the walk goes on.
+ * A file named on the command line is read whatever its name, if it is a
+ * regular file. "-" stands for standard input. A directory contributes its
+ * *.yaml, *.yml and *.json entries, sorted by name, skipping names that
+ * start with '.', and, with PK_INPUTS_RECURSIVE (lint's default;
+ * --no-recursive turns it off), its subdirectories' in turn, so a
+ * kustomize base and its overlays are found. Only regular files are
+ * taken, so a FIFO named *.yaml in an untrusted tree cannot stall the run.
+ * A symbolic link is followed only where it stays inside the argument's
+ * tree (by real path), unless PK_INPUTS_FOLLOW_SYMLINKS; each directory is
+ * walked once per run (by device and inode), so a link loop ends where it
+ * started. An entry that cannot be used (a dangling *.yaml link, a link out
+ * of the tree, a FIFO, a subdirectory that cannot be listed) is kept in
+ * `bad` with the path and the reason, and the walk goes on.
  */
 #ifndef PK_INPUTS_H
 #define PK_INPUTS_H
@@ -21,6 +25,10 @@
 
 #define PK_INPUTS_MAX_FILES 100000 /* per run */
 #define PK_INPUTS_MAX_DEPTH 32     /* directory levels below an argument */
+
+/* pk_inputs_add's flags */
+#define PK_INPUTS_RECURSIVE       1u /* walk subdirectories */
+#define PK_INPUTS_FOLLOW_SYMLINKS 2u /* links may lead out of the argument's tree */
 
 struct pk_inputs_bad {
 	char *path;    /* owned */
@@ -41,13 +49,14 @@ struct pk_inputs {
 };
 
 /*
- * Appends what `arg` names. A path that does not exist or a directory that
+ * Appends what `arg` names, as `flags` (PK_INPUTS_*) say. A path that does
+ * not exist, is neither a directory nor a regular file, or a directory that
  * cannot be listed is PK_ERR_INVALID; more than PK_INPUTS_MAX_FILES files is
  * PK_ERR_TOO_BIG with the path and the reason in err;
  * what was added before stays. `*found` (may be NULL) is set to the number
  * of files this argument contributed.
  */
-PK_MUST_CHECK int pk_inputs_add(struct pk_inputs *in, const char *arg, bool recursive,
+PK_MUST_CHECK int pk_inputs_add(struct pk_inputs *in, const char *arg, unsigned flags,
                                 size_t *found, struct pk_err *err);
 
 /* True for names ending in .yaml, .yml or .json. */

@@ -235,7 +235,7 @@ static int load_path(struct files_job *j, size_t i, struct pk_violations *scratc
 		return PK_ERR_NOMEM;
 	size_t max = j->l->set.limits.max_bytes;
 	int rc = std_in ? pk_manifest_read_fd(STDIN_FILENO, b->source, max, &buf, &len, &err)
-	                : pk_manifest_read_file(b->source, max, &buf, &len, &err);
+	                : pk_manifest_read_regular(b->source, max, &buf, &len, &err);
 	if (rc != PK_OK) {
 		b->unreadable = true;
 		b->problem = strdup(err.msg);
@@ -388,8 +388,8 @@ static void place_findings(struct pk_lint *l)
 		size_t len = s < l->n_sources ? l->sources[s].text_len : 0;
 		struct pk_err err;
 		if (any && text == NULL &&
-		    pk_manifest_read_file(l->objects[i].source, l->set.limits.max_bytes, &read,
-		                          &len, &err) == PK_OK)
+		    pk_manifest_read_regular(l->objects[i].source, l->set.limits.max_bytes, &read,
+		                             &len, &err) == PK_OK)
 			text = read;
 		for (; any && i < end; i++)
 			lint_locate(&l->objects[i], &l->internal[i], text, len);

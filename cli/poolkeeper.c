@@ -35,6 +35,7 @@ enum lint_flag {
 	F_STRICT,
 	F_NO_RECURSIVE,
 	F_RECURSIVE,
+	F_FOLLOW_SYMLINKS,
 	F_MAX_FILE_SIZE,
 	F_JOBS,
 	F_VERBOSE,
@@ -59,6 +60,9 @@ static const struct pk_flag lint_flags[F_COUNT] = {
                         "do not descend into subdirectories of DIR arguments"},
     [F_RECURSIVE] = {"recursive", 'R', PK_FLAG_BOOL, NULL, NULL,
                      "descend into subdirectories (the default; kept for kubectl's -R)"},
+    [F_FOLLOW_SYMLINKS] = {"follow-symlinks", 0, PK_FLAG_BOOL, NULL, NULL,
+                           "follow symbolic links that lead out of a DIR argument's tree "
+                           "(by default such a link is reported and not read)"},
     [F_MAX_FILE_SIZE] = {"max-file-size", 0, PK_FLAG_UINT, "8388608", "1..17179869184",
                          "refuse files (and standard input) over this many bytes"},
     [F_JOBS] = {"jobs", 'j', PK_FLAG_UINT, "0", "0..64",
@@ -123,7 +127,7 @@ static int lint_bad_entries(struct pk_lint *l, const struct pk_inputs *in, size_
 }
 
 /* Reads every input the arguments name into the lint, then runs it. */
-static int lint_inputs(struct pk_lint *l, const char **pos, size_t npos, bool recursive,
+static int lint_inputs(struct pk_lint *l, const char **pos, size_t npos, unsigned flags,
                        bool verbose, unsigned jobs)
 {
 	struct pk_inputs in = {0};
@@ -131,7 +135,7 @@ static int lint_inputs(struct pk_lint *l, const char **pos, size_t npos, bool re
 	int rc = PK_OK;
 	for (size_t i = 0; i < npos && rc == PK_OK; i++) {
 		size_t found = 0, bad = in.n_bad;
-		int arc = pk_inputs_add(&in, pos[i], recursive, &found, &err);
+		int arc = pk_inputs_add(&in, pos[i], flags, &found, &err);
 		rc = lint_bad_entries(l, &in, bad);
 		if (rc != PK_OK || arc == PK_ERR_NOMEM) {
 			rc = PK_ERR_NOMEM;
@@ -187,7 +191,9 @@ static int lint_and_report(const struct pk_flag_value *vals, const char **pos, s
 	const char *output = pk_flags_get_string(lint_flags, vals, F_OUTPUT);
 	bool fail_warn = !strcmp(pk_flags_get_string(lint_flags, vals, F_FAIL_ON), "warning");
 	bool verbose = vals[F_VERBOSE].count > 0 && !pk_flags_get_bool(vals, F_QUIET);
-	bool recursive = !pk_flags_get_bool(vals, F_NO_RECURSIVE);
+	unsigned flags =
+	    (pk_flags_get_bool(vals, F_NO_RECURSIVE) ? 0 : PK_INPUTS_RECURSIVE) |
+	    (pk_flags_get_bool(vals, F_FOLLOW_SYMLINKS) ? PK_INPUTS_FOLLOW_SYMLINKS : 0);
 	enum pk_enforcement claims, foreign;
 	int status = EXIT_USAGE;
 
@@ -204,7 +210,7 @@ static int lint_and_report(const struct pk_flag_value *vals, const char **pos, s
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		jobs = cpus > 0 && cpus < PK_LINT_MAX_JOBS ? (unsigned)cpus : 1;
 	}
-	if (lint_inputs(l, pos, npos, recursive, verbose, jobs) != PK_OK ||
+	if (lint_inputs(l, pos, npos, flags, verbose, jobs) != PK_OK ||
 	    write_report(l, output, verbose, fail_warn) != PK_OK)
 		goto nomem;
 	status = pk_lint_exit_code(l, fail_warn);

@@ -580,7 +580,14 @@ static json_t *load_body(const char *body, size_t len, int *http_status, json_t 
 		            PK_ADMISSION_MAX_DEPTH);
 		return NULL;
 	}
-	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	/*
+	 * JSON_ALLOW_NUL: the API server accepts "\u0000" in strings it does not
+	 * validate (an annotation's value), so an object may hold one; refusing
+	 * the review would leave it never updatable, its finalizers never
+	 * removable. The rules read any string holding a NUL as invalid
+	 * (pk_json_cstr), so such a name or reference is denied by them.
+	 */
+	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (root == NULL)
 		bad_request(http_status, response, 400, "body is not JSON: %s at line %d column %d",
 		            jerr.text, jerr.line, jerr.column);

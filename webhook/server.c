@@ -141,7 +141,8 @@ static bool parse_fits(const char *body, size_t len, size_t *peak)
 	budget.peak = 0;
 	budget.over = false;
 	budget.limit = PK_SERVER_PARSE_BUDGET;
-	json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+	/* the flags pk_admission_review parses with, so that it is the same parse */
+	json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
 	bool over = budget.over;
 	*peak = budget.peak;
 	json_decref(doc); /* still armed: its frees are counted against this parse */

@@ -40,12 +40,14 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void put_secret(struct env *e, const char *name, const char *type, const char *key,
-                       const char *b64)
+/* Secret t/name, labelled as poolkeeper-certs labels its own. */
+static json_t *put_secret(struct env *e, const char *name, const char *type, const char *key,
+                          const char *b64)
 {
-	json_t *s = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion",
+	json_t *s = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s}}, s:{s:s}}", "apiVersion",
 	                      PK_CORE_VERSION, "kind", PK_SECRET_KIND, "metadata", "name", name,
-	                      "namespace", "t", "labels", "team", "a", "data", key, b64);
+	                      "namespace", "t", "labels", "team", "a", PK_MANAGED_BY_LABEL,
+	                      PK_CERTS_MANAGED_BY, "data", key, b64);
 	if (type != NULL)
 		json_object_set_new(s, "type", json_string(type));
 	json_object_set_new(json_object_get(s, "metadata"), "managedFields",
@@ -53,6 +55,7 @@ static void put_secret(struct env *e, const char *name, const char *type, const 
 	char path[256];
 	snprintf(path, sizeof(path), "%s/%s", FA_SECRETS, name);
 	fa_put(&e->api, path, s);
+	return s;
 }
 
 static void test_get(void **state)
@@ -105,6 +108,42 @@ static void test_get(void **state)
 	assert_non_null(strstr(err.msg, "Secret t/webhook-tls: get: forbidden: the identity needs "
 	                                "\"get\" on secrets in namespace t"));
 	assert_non_null(strstr(err.msg, "system:serviceaccount:t:certs"));
+}
+
+/* A kubernetes.io/tls Secret of that name that is not poolkeeper-certs' own: refused, named. */
+static void test_get_not_ours(void **state)
+{
+	struct env *e = *state;
+	struct pk_err err = {{0}};
+	json_t *obj = (json_t *)1;
+	json_t *s =
+	    json_deep_copy(put_secret(e, "webhook-tls", PK_SECRET_TLS_TYPE, "tls.crt", "eA=="));
+	json_object_del(json_object_get(json_object_get(s, "metadata"), "labels"),
+	                PK_MANAGED_BY_LABEL);
+	fa_put(&e->api, FA_SECRETS "/webhook-tls", s);
+	assert_int_equal(pk_secrets_get(e->cli, "t", "webhook-tls", &obj, &err), PK_ERR_INVALID);
+	assert_null(obj);
+	assert_non_null(strstr(err.msg, "Secret t/webhook-tls: a kubernetes.io/tls Secret "
+	                                "poolkeeper-certs did not make: label "
+	                                "app.kubernetes.io/managed-by is missing, not "
+	                                "poolkeeper-certs"));
+	assert_non_null(strstr(err.msg, "label it app.kubernetes.io/managed-by=poolkeeper-certs"));
+
+	/* another manager's (cert-manager's, Helm's) is not ours either */
+	s = json_deep_copy(s);
+	json_object_set_new(json_object_get(json_object_get(s, "metadata"), "labels"),
+	                    PK_MANAGED_BY_LABEL, json_string("Helm"));
+	fa_put(&e->api, FA_SECRETS "/webhook-tls", s);
+	assert_int_equal(pk_secrets_get(e->cli, "t", "webhook-tls", &obj, &err), PK_ERR_INVALID);
+	assert_non_null(strstr(err.msg, "label app.kubernetes.io/managed-by is \"Helm\", not "
+	                                "poolkeeper-certs"));
+
+	/* no labels at all */
+	s = json_deep_copy(s);
+	json_object_del(json_object_get(s, "metadata"), "labels");
+	fa_put(&e->api, FA_SECRETS "/webhook-tls", s);
+	assert_int_equal(pk_secrets_get(e->cli, "t", "webhook-tls", &obj, &err), PK_ERR_INVALID);
+	assert_non_null(strstr(err.msg, "is missing"));
 }
 
 static void test_build(void **state)
@@ -193,6 +232,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 	    T(test_get),
+	    T(test_get_not_ours),
 	    cmocka_unit_test(test_build),
 	    T(test_write),
 	};

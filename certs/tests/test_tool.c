@@ -287,6 +287,30 @@ static void test_wrong_type_refused(void **state)
 	free(rv2);
 }
 
+/* A kubernetes.io/tls Secret of its name that poolkeeper-certs did not make is not overwritten. */
+static void test_foreign_tls_refused(void **state)
+{
+	struct env *e = *state;
+	json_t *s =
+	    json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:s, s:{s:s, s:s}}", "apiVersion",
+	              PK_CORE_VERSION, "kind", PK_SECRET_KIND, "metadata", "name", "webhook-tls",
+	              "namespace", "t", "labels", PK_MANAGED_BY_LABEL, "cert-manager", "type",
+	              PK_SECRET_TLS_TYPE, "data", "tls.crt", "eA==", "tls.key", "eA==");
+	fa_put(&e->api, FA_SECRETS "/webhook-tls", s);
+	char *rv = rv_of(e, FA_SECRETS "/webhook-tls");
+	const char *msg = run_fails(e);
+	assert_non_null(strstr(msg, "Secret t/webhook-tls: a kubernetes.io/tls Secret "
+	                            "poolkeeper-certs did not make: label "
+	                            "app.kubernetes.io/managed-by is \"cert-manager\""));
+	assert_int_equal(fa_writes(&e->api), 0);
+	assert_int_equal(e->api.dry_writes, 0);
+	char *rv2 = rv_of(e, FA_SECRETS "/webhook-tls");
+	assert_string_equal(rv, rv2);
+	assert_null(fa_get(&e->api, FA_SECRETS "/webhook-tls-ca"));
+	free(rv);
+	free(rv2);
+}
+
 static void test_forbidden(void **state)
 {
 	struct env *e = *state;
@@ -515,6 +539,7 @@ int main(void)
 	    T(test_secrets_first_and_second_run),
 	    T(test_secrets_near_expiry_and_rotation),
 	    T(test_wrong_type_refused),
+	    T(test_foreign_tls_refused),
 	    T(test_forbidden),
 	    T(test_conflict_reads_again),
 	    T(test_missing_configuration_and_unreachable),

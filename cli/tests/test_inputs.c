@@ -74,7 +74,7 @@ static void test_directory_sorted_not_recursive(void **state)
 	struct pk_inputs in = {0};
 	struct pk_err err;
 	size_t found;
-	assert_int_equal(pk_inputs_add(&in, root, false, &found, &err), PK_OK);
+	assert_int_equal(pk_inputs_add(&in, root, 0, &found, &err), PK_OK);
 	assert_int_equal(found, 3);
 	assert_string_equal(base(in.paths[0]), "a.yml");
 	assert_string_equal(base(in.paths[1]), "b.yaml");
@@ -89,7 +89,7 @@ static void test_directory_recursive(void **state)
 	struct pk_err err;
 	char slashed[256];
 	snprintf(slashed, sizeof(slashed), "%s/", root);
-	assert_int_equal(pk_inputs_add(&in, slashed, true, NULL, &err), PK_OK);
+	assert_int_equal(pk_inputs_add(&in, slashed, PK_INPUTS_RECURSIVE, NULL, &err), PK_OK);
 	assert_int_equal(in.n, 4);
 	assert_string_equal(base(in.paths[3]), "sub/d.yaml"); /* no "//" either */
 	pk_inputs_free(&in);
@@ -103,8 +103,8 @@ static void test_files_and_stdin(void **state)
 	char path[256];
 	snprintf(path, sizeof(path), "%s/notes.txt", root);
 	/* A file named on the command line is read whatever its extension. */
-	assert_int_equal(pk_inputs_add(&in, path, false, NULL, &err), PK_OK);
-	assert_int_equal(pk_inputs_add(&in, "-", false, NULL, &err), PK_OK);
+	assert_int_equal(pk_inputs_add(&in, path, 0, NULL, &err), PK_OK);
+	assert_int_equal(pk_inputs_add(&in, "-", 0, NULL, &err), PK_OK);
 	assert_int_equal(in.n, 2);
 	assert_string_equal(in.paths[1], "-");
 	pk_inputs_free(&in);
@@ -115,7 +115,7 @@ static void test_missing_path(void **state)
 	(void)state;
 	struct pk_inputs in = {0};
 	struct pk_err err;
-	assert_int_equal(pk_inputs_add(&in, "/nonexistent/pools.yaml", false, NULL, &err),
+	assert_int_equal(pk_inputs_add(&in, "/nonexistent/pools.yaml", 0, NULL, &err),
 	                 PK_ERR_INVALID);
 	assert_non_null(strstr(err.msg, "/nonexistent/pools.yaml"));
 	assert_non_null(strstr(err.msg, "No such file"));
@@ -156,7 +156,7 @@ static void test_links_loops_and_bad_entries(void **state)
 
 	struct pk_inputs in = {0};
 	struct pk_err err;
-	assert_int_equal(pk_inputs_add(&in, t, true, NULL, &err), PK_OK);
+	assert_int_equal(pk_inputs_add(&in, t, PK_INPUTS_RECURSIVE, NULL, &err), PK_OK);
 	assert_int_equal(in.n, 2);
 	assert_non_null(strstr(in.paths[0], "/base/pool.yaml"));
 	assert_non_null(strstr(in.paths[1], "/overlays/prod/patch.yaml"));
@@ -166,7 +166,7 @@ static void test_links_loops_and_bad_entries(void **state)
 	pk_inputs_free(&in);
 
 	/* not recursive: nothing at the top */
-	assert_int_equal(pk_inputs_add(&in, t, false, NULL, &err), PK_OK);
+	assert_int_equal(pk_inputs_add(&in, t, 0, NULL, &err), PK_OK);
 	assert_int_equal(in.n, 0);
 	assert_int_equal(in.n_bad, 1);
 	pk_inputs_free(&in);
@@ -182,6 +182,119 @@ static void test_links_loops_and_bad_entries(void **state)
 		rmdir(p);
 	}
 	rmdir(t);
+}
+
+static void write_file(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("kind: A\n", f);
+	fclose(f);
+}
+
+/* A FIFO named *.yaml is reported, not taken: reading it would wait for a writer. */
+static void test_fifo_not_taken(void **state)
+{
+	(void)state;
+	char t[] = "/tmp/pk_fifo_XXXXXX", p[256], q[256];
+	assert_non_null(mkdtemp(t));
+	snprintf(p, sizeof(p), "%s/x.yaml", t);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	snprintf(q, sizeof(q), "%s/ok.yaml", t);
+	write_file(q);
+
+	struct pk_inputs in = {0};
+	struct pk_err err;
+	assert_int_equal(pk_inputs_add(&in, t, PK_INPUTS_RECURSIVE, NULL, &err), PK_OK);
+	assert_int_equal(in.n, 1);
+	assert_string_equal(in.paths[0], q);
+	assert_int_equal(in.n_bad, 1);
+	assert_string_equal(in.bad[0].path, p);
+	assert_non_null(strstr(in.bad[0].message, p));
+	assert_non_null(strstr(in.bad[0].message, "a FIFO, not a regular file"));
+	pk_inputs_free(&in);
+
+	/* named on the command line: refused too, with the way round it */
+	assert_int_equal(pk_inputs_add(&in, p, 0, NULL, &err), PK_ERR_INVALID);
+	assert_non_null(strstr(err.msg, p));
+	assert_non_null(strstr(err.msg, "a FIFO, not a regular file"));
+	assert_int_equal(in.n, 0);
+	pk_inputs_free(&in);
+	unlink(p);
+	unlink(q);
+	rmdir(t);
+}
+
+/*
+ * Links that stay in the argument's tree are followed; links out of it (to
+ * a file, to a directory) are reported with their target and not taken,
+ * unless PK_INPUTS_FOLLOW_SYMLINKS.
+ */
+static void test_links_out_of_tree(void **state)
+{
+	(void)state;
+	char t[] = "/tmp/pk_tree_XXXXXX", o[] = "/tmp/pk_outside_XXXXXX", p[256], q[256];
+	assert_non_null(mkdtemp(t));
+	assert_non_null(mkdtemp(o));
+	snprintf(p, sizeof(p), "%s/secret.yaml", o);
+	write_file(p);
+	snprintf(p, sizeof(p), "%s/sub", t);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/sub/in.yaml", t);
+	write_file(p);
+	snprintf(q, sizeof(q), "%s/here.yaml", t); /* in the tree, through ".." */
+	assert_int_equal(symlink("sub/../sub/in.yaml", q), 0);
+	snprintf(p, sizeof(p), "%s/secret.yaml", o);
+	snprintf(q, sizeof(q), "%s/out.yaml", t);
+	assert_int_equal(symlink(p, q), 0);
+	snprintf(q, sizeof(q), "%s/sub/outdir", t);
+	assert_int_equal(symlink(o, q), 0);
+	snprintf(q, sizeof(q), "%s/notes.txt", t); /* never read: not worth a word */
+	assert_int_equal(symlink(p, q), 0);
+
+	struct pk_inputs in = {0};
+	struct pk_err err;
+	assert_int_equal(pk_inputs_add(&in, t, PK_INPUTS_RECURSIVE, NULL, &err), PK_OK);
+	assert_int_equal(in.n, 2);
+	assert_non_null(strstr(in.paths[0], "/here.yaml"));
+	assert_non_null(strstr(in.paths[1], "/sub/in.yaml"));
+	assert_int_equal(in.n_bad, 2);
+	assert_non_null(strstr(in.bad[0].path, "/out.yaml"));
+	assert_non_null(strstr(in.bad[0].message, "/out.yaml: skipped: a symbolic link to"));
+	assert_non_null(strstr(in.bad[0].message, "/secret.yaml, outside"));
+	assert_non_null(strstr(in.bad[0].message, "--follow-symlinks"));
+	assert_non_null(strstr(in.bad[1].path, "/sub/outdir"));
+	assert_non_null(strstr(in.bad[1].message, "outside"));
+	pk_inputs_free(&in);
+
+	/* not recursive: the directory link is not entered, so not reported */
+	assert_int_equal(pk_inputs_add(&in, t, 0, NULL, &err), PK_OK);
+	assert_int_equal(in.n, 1);
+	assert_int_equal(in.n_bad, 1);
+	assert_non_null(strstr(in.bad[0].path, "/out.yaml"));
+	pk_inputs_free(&in);
+
+	assert_int_equal(
+	    pk_inputs_add(&in, t, PK_INPUTS_RECURSIVE | PK_INPUTS_FOLLOW_SYMLINKS, NULL, &err),
+	    PK_OK);
+	assert_int_equal(in.n, 4);
+	assert_non_null(strstr(in.paths[1], "/out.yaml"));
+	assert_non_null(strstr(in.paths[3], "/sub/outdir/secret.yaml"));
+	assert_int_equal(in.n_bad, 0);
+	pk_inputs_free(&in);
+
+	static const char *const rm[] = {"notes.txt", "sub/outdir", "out.yaml", "here.yaml",
+	                                 "sub/in.yaml"};
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(p, sizeof(p), "%s/%s", t, rm[i]);
+		unlink(p);
+	}
+	snprintf(p, sizeof(p), "%s/sub", t);
+	rmdir(p);
+	rmdir(t);
+	snprintf(p, sizeof(p), "%s/secret.yaml", o);
+	unlink(p);
+	rmdir(o);
 }
 
 static void test_manifest_names(void **state)
@@ -204,6 +317,8 @@ int main(void)
 	    cmocka_unit_test(test_missing_path),
 	    cmocka_unit_test(test_manifest_names),
 	    cmocka_unit_test(test_links_loops_and_bad_entries),
+	    cmocka_unit_test(test_fifo_not_taken),
+	    cmocka_unit_test(test_links_out_of_tree),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

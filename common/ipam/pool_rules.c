@@ -147,17 +147,18 @@ void pk_rules_check_pool(const json_t *pool, const json_t *old, struct pk_violat
 	struct pk_pool p;
 
 	/*
-	 * `old` is accepted for symmetry with the other rules: what an update
-	 * may not do (drop addresses in use) needs the pool's IPAddresses and
-	 * is pk_rules_check_pool_shrink.
+	 * `old` only spares an update the check of names, which it cannot
+	 * change: what an update may not do (drop addresses in use) needs the
+	 * pool's IPAddresses and is pk_rules_check_pool_shrink.
 	 */
-	(void)old;
 	if (!json_is_object(pool)) {
 		pk_violations_add(out, PK_SEV_DENY, "object",
 		                  "a pool must be a JSON object, got %s",
 		                  pk_violation_describe_value(pool, true, desc, sizeof(desc)));
 		return;
 	}
+	if (old == NULL)
+		rules_util_check_meta_names(pool, out);
 	const json_t *kind = json_object_get(pool, "kind");
 	if (kind != NULL && !rules_util_json_is(kind, PK_POOL_KIND) &&
 	    !rules_util_json_is(kind, PK_GLOBAL_POOL_KIND))

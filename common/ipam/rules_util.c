@@ -43,7 +43,7 @@ bool rules_util_json_equal(const json_t *a, const json_t *b)
 
 /*
  * A required, non-empty string member; DENY and NULL when it is missing,
- * of another type, empty or longer than `max`.
+ * of another type, empty, longer than `max` or holding a NUL.
  */
 const json_t *rules_util_require_string(const json_t *obj, const char *key, const char *field,
                                         size_t max, const char *hint, struct pk_violations *out)
@@ -70,7 +70,35 @@ const json_t *rules_util_require_string(const json_t *obj, const char *key, cons
 		                  rules_util_quote(s, q, sizeof(q)), json_string_length(s), max);
 		return NULL;
 	}
+	/* a NUL would cut the C string the rest of poolkeeper reads (json.h) */
+	if (pk_json_has_nul(s)) {
+		pk_violations_add(out, PK_SEV_DENY, field,
+		                  "\"%s\" holds a NUL character (\\u0000) at byte %zu: %s",
+		                  rules_util_quote(s, q, sizeof(q)), strlen(json_string_value(s)),
+		                  hint);
+		return NULL;
+	}
 	return s;
+}
+
+void rules_util_check_meta_names(const json_t *obj, struct pk_violations *out)
+{
+	static const char *const keys[] = {"name", "namespace", "generateName"};
+	char field[32], q[QUOTE_MAX];
+	const json_t *meta = json_object_get(obj, "metadata");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const json_t *s = json_object_get(meta, keys[i]);
+		if (!pk_json_has_nul(s))
+			continue;
+		snprintf(field, sizeof(field), "metadata.%s", keys[i]);
+		/* "a lowercase RFC 1123 subdomain" (k8s.io/apimachinery, IsDNS1123Subdomain) */
+		pk_violations_add(
+		    out, PK_SEV_DENY, field,
+		    "\"%s\" holds a NUL character (\\u0000) at byte %zu; a name is a "
+		    "DNS subdomain (lower-case letters, digits, '-' and '.') and never "
+		    "holds one",
+		    rules_util_quote(s, q, sizeof(q)), strlen(json_string_value(s)));
+	}
 }
 
 /*
@@ -325,6 +353,7 @@ const json_t *rules_util_capi_object_spec(const json_t *obj, const json_t *old, 
 		check_spec_immutable(obj, old, kind, out);
 		return NULL;
 	}
+	rules_util_check_meta_names(obj, out);
 	*version = capi_version(obj, kind, out);
 	const json_t *spec = json_object_get(obj, "spec");
 	if (!json_is_object(spec)) {

@@ -30,7 +30,7 @@ bool rules_util_json_equal(const json_t *a, const json_t *b);
 
 /*
  * A required, non-empty string member; DENY and NULL when it is missing,
- * of another type, empty or longer than `max`.
+ * of another type, empty, longer than `max` or holding a NUL.
  */
 const json_t *rules_util_require_string(const json_t *obj, const char *key, const char *field,
                                         size_t max, const char *hint, struct pk_violations *out);
@@ -39,6 +39,13 @@ const json_t *rules_util_require_string(const json_t *obj, const char *key, cons
  * What a claim and an IPAddress check first (rules_util.c); returns the spec
  * to check further or NULL, and *version 1 (v1beta1), 2 (v1beta2) or 0.
  */
+/*
+ * DENY for each of metadata.name, .namespace and .generateName that holds a
+ * NUL: the rules read such a string as invalid, and a review holding one is
+ * read whole (JSON_ALLOW_NUL), so the name is refused here by name.
+ */
+void rules_util_check_meta_names(const json_t *obj, struct pk_violations *out);
+
 const json_t *rules_util_capi_object_spec(const json_t *obj, const json_t *old, const char *kind,
                                           const char *spec_hint, int *version,
                                           struct pk_violations *out);

@@ -15,6 +15,9 @@
 #include "kube_worker.h"
 #include "strmap.h"
 
+/* Versions of NUL-bearing objects warned of lately (see nul_first_time). */
+#define NUL_WARNED 64
+
 /* What the store keeps under an object's key. */
 struct entry {
 	char *rv;
@@ -42,6 +45,10 @@ struct pk_kube_informer {
 	struct pk_kube_worker w;
 	enum pk_kube_informer_state state;
 	unsigned long lists, skipped, nul_fields;
+
+	/* informer thread only: hashes of namespace, name and resourceVersion */
+	uint64_t nul_warned[NUL_WARNED];
+	unsigned nul_next;
 };
 
 static char *dup_or_null(const char *s, bool *fail)
@@ -149,10 +156,40 @@ static void count(struct pk_kube_informer *inf, unsigned long *n)
 	pthread_mutex_unlock(&inf->w.mu);
 }
 
+/* FNV-1a of obj.metadata.<key>'s bytes (NULs too) and a separator, continuing from h. */
+static uint64_t hash_meta(uint64_t h, const json_t *obj, const char *key)
+{
+	const json_t *v = pk_json_path(obj, "metadata", key);
+	const unsigned char *s = (const unsigned char *)json_string_value(v);
+	size_t n = s != NULL ? json_string_length(v) : 0;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ULL;
+	return (h ^ 0xffu) * 1099511628211ULL;
+}
+
+/*
+ * Whether this version of a NUL-bearing object is warned of for the first
+ * time lately; remembered when it is. A relist or a re-sent event repeats a
+ * version, and a warning per event would flood the log with one object.
+ */
+static bool nul_first_time(struct pk_kube_informer *inf, const json_t *obj)
+{
+	uint64_t h = 14695981039346656037ULL;
+	h = hash_meta(hash_meta(hash_meta(h, obj, "namespace"), obj, "name"), obj,
+	              "resourceVersion");
+	for (unsigned i = 0; i < NUL_WARNED; i++)
+		if (inf->nul_warned[i] == h)
+			return false;
+	inf->nul_warned[inf->nul_next] = h;
+	inf->nul_next = (inf->nul_next + 1) % NUL_WARNED;
+	return true;
+}
+
 /*
  * An object whose strings hold a NUL: it is kept, and each such field reads
- * as invalid to whoever uses it as a C string (pk_json_cstr). Said once per
- * version of the object, naming it and the first such field.
+ * as invalid to whoever uses it as a C string (pk_json_cstr). Counted once
+ * per event, said once per version of the object, naming it and the first
+ * such field.
  */
 static void report_nul(struct pk_kube_informer *inf, const char *ns, const char *name,
                        const json_t *obj)
@@ -161,6 +198,8 @@ static void report_nul(struct pk_kube_informer *inf, const char *ns, const char 
 	if (!pk_json_nul_path(obj, where, sizeof(where)))
 		return;
 	count(inf, &inf->nul_fields);
+	if (!nul_first_time(inf, obj))
+		return;
 	char qn[300], qns[300] = "";
 	pk_text_quote(name, strlen(name), qn, sizeof(qn));
 	if (ns != NULL)
@@ -217,6 +256,8 @@ static bool keyable(struct pk_kube_informer *inf, const json_t *obj, const char 
 		return true;
 	/* A name or namespace holding a NUL would alias another key. */
 	count(inf, &inf->skipped);
+	if (!nul_first_time(inf, obj))
+		return false;
 	pk_kube_logf(pk_kube_client_log(inf->c), PK_KUBE_LOG_WARN,
 	             "informer %s: an object whose metadata.%s is missing or not a plain string is "
 	             "left out",

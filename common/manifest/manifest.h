@@ -152,6 +152,17 @@ char *pk_manifest_format_origin(const struct pk_manifest *m, const struct pk_man
 PK_MUST_CHECK int pk_manifest_read_file(const char *path, size_t max_bytes, char **buf, size_t *len,
                                         struct pk_err *err);
 
+/*
+ * The same, but only for a regular file: anything else (a FIFO, a device, a
+ * directory) is PK_ERR_INVALID naming the path and what it is, found
+ * without blocking. For files that untrusted trees supply.
+ */
+PK_MUST_CHECK int pk_manifest_read_regular(const char *path, size_t max_bytes, char **buf,
+                                           size_t *len, struct pk_err *err);
+
+/* "a FIFO", "a socket", ...: what a st_mode names, for messages. */
+const char *pk_manifest_file_kind(unsigned mode);
+
 /* The same for an open descriptor (e.g. standard input) named `name`. */
 PK_MUST_CHECK int pk_manifest_read_fd(int fd, const char *name, size_t max_bytes, char **buf,
                                       size_t *len, struct pk_err *err);

@@ -56,3 +56,47 @@ int pk_manifest_read_file(const char *path, size_t max_bytes, char **buf, size_t
 	close(fd);
 	return rc;
 }
+
+const char *pk_manifest_file_kind(unsigned mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFLNK:
+		return "a symbolic link";
+	default:
+		return "not a file";
+	}
+}
+
+int pk_manifest_read_regular(const char *path, size_t max_bytes, char **buf, size_t *len,
+                             struct pk_err *err)
+{
+	*buf = NULL;
+	*len = 0;
+	/* O_NONBLOCK: opening a FIFO no writer holds must not wait for one */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return io_fail(err, path, "open", errno);
+	struct stat st;
+	int rc;
+	if (fstat(fd, &st) != 0)
+		rc = io_fail(err, path, "read", errno);
+	else if (!S_ISREG(st.st_mode))
+		rc = pk_err_set(err, PK_ERR_INVALID, "%s: skipped: %s, not a regular file", path,
+		                pk_manifest_file_kind((unsigned)st.st_mode));
+	else
+		rc = pk_manifest_read_fd(fd, path, max_bytes, buf, len, err);
+	close(fd);
+	return rc;
+}

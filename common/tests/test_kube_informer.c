@@ -315,6 +315,92 @@ static void test_informer_hostile_objects(void **state)
 	assert_int_equal(live_items, 0);
 }
 
+#define NULN(name, rv)                                         \
+	"{\"metadata\":{\"namespace\":\"ns\",\"name\":\"" name \
+	"\\u0000x\",\"resourceVersion\":\"" rv "\"},\"data\":{\"v\":\"a\\u0000b\"}}"
+#define NULLIST(rv, items)                                                    \
+	"{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"" rv \
+	"\"},\"items\":[" items "]}"
+#define GONE                                                                                       \
+	"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410}" \
+	"}\n"
+
+/*
+ * One object whose name holds a NUL, at version 5 through a list, the same
+ * event again, two relists; then at version 6 through a watch and a relist.
+ */
+static void r_nul_versions(void *ud, int i, const struct fs_request *q, struct fs_response *o)
+{
+	(void)ud;
+	(void)q;
+	switch (i) {
+	case 0:
+	case 2:
+		o->body = NULLIST("10", NULN("bad", "5") "," OBJ("a", "1"));
+		return;
+	case 1:
+		o->body = "{\"type\":\"MODIFIED\",\"object\":" NULN("bad", "5") "}\n" GONE;
+		return;
+	case 3:
+		o->body = "{\"type\":\"MODIFIED\",\"object\":" NULN("bad", "6") "}\n" GONE;
+		return;
+	case 4:
+		o->body = NULLIST("20", NULN("bad", "6") "," OBJ("a", "1"));
+		return;
+	default:
+		o->delay_ms = 300;
+		o->body = "";
+	}
+}
+
+static atomic_int nul_warnings, other_warnings;
+
+static void count_warnings(void *ud, enum pk_kube_level level, const char *msg)
+{
+	(void)ud;
+	if (level < PK_KUBE_LOG_WARN)
+		return;
+	if (strstr(msg, "metadata.name is missing or not a plain string") != NULL)
+		atomic_fetch_add(&nul_warnings, 1);
+	else
+		atomic_fetch_add(&other_warnings, 1);
+}
+
+/* A NUL-bearing object is warned of once per resourceVersion, not once per event or relist. */
+static void test_informer_nul_warned_once_per_version(void **state)
+{
+	(void)state;
+	struct pk_kube_log log = {.fn = count_warnings, .min_level = PK_KUBE_LOG_WARN};
+	struct pk_kube_client_opts co = {.qps = -1, .log = &log};
+	struct pk_kube_config *cfg2;
+	struct pk_kube_client *cli2;
+	atomic_store(&nul_warnings, 0);
+	atomic_store(&other_warnings, 0);
+	cur = r_nul_versions;
+	assert_int_equal(fs_client_new(&srv, &co, &cfg2, &cli2), 0);
+	struct pk_kube_informer_opts o = {
+	    .ref = {.version = "v1", .resource = "configmaps", .namespace = "ns"},
+	    .watch_timeout_s = 30,
+	    .backoff_base_ms = 10,
+	};
+	struct pk_kube_informer *inf;
+	struct pk_err err;
+	assert_int_equal(pk_kube_informer_new(cli2, &o, &inf, &err), PK_OK);
+	assert_int_equal(pk_kube_informer_start(inf, &err), PK_OK);
+	for (int t = 0; t < 500 && pk_kube_informer_lists(inf) < 3; t++)
+		fs_sleep_ms(10);
+	assert_true(pk_kube_informer_wait_synced(inf, 5000));
+	assert_int_equal(pk_kube_informer_lists(inf), 3);
+	/* every event is counted: three lists and two watch events */
+	assert_int_equal(pk_kube_informer_skipped(inf), 5);
+	/* but said once for version 5 and once for version 6 */
+	assert_int_equal(atomic_load(&nul_warnings), 2);
+	assert_int_equal(pk_kube_informer_count(inf), 1);
+	pk_kube_informer_free(inf);
+	pk_kube_client_free(cli2);
+	pk_kube_config_free(cfg2);
+}
+
 static void r_down(void *ud, int i, const struct fs_request *q, struct fs_response *o)
 {
 	(void)ud;
@@ -666,6 +752,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_informer_list_watch_relist, reset),
 	    cmocka_unit_test_setup(test_informer_hostile_objects, reset),
+	    cmocka_unit_test_setup(test_informer_nul_warned_once_per_version, reset),
 	    cmocka_unit_test_setup(test_informer_never_synced_when_down, reset),
 	    cmocka_unit_test_setup(test_informer_json_store, reset),
 	    cmocka_unit_test_setup(test_informer_stop_in_turn, reset),

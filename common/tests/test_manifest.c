@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -679,6 +680,39 @@ static void test_read_pipe_capped(void **state)
 	close(p[0]);
 }
 
+/* A FIFO no one writes to is refused at once, naming the path and what it is. */
+static void test_read_regular_only(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/pk_regular_XXXXXX", path[256];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/x.yaml", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	char *buf = NULL;
+	size_t len = 0;
+	struct pk_err err;
+	alarm(10); /* a hang fails the test instead of stalling the suite */
+	assert_int_equal(pk_manifest_read_regular(path, 1024, &buf, &len, &err), PK_ERR_INVALID);
+	alarm(0);
+	assert_null(buf);
+	assert_non_null(strstr(err.msg, path));
+	assert_non_null(strstr(err.msg, "a FIFO, not a regular file"));
+	unlink(path);
+
+	assert_int_equal(pk_manifest_read_regular(dir, 1024, &buf, &len, &err), PK_ERR_INVALID);
+	assert_non_null(strstr(err.msg, "a directory, not a regular file"));
+
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("kind: A\n", f);
+	fclose(f);
+	assert_int_equal(pk_manifest_read_regular(path, 1024, &buf, &len, &err), PK_OK);
+	assert_string_equal(buf, "kind: A\n");
+	free(buf);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -701,6 +735,7 @@ int main(void)
 	    cmocka_unit_test(test_document_offsets_are_bytes),
 	    cmocka_unit_test(test_parse_each_stops),
 	    cmocka_unit_test(test_read_pipe_capped),
+	    cmocka_unit_test(test_read_regular_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

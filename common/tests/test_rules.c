@@ -21,7 +21,7 @@
 
 static json_t *load(const char *text)
 {
-	return load_fixture(text, 0);
+	return load_fixture(text, JSON_ALLOW_NUL); /* as the webhook and the client parse */
 }
 
 /*
@@ -79,6 +79,11 @@ struct edit_case {
 
 static const struct edit_case pool_cases[] = {
     {"good pool", NULL, NULL, 0, NULL, NULL},
+    {"name holds a NUL", "metadata.name", "'p1\\u0000x'", PK_SEV_DENY, "metadata.name",
+     "\"p1\\x00x\" holds a NUL character (\\u0000) at byte 2; a name is a DNS subdomain"},
+    {"namespace holds a NUL", "metadata.namespace", "'\\u0000'", PK_SEV_DENY, "metadata.namespace",
+     "at byte 0"},
+    {"an annotation holds a NUL", "metadata.annotations", "{'note':'a\\u0000b'}", 0, NULL, NULL},
     {PK_GLOBAL_POOL_KIND, "kind", "'" PK_GLOBAL_POOL_KIND "'", 0, NULL, NULL},
     {"entry outside the subnet", "spec.addresses", "['10.0.0.10-10.0.0.100','10.0.1.5']",
      PK_SEV_DENY, "spec.addresses[1]", "\"10.0.1.5\" is not inside the pool's subnet 10.0.0.0/24"},
@@ -322,6 +327,13 @@ static const char claim_v1beta1[] =
 
 static const struct edit_case claim_cases[] = {
     {"good claim", NULL, NULL, 0, NULL, NULL},
+    {"name holds a NUL", "metadata.name", "'m1\\u0000'", PK_SEV_DENY, "metadata.name",
+     "holds a NUL character (\\u0000) at byte 2"},
+    {"generateName holds a NUL", "metadata.generateName", "'m1-\\u0000'", PK_SEV_DENY,
+     "metadata.generateName", "at byte 3"},
+    {"poolRef name holds a NUL", "spec.poolRef.name", "'p1\\u0000x'", PK_SEV_DENY,
+     "spec.poolRef.name", "holds a NUL character (\\u0000) at byte 2: the pool's name"},
+    {"an annotation holds a NUL", "metadata.annotations", "{'note':'a\\u0000b'}", 0, NULL, NULL},
     {"foreign pool is no violation here", "spec.poolRef",
      "{'apiGroup':'" PK_CAPI_IPAM_GROUP "','kind':'InClusterIPPool','name':'x'}", 0, NULL, NULL},
     {"poolRef apiGroup missing in v1beta2", "spec.poolRef.apiGroup", NULL, PK_SEV_DENY,
@@ -822,6 +834,12 @@ static const char ipaddress_base[] =
 
 static const struct edit_case ipaddress_cases[] = {
     {"good address", NULL, NULL, 0, NULL, NULL},
+    {"name holds a NUL", "metadata.name", "'m1\\u0000'", PK_SEV_DENY, "metadata.name",
+     "holds a NUL"},
+    {"address holds a NUL", "spec.address", "'10.0.0.5\\u0000x'", PK_SEV_DENY, "spec.address",
+     "holds a NUL character (\\u0000) at byte 8"},
+    {"claimRef name holds a NUL", "spec.claimRef.name", "'m1-eth0\\u0000'", PK_SEV_DENY,
+     "spec.claimRef.name", "at byte 7"},
     {"IPv6", "spec",
      "{'address':'2001:db8::5','prefix':64,'gateway':'2001:db8::1','claimRef':{'name':"
      "'m1-eth0'},'poolRef':{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_POOL_KIND "','name':'p1'}}",

@@ -46,6 +46,7 @@ teardown_file() {
   pk_env
   helm uninstall "$REL" -n "$CHART_NS" --ignore-not-found >/dev/null 2>&1 || true
   _delete_certs_rbac
+  _delete_cel_probe
   # Nothing releases the finalizers of the objects made here: remove them
   # the way docs/install.md says, then delete the objects.
   _unfinalize "$CLAIMS" ipam.poolkeeper.io/release-address "$CHART_NS"
@@ -332,14 +333,122 @@ _install_flags() {
   diff <(sort <<<"$want") <(sort <<<"$got")
   # (The IPAddress registration has the user's objectSelector but not the
   # watch-filter term: poolkeeper's IPAddresses do not carry that label.)
-  # The conditions select claims and addresses by their pool's API group.
+  # The conditions select claims and addresses by their pool's API group,
+  # in the object or the old one (the next test evaluates them).
   run _template --show-only templates/webhook-configurations.yaml
-  [[ $output == *"expression: \"has(object.spec.poolRef) && has(object.spec.poolRef.apiGroup) && object.spec.poolRef.apiGroup == 'ipam.poolkeeper.io'\""* ]]
-  [[ $output == *"expression: \"!(has(object.spec.poolRef) && has(object.spec.poolRef.apiGroup) && object.spec.poolRef.apiGroup == 'ipam.poolkeeper.io')\""* ]]
+  [[ $output == *"expression: \"$(_ours_expr)\""* ]]
+  [[ $output == *"expression: \"!($(_ours_expr))\""* ]]
   # The Service otherwise; foreign claims left out when ignored.
   [[ $output == *"name: $REL-webhook"* && $output == *"path: /mutate"* && $output == *"port: 443"* ]]
   run _template --set webhook.foreignClaims=ignore --show-only templates/webhook-configurations.yaml
   [[ $output != *foreign-claims* ]]
+}
+
+# _ours_expr: the condition that a claim or an address is on a poolkeeper
+# pool, in the object or, on UPDATE and DELETE, the old object (each may be
+# null: object on DELETE, oldObject on CREATE).
+_ours_expr() {
+  local s="(%s != null && has(%s.spec.poolRef) && has(%s.spec.poolRef.apiGroup) && %s.spec.poolRef.apiGroup == 'ipam.poolkeeper.io')"
+  # shellcheck disable=SC2059
+  printf "$s || $s" object object object object oldObject oldObject oldObject oldObject
+}
+
+CEL_NS=
+CEL_GROUP=pk-e2e-cel.poolkeeper.io
+# _cel_claim NAME GROUP [API KIND]: an IPAddressClaim (or an API/KIND object)
+# on pool "p" of API group GROUP.
+_cel_claim() {
+  printf '{"apiVersion":"%s","kind":"%s","metadata":{"name":"%s","namespace":"%s"},"spec":{"clusterName":"prod","poolRef":{"apiGroup":"%s","kind":"P","name":"p"}}}' \
+    "${3:-ipam.cluster.x-k8s.io/v1beta2}" "${4:-IPAddressClaim}" "$1" "$CEL_NS" "$2"
+}
+
+# _cel_create NAME GROUP: that claim created with a server dry run.
+_cel_create() { _cel_claim "$1" "$2" | kubectl create --dry-run=server -f -; }
+
+# _cel_refused CMD...: the command fails because the probe policy matched.
+_cel_refused() {
+  local out
+  out=$("$@" 2>&1) && { echo "allowed: $out"; return 1; }
+  echo "$out"
+  [[ $out == *"pk-cel-probe: matched"* ]]
+}
+
+@test "the claim and address conditions, evaluated by the apiserver, match on the object or the old object, and hold when either is null" {
+  # What the registrations carry, after the apiserver compiled it.
+  local got
+  got=$(_template $(_install_flags) --show-only templates/webhook-configurations.yaml |
+    kubectl apply --dry-run=server -o json -f - |
+    jq -r '(.items // [.])[] | .webhooks[] | select(.matchConditions) | "\(.name)\t\(.matchConditions[0].expression)"')
+  echo "$got"
+  local ours want
+  ours=$(_ours_expr)
+  want=$(printf '%s\t%s\n' claims.validate.ipam.poolkeeper.io "$ours" \
+    addresses.validate.ipam.poolkeeper.io "$ours" claims.mutate.ipam.poolkeeper.io "$ours" \
+    foreign-claims.validate.ipam.poolkeeper.io "!($ours)")
+  diff <(sort <<<"$want") <(sort <<<"$got")
+
+  # The same condition in a ValidatingAdmissionPolicy that refuses what it
+  # matches: the apiserver's own CEL evaluates it on CREATE, UPDATE and
+  # DELETE, with object null on DELETE and oldObject null on CREATE. An
+  # error in the condition would refuse with another message (failurePolicy
+  # Fail), so "allowed" proves the null sides hold.
+  #
+  # The plane's immutability policy (CAPI's webhook's rule) refuses a
+  # claim's spec change before this one speaks, so the updates of poolRef
+  # go to a stand-in kind that carries the same spec.poolRef.
+  CEL_NS=$CHART_NS-cel
+  kubectl create namespace "$CEL_NS" >/dev/null
+  _stub_crd celprobes "$CEL_GROUP" CelProbe
+  local probe=("$CEL_GROUP/v1" CelProbe)
+  _cel_claim ours ipam.poolkeeper.io | kubectl apply -f - >/dev/null
+  _cel_claim theirs ipam.cluster.x-k8s.io | kubectl apply -f - >/dev/null
+  _cel_claim ours ipam.poolkeeper.io "${probe[@]}" | kubectl apply -f - >/dev/null
+  _cel_claim theirs ipam.cluster.x-k8s.io "${probe[@]}" | kubectl apply -f - >/dev/null
+  jq -n --arg e "$ours" --arg n "$REL-cel-probe" --arg g "$CEL_GROUP" '{apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicy", metadata: {name: $n},
+    spec: {failurePolicy: "Fail",
+      matchConstraints: {resourceRules: [{apiGroups: ["ipam.cluster.x-k8s.io"], apiVersions: ["*"],
+        operations: ["CREATE", "UPDATE", "DELETE"], resources: ["ipaddressclaims"]},
+        {apiGroups: [$g], apiVersions: ["*"], operations: ["CREATE", "UPDATE", "DELETE"],
+        resources: ["celprobes"]}]},
+      matchConditions: [{name: "poolkeeper-pool", expression: $e}],
+      validations: [{expression: "false", message: "pk-cel-probe: matched"}]}}' | kubectl apply -f - >/dev/null
+  jq -n --arg n "$REL-cel-probe" --arg ns "$CEL_NS" '{apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicyBinding", metadata: {name: $n},
+    spec: {policyName: $n, validationActions: ["Deny"],
+      matchResources: {namespaceSelector: {matchLabels: {"kubernetes.io/metadata.name": $ns}}}}}' |
+    kubectl apply -f - >/dev/null
+  pk_wait_for -t 30 "the probe policy to refuse a claim on a poolkeeper pool" \
+    _cel_refused _cel_create new-ours ipam.poolkeeper.io
+  # CREATE: the object decides (oldObject is null).
+  run _cel_create new-theirs ipam.cluster.x-k8s.io
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # UPDATE off a poolkeeper pool: the old object matches.
+  _cel_refused kubectl -n "$CEL_NS" patch "celprobes.$CEL_GROUP" ours --type=merge --dry-run=server \
+    -p '{"spec":{"poolRef":{"apiGroup":"ipam.cluster.x-k8s.io"}}}'
+  # UPDATE onto one: the object matches.
+  _cel_refused kubectl -n "$CEL_NS" patch "celprobes.$CEL_GROUP" theirs --type=merge --dry-run=server \
+    -p '{"spec":{"poolRef":{"apiGroup":"ipam.poolkeeper.io"}}}'
+  # UPDATE of a claim's metadata: matched when it is on a poolkeeper pool only.
+  _cel_refused kubectl -n "$CEL_NS" label "$CLAIMS" ours --dry-run=server pk-e2e=touched
+  run kubectl -n "$CEL_NS" label "$CLAIMS" theirs --dry-run=server pk-e2e=touched
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # DELETE: object is null, the old object decides.
+  _cel_refused kubectl -n "$CEL_NS" delete "$CLAIMS" ours --dry-run=server
+  run kubectl -n "$CEL_NS" delete "$CLAIMS" theirs --dry-run=server
+  echo "$output"
+  [ "$status" -eq 0 ]
+  _delete_cel_probe
+}
+
+# The probe policy, its binding and namespace (also from teardown_file).
+_delete_cel_probe() {
+  kubectl delete validatingadmissionpolicybinding "$REL-cel-probe" --ignore-not-found >/dev/null 2>&1
+  kubectl delete validatingadmissionpolicy "$REL-cel-probe" --ignore-not-found >/dev/null 2>&1
+  kubectl delete namespace "$CHART_NS-cel" --ignore-not-found --wait=false >/dev/null 2>&1
+  return 0
 }
 
 @test "wrong values are refused with a message that names them" {

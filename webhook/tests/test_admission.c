@@ -1458,6 +1458,80 @@ static void test_ipaddress_claim_and_duplicates(void **state)
 	json_decref(ip);
 }
 
+/* ---- "\u0000" in a review ---- */
+
+/* obj.metadata.annotations["note"] = "a\0b": what the API server stores as given. */
+static void set_nul_annotation(json_t *obj)
+{
+	json_object_set_new(json_object_get(obj, "metadata"), "annotations",
+	                    json_pack("{s:s%}", "note", "a\0b", (size_t)3));
+}
+
+/*
+ * A review whose object holds a NUL is read (not a 400): an object created
+ * before the webhook was installed stays updatable, its finalizers
+ * removable; the rules read a name holding a NUL as invalid, so a claim so
+ * named is denied with a message naming the field.
+ */
+static void test_nul_in_review(void **state)
+{
+	(void)state;
+	struct answer a;
+	/* the controller removes its finalizer from a claim annotated with a NUL */
+	json_t *old = claim(PK_CAPI_V1BETA2, "prod", NULL, OWNER_OK, PK_POOL_GROUP);
+	set_nul_annotation(old);
+	json_object_set_new(json_object_get(old, "metadata"), "finalizers",
+	                    json_pack("[s]", PK_CLAIM_FINALIZER));
+	json_t *c = json_deep_copy(old);
+	json_object_del(json_object_get(c, "metadata"), "finalizers");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, PK_CLAIM_RESOURCE, c, old, &a);
+	assert_allowed(&a);
+	done(&a);
+	review(&CFG_API, PK_ADMISSION_MUTATE, "UPDATE", CAPI_V2, PK_CLAIM_RESOURCE, c, old, &a);
+	assert_allowed(&a);
+	done(&a);
+	/* and a change of its spec is still refused */
+	json_object_set_new(json_object_get(json_object_get(c, "spec"), "poolRef"), "name",
+	                    json_string("other"));
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, PK_CLAIM_RESOURCE, c, old, &a);
+	assert_denied_with(&a, "immutable");
+	done(&a);
+	json_decref(c);
+	json_decref(old);
+
+	/* the same for an IPAddress and its protect finalizer */
+	json_array_append_new(W.pools, pool(PK_POOL_KIND, "team-a", "nodes",
+	                                    "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":24}"));
+	json_array_append_new(W.claims, pool_claim("team-a", "m-1", PK_POOL_KIND, "nodes"));
+	old = ipaddress("team-a", "m-1", "10.0.0.5", PK_POOL_KIND, "nodes");
+	set_nul_annotation(old);
+	json_object_set_new(json_object_get(old, "metadata"), "finalizers",
+	                    json_pack("[s]", PK_ADDRESS_FINALIZER));
+	c = json_deep_copy(old);
+	json_object_del(json_object_get(c, "metadata"), "finalizers");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "UPDATE", CAPI_V2, PK_ADDRESS_RESOURCE, c, old, &a);
+	assert_allowed(&a);
+	done(&a);
+	json_decref(c);
+	json_decref(old);
+
+	/* a claim created with a NUL in its name is denied, naming the field */
+	c = claim(PK_CAPI_V1BETA2, "prod", NULL, OWNER_OK, PK_POOL_GROUP);
+	json_object_set_new(json_object_get(c, "metadata"), "name", json_stringn("m-1\0x", 5));
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_CLAIM_RESOURCE, c, NULL, &a);
+	assert_denied_with(&a, "metadata.name");
+	done(&a);
+	json_decref(c);
+	/* and one whose pool's name holds one, naming that */
+	c = claim(PK_CAPI_V1BETA2, "prod", NULL, OWNER_OK, PK_POOL_GROUP);
+	json_object_set_new(json_object_get(json_object_get(c, "spec"), "poolRef"), "name",
+	                    json_stringn("nodes\0x", 7));
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", CAPI_V2, PK_CLAIM_RESOURCE, c, NULL, &a);
+	assert_denied_with(&a, "spec.poolRef.name");
+	done(&a);
+	json_decref(c);
+}
+
 static void test_enforcement_flag(void **state)
 {
 	(void)state;
@@ -1494,6 +1568,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_deny_and_warn_modes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ipaddresses, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ipaddress_claim_and_duplicates, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nul_in_review, setup, teardown),
 	    cmocka_unit_test(test_enforcement_flag),
 	};
 	return cmocka_run_group_tests_name("admission", tests, NULL, NULL);

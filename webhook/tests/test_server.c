@@ -114,6 +114,31 @@ static void test_oversize(void **state)
 	free(big);
 }
 
+/*
+ * The memory budget is measured with the flags the review is parsed with: a
+ * "\u0000" first must not end the measuring parse early and let 400,000
+ * empty objects (tens of MB once parsed) through to the real one.
+ */
+static void test_budget_past_nul(void **state)
+{
+	struct fixture *f = *state;
+	const char head[] = "{\"apiVersion\":\"a\\u0000b\",\"items\":[";
+	size_t n = 400000, len = strlen(head) + 3 * n + 1;
+	char *body = malloc(len + 1);
+	assert_non_null(body);
+	memcpy(body, head, strlen(head));
+	char *p = body + strlen(head);
+	for (size_t i = 0; i < n; i++, p += 3)
+		memcpy(p, i + 1 < n ? "{}," : "{}]", 3);
+	*p++ = '}';
+	*p = '\0';
+	struct reply r;
+	request(f, "/validate", "POST", body, len, &r);
+	assert_int_equal(r.status, 413);
+	assert_non_null(strstr(r.body, "memory to parse"));
+	free(body);
+}
+
 /* A GnuTLS client handshake with the given priorities; 0 or the GnuTLS error. */
 static int handshake(uint16_t port, const char *prio, int *alert)
 {
@@ -435,12 +460,12 @@ static void test_start_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_metrics_off),   cmocka_unit_test(test_valid_review),
-	    cmocka_unit_test(test_bad_requests),  cmocka_unit_test(test_oversize),
-	    cmocka_unit_test(test_tls_versions),  cmocka_unit_test(test_tls_suites),
-	    cmocka_unit_test(test_health),        cmocka_unit_test(test_metrics),
-	    cmocka_unit_test(test_rotation),      cmocka_unit_test(test_start_errors),
-	    cmocka_unit_test(test_ipv6_listener),
+	    cmocka_unit_test(test_metrics_off),     cmocka_unit_test(test_valid_review),
+	    cmocka_unit_test(test_bad_requests),    cmocka_unit_test(test_oversize),
+	    cmocka_unit_test(test_budget_past_nul), cmocka_unit_test(test_tls_versions),
+	    cmocka_unit_test(test_tls_suites),      cmocka_unit_test(test_health),
+	    cmocka_unit_test(test_metrics),         cmocka_unit_test(test_rotation),
+	    cmocka_unit_test(test_start_errors),    cmocka_unit_test(test_ipv6_listener),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
