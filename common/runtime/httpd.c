@@ -26,10 +26,17 @@ enum phase {
 	IDLE,    /* kept alive between requests */
 };
 
+/* A connection's source: its peer's IP address, IPv4-mapped IPv6 as IPv4. */
+struct source {
+	sa_family_t family; /* AF_INET, AF_INET6; 0: unknown (never limited) */
+	uint8_t addr[16];
+};
+
 /* One open connection (libmicrohttpd's socket context). */
 struct slot {
 	struct slot *prev, *next;
 	int fd;
+	struct source from;
 	enum phase phase;
 	double since;         /* when the phase began, monotonic seconds */
 	bool shut;            /* shut down by us; libmicrohttpd has yet to close it */
@@ -92,6 +99,44 @@ static void set_phase(struct pk_httpd *h, struct slot *s, enum phase p)
 	pthread_mutex_unlock(&h->mu);
 }
 
+static struct source source_of(const struct sockaddr *sa)
+{
+	struct source src = {0};
+	if (sa == NULL)
+		return src;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+		src.family = AF_INET;
+		memcpy(src.addr, &in->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			src.family = AF_INET;
+			memcpy(src.addr, in6->sin6_addr.s6_addr + 12, 4);
+		} else {
+			src.family = AF_INET6;
+			memcpy(src.addr, &in6->sin6_addr, 16);
+		}
+	}
+	return src;
+}
+
+static bool same_source(const struct source *a, const struct source *b)
+{
+	return a->family != 0 && a->family == b->family &&
+	       memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
+}
+
+/* Connections open (not shut down) from src. Called with h->mu held. */
+static unsigned from_source(const struct pk_httpd *h, const struct source *src)
+{
+	unsigned n = 0;
+	for (const struct slot *s = h->list.next; s != &h->list; s = s->next)
+		if (!s->shut && same_source(&s->from, src))
+			n++;
+	return n;
+}
+
 /* Bytes the kernel holds for fd that libmicrohttpd has not read yet. */
 static int unread(int fd)
 {
@@ -101,13 +146,14 @@ static int unread(int fd)
 
 /*
  * The connection to shut down for a new one: the one that has waited
- * longest without a request in progress. Among the eight oldest, one whose
- * bytes are not waiting unread in the kernel goes first: a client with
- * unread bytes is one the listener has not caught up with, more likely a
- * prompt client than a slow one. Called with h->mu held; NULL when every
- * connection has a request in progress.
+ * longest without a request in progress; with `of` set, one of that
+ * source's. Among the eight oldest, one whose bytes are not waiting unread
+ * in the kernel goes first: a client with unread bytes is one the listener
+ * has not caught up with, more likely a prompt client than a slow one.
+ * Called with h->mu held; NULL when every candidate has a request in
+ * progress.
  */
-static struct slot *pick_victim(struct pk_httpd *h)
+static struct slot *pick_victim(struct pk_httpd *h, const struct source *of)
 {
 	struct slot *oldest = NULL;
 	h->search++;
@@ -115,6 +161,7 @@ static struct slot *pick_victim(struct pk_httpd *h)
 		struct slot *victim = NULL;
 		for (struct slot *s = h->list.next; s != &h->list; s = s->next)
 			if (!s->shut && s->phase != BUSY && s->spared != h->search &&
+			    (of == NULL || same_source(&s->from, of)) &&
 			    (victim == NULL || s->since < victim->since))
 				victim = s;
 		if (victim == NULL || unread(victim->fd) == 0)
@@ -128,29 +175,41 @@ static struct slot *pick_victim(struct pk_httpd *h)
 
 /* ---- libmicrohttpd callbacks ---- */
 
-/* Before a connection is added: make room or close it at once, never queue. */
+/*
+ * Before a connection is added: make room or close it at once, never
+ * queue. A source that holds its share already makes room among its own
+ * connections only, so it cannot push anyone else out, nor lock itself
+ * out while one of its own waits idle. Two pool threads may accept from
+ * one source at the same instant and both get in: the share can be passed
+ * by the pool's size less one, no more.
+ */
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
-	(void)addr;
 	(void)addrlen;
 	struct pk_httpd *h = cls;
+	struct source src = source_of(addr);
 	enum MHD_Result ok = MHD_YES;
+	const char *why = NULL;
 	pthread_mutex_lock(&h->mu);
-	if (h->open - h->shut >= h->cfg.limits.max_connections) {
-		struct slot *victim = pick_victim(h);
+	bool at_share = from_source(h, &src) >= h->cfg.limits.per_source;
+	if (at_share || h->open - h->shut >= h->cfg.limits.max_connections) {
+		struct slot *victim = pick_victim(h, at_share ? &src : NULL);
 		if (victim != NULL) {
 			shut_slot(h, victim);
 			h->evicted++;
 		} else {
 			h->refused++;
 			ok = MHD_NO;
+			why = at_share ? "every connection of its source has a request in progress"
+			               : "every connection has a request in progress";
 		}
 	}
 	pthread_mutex_unlock(&h->mu);
 	if (ok == MHD_NO)
-		pk_log_debug("connection refused: every connection has a request in progress",
-		             PK_LOG_STR("listener", h->cfg.name),
-		             PK_LOG_UINT("maxConnections", h->cfg.limits.max_connections));
+		pk_log_debug("connection refused", PK_LOG_STR("listener", h->cfg.name),
+		             PK_LOG_STR("reason", why),
+		             PK_LOG_UINT("maxConnections", h->cfg.limits.max_connections),
+		             PK_LOG_UINT("perSource", h->cfg.limits.per_source));
 	return ok;
 }
 
@@ -166,6 +225,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		if (s == NULL)
 			return; /* untracked: libmicrohttpd's own idle timeout still applies */
 		s->fd = ci->connect_fd;
+		const union MHD_ConnectionInfo *ai =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		s->from = source_of(ai != NULL ? ai->client_addr : NULL);
 		s->phase = WAITING;
 		s->since = now_seconds();
 		pthread_mutex_lock(&h->mu);
@@ -356,6 +418,19 @@ static void free_httpd(struct pk_httpd *h)
 	free(h);
 }
 
+struct pk_httpd_limits pk_httpd_limits_resolve(const struct pk_httpd_limits *l)
+{
+	struct pk_httpd_limits r = *l;
+	if (r.per_source == 0) {
+		r.per_source = r.max_connections / PK_HTTPD_PER_SOURCE_SHARE;
+		if (r.per_source < PK_HTTPD_PER_SOURCE_MIN)
+			r.per_source = PK_HTTPD_PER_SOURCE_MIN;
+	}
+	if (r.per_source > r.max_connections)
+		r.per_source = r.max_connections;
+	return r;
+}
+
 int pk_httpd_start(const struct pk_httpd_config *cfg, struct pk_httpd **out, struct pk_err *err)
 {
 	char at[INET6_ADDRSTRLEN + 16];
@@ -371,6 +446,7 @@ int pk_httpd_start(const struct pk_httpd_config *cfg, struct pk_httpd **out, str
 	if (h == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	h->cfg = *cfg;
+	h->cfg.limits = pk_httpd_limits_resolve(&cfg->limits);
 	h->list.prev = h->list.next = &h->list;
 	atomic_init(&h->started, false);
 	pthread_condattr_t ca;

@@ -19,7 +19,12 @@
  *     down; among the eight oldest, one without bytes waiting unread goes
  *     first (unread bytes mean the listener is behind, not the client).
  *     When every connection has a request in progress, the new one is
- *     closed at once.
+ *     closed at once;
+ *   - a limit per source (the peer's IP address): a source that already
+ *     holds per_source connections makes room among its own by the same
+ *     rule, and its new connection is closed at once when each of its own
+ *     has a request in progress. One client, however many connections it
+ *     opens, leaves the others (the apiserver, the kubelet) their room.
  *
  * Shutting a socket down (shutdown(2), never close(2)) is safe from another
  * thread: libmicrohttpd sees the end of the stream and closes the
@@ -37,13 +42,29 @@
 #include "parse.h"
 #include "pk.h"
 
+/*
+ * A listener's limits. A field left 0 where a default is named takes it
+ * (pk_httpd_start resolves them; pk_httpd_limits_resolve says to what).
+ */
 struct pk_httpd_limits {
 	unsigned max_connections;
+	unsigned per_source;      /* connections from one IP address; 0: PK_HTTPD_PER_SOURCE_* */
 	unsigned header_timeout;  /* seconds: accept to the first request's headers */
 	unsigned request_timeout; /* seconds: a request's headers to its answer sent */
 	unsigned idle_timeout;    /* seconds: an answer to the next request's headers */
 	size_t connection_memory; /* per connection: request line, headers, read buffer */
 };
+
+/*
+ * The default per-source limit: a quarter of max_connections, but never
+ * fewer than 16 (nor more than max_connections), so a small listener is not
+ * split into slivers.
+ */
+#define PK_HTTPD_PER_SOURCE_SHARE 4
+#define PK_HTTPD_PER_SOURCE_MIN   16
+
+/* l with every default filled in, as pk_httpd_start uses it. */
+struct pk_httpd_limits pk_httpd_limits_resolve(const struct pk_httpd_limits *l);
 
 /*
  * One request, as libmicrohttpd's access handler: `*req` is the handler's
@@ -88,7 +109,7 @@ void pk_httpd_stop(struct pk_httpd *h);
 struct pk_httpd_stats {
 	unsigned open;                /* connections now */
 	unsigned long long accepted;  /* since start */
-	unsigned long long refused;   /* closed at accept: at the limit, all busy */
+	unsigned long long refused;   /* closed at accept: all busy, or its source at its limit */
 	unsigned long long evicted;   /* shut down to make room for a new one */
 	unsigned long long timed_out; /* shut down past a deadline */
 };

@@ -32,14 +32,23 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static int dial(uint16_t port)
+/* A connection to 127.0.0.1:port from the source address `from` (any of 127/8). */
+static int dial_from(uint16_t port, const char *from)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(fd >= 0);
+	struct sockaddr_in src = {.sin_family = AF_INET};
+	inet_pton(AF_INET, from, &src.sin_addr);
+	assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	return fd;
+}
+
+static int dial(uint16_t port)
+{
+	return dial_from(port, "127.0.0.1");
 }
 
 static void say(int fd, const char *text)
@@ -174,7 +183,8 @@ static void test_probes(void **state)
 	pk_httpd_probes_stop(p);
 }
 
-/* 64 slow clients fill the health listener; kubelet's probe still gets its answer. */
+/* Slow clients from four sources fill the health listener; kubelet's probe still gets its answer.
+ */
 static void test_probes_with_slow_clients(void **state)
 {
 	(void)state;
@@ -183,9 +193,10 @@ static void test_probes_with_slow_clients(void **state)
 	uint16_t hp = pk_httpd_probes_port(p, false);
 	int slow[PK_HTTPD_PROBE_MAX_CONNECTIONS + 8];
 	size_t n = sizeof(slow) / sizeof(slow[0]);
+	static const char *const from[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
 	for (size_t i = 0; i < n; i++) {
-		slow[i] = dial(hp);
-		say(slow[i], "G");
+		slow[i] = dial_from(hp, from[i % 4]);
+		(void)send(slow[i], "G", 1, MSG_NOSIGNAL);
 	}
 	usleep(200 * 1000);
 	for (size_t i = 0; i < n; i++)
@@ -198,6 +209,39 @@ static void test_probes_with_slow_clients(void **state)
 	}
 	for (size_t i = 0; i < n; i++)
 		close(slow[i]);
+	pk_httpd_probes_stop(p);
+}
+
+/*
+ * The controller's and the webhook's health port: a client opening
+ * connections keeps its share (a quarter of 64) and no more, its newest
+ * taking the place of its own oldest; the kubelet, from another address, is
+ * answered at once each time.
+ */
+static void test_probes_per_source(void **state)
+{
+	(void)state;
+	struct probe_state st = {.ready = true};
+	struct pk_httpd_probes *p = start_probes(&st, true);
+	uint16_t hp = pk_httpd_probes_port(p, false);
+	enum { SHARE = PK_HTTPD_PROBE_MAX_CONNECTIONS / PK_HTTPD_PER_SOURCE_SHARE, OVER = 4 };
+	int storm[SHARE + OVER];
+	for (size_t i = 0; i < SHARE + OVER; i++) {
+		storm[i] = dial_from(hp, "127.0.0.9");
+		usleep(5 * 1000); /* a clear order of arrival */
+	}
+	for (size_t i = 0; i < SHARE + OVER; i++)
+		if (closed_within(storm[i], i < OVER ? 1.0 : 0.02) != (i < OVER))
+			fail_msg("connection %zu of the storm: want %s", i,
+			         i < OVER ? "closed" : "open");
+	char buf[4096];
+	for (int round = 0; round < 3; round++) {
+		double t0 = now_s();
+		assert_int_equal(get(hp, "GET", "/healthz", buf, sizeof(buf)), 200);
+		assert_true(now_s() - t0 < 1.0);
+	}
+	for (size_t i = 0; i < SHARE + OVER; i++)
+		close(storm[i]);
 	pk_httpd_probes_stop(p);
 }
 
@@ -228,16 +272,12 @@ static enum MHD_Result echo_handler(void *ud, struct MHD_Connection *conn, const
 	return pk_httpd_respond(conn, 200, "application/json", "{}", 2, false, NULL, false);
 }
 
-static struct pk_httpd *start_echo(struct echo *e, unsigned max, unsigned header_timeout)
+static struct pk_httpd *start_limited(struct echo *e, const struct pk_httpd_limits *l)
 {
 	struct pk_httpd_config c = {
 	    .name = "test",
 	    .threads = 2,
-	    .limits = {.max_connections = max,
-	               .header_timeout = header_timeout,
-	               .request_timeout = 2,
-	               .idle_timeout = 20,
-	               .connection_memory = 8192},
+	    .limits = *l,
 	    .handler = echo_handler,
 	    .ud = e,
 	};
@@ -246,6 +286,16 @@ static struct pk_httpd *start_echo(struct echo *e, unsigned max, unsigned header
 	struct pk_err err = {{0}};
 	assert_int_equal(pk_httpd_start(&c, &h, &err), PK_OK);
 	return h;
+}
+
+static struct pk_httpd *start_echo(struct echo *e, unsigned max, unsigned header_timeout)
+{
+	struct pk_httpd_limits l = {.max_connections = max,
+	                            .header_timeout = header_timeout,
+	                            .request_timeout = 2,
+	                            .idle_timeout = 20,
+	                            .connection_memory = 8192};
+	return start_limited(e, &l);
 }
 
 /* The header deadline counts from accept: a client that is never idle is still cut. */
@@ -367,6 +417,80 @@ static void test_limit_closes_at_once(void **state)
 	assert_non_null(strstr(buf, "HTTP/1.1 200"));
 	for (int i = 0; i < 4; i++)
 		close(busy[i]);
+	pk_httpd_stop(h);
+}
+
+/* The defaults: a quarter of the limit, at least 16, never past the limit. */
+static void test_per_source_defaults(void **state)
+{
+	(void)state;
+	static const struct {
+		unsigned max, set, want;
+	} cases[] = {
+	    {1000, 0, 250}, {64, 0, 16}, {40, 0, 16}, {4, 0, 4}, {1000, 3, 3}, {8, 100, 8},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pk_httpd_limits l = {.max_connections = cases[i].max,
+		                            .per_source = cases[i].set};
+		struct pk_httpd_limits r = pk_httpd_limits_resolve(&l);
+		if (r.per_source != cases[i].want)
+			fail_msg("case %zu: max %u, per source %u: want %u, got %u", i,
+			         cases[i].max, cases[i].set, cases[i].want, r.per_source);
+	}
+}
+
+/*
+ * A source at its share makes room among its own connections only: another
+ * source's older idle connection is left alone. When each of its own has a
+ * request in progress, its next connection is closed at accept (counted as
+ * refused), though the listener has room; another source still gets in.
+ */
+static void test_per_source_limit(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd_limits l = {.max_connections = 16,
+	                            .per_source = 2,
+	                            .header_timeout = 30,
+	                            .request_timeout = 5,
+	                            .idle_timeout = 20,
+	                            .connection_memory = 8192};
+	struct pk_httpd *h = start_limited(&e, &l);
+	uint16_t port = pk_httpd_port(h);
+	int other = dial_from(port, "127.0.0.3");
+	usleep(50 * 1000);
+	int mine[3];
+	for (int i = 0; i < 3; i++) {
+		mine[i] = dial_from(port, "127.0.0.2");
+		usleep(50 * 1000);
+	}
+	assert_true(closed_within(mine[0], 1.0));
+	assert_false(closed_within(mine[1], 0.05));
+	assert_false(closed_within(mine[2], 0.05));
+	assert_false(closed_within(other, 0.05));
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.evicted, 1);
+	assert_int_equal(s.refused, 0);
+	close(mine[0]);
+
+	/* Both of its own busy: the next is refused. */
+	for (int i = 1; i < 3; i++)
+		say(mine[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n{");
+	usleep(200 * 1000);
+	mine[0] = dial_from(port, "127.0.0.2");
+	assert_true(closed_within(mine[0], 1.0));
+	close(mine[0]);
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.refused, 1);
+	assert_int_equal(s.evicted, 1);
+
+	char buf[2048];
+	assert_int_equal(get(port, "GET", "/", buf, sizeof(buf)), 200);
+	assert_false(closed_within(other, 0.05));
+	for (int i = 1; i < 3; i++)
+		close(mine[i]);
+	close(other);
 	pk_httpd_stop(h);
 }
 
@@ -493,10 +617,13 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_probes),
 	    cmocka_unit_test(test_probes_with_slow_clients),
+	    cmocka_unit_test(test_probes_per_source),
 	    cmocka_unit_test(test_header_deadline),
 	    cmocka_unit_test(test_request_deadline),
 	    cmocka_unit_test(test_limit_makes_room),
 	    cmocka_unit_test(test_limit_closes_at_once),
+	    cmocka_unit_test(test_per_source_defaults),
+	    cmocka_unit_test(test_per_source_limit),
 	    cmocka_unit_test(test_library_errors),
 	    cmocka_unit_test(test_start_errors),
 	    cmocka_unit_test(test_listening_lines),
