@@ -22,7 +22,8 @@
 
 enum phase {
 	WAITING, /* accepted; the first request's headers are not in yet */
-	BUSY,    /* a request's headers are in; its answer is not sent yet */
+	READING, /* a request's headers are in; its body is not */
+	BUSY,    /* a request's headers and body are in; its answer is not sent yet */
 	IDLE,    /* kept alive between requests */
 };
 
@@ -38,7 +39,8 @@ struct slot {
 	int fd;
 	struct source from;
 	enum phase phase;
-	double since;         /* when the phase began, monotonic seconds */
+	double since;         /* when the phase began (READING, BUSY: the headers), monotonic s */
+	double body_by;       /* READING: when the body must be in */
 	bool shut;            /* shut down by us; libmicrohttpd has yet to close it */
 	unsigned long spared; /* the victim search that passed it over */
 };
@@ -70,9 +72,10 @@ static double deadline(const struct pk_httpd *h, const struct slot *s)
 {
 	const struct pk_httpd_limits *l = &h->cfg.limits;
 	unsigned t = s->phase == WAITING ? l->header_timeout
-	             : s->phase == BUSY  ? l->request_timeout
-	                                 : l->idle_timeout;
-	return s->since + (double)t;
+	             : s->phase == IDLE  ? l->idle_timeout
+	                                 : l->request_timeout;
+	double at = s->since + (double)t;
+	return s->phase == READING && s->body_by < at ? s->body_by : at;
 }
 
 /* Called with h->mu held. */
@@ -91,11 +94,41 @@ static struct slot *slot_of(struct MHD_Connection *conn)
 	return ci != NULL ? ci->socket_context : NULL;
 }
 
+/* A new phase; a request's body coming in keeps the time of its headers. */
 static void set_phase(struct pk_httpd *h, struct slot *s, enum phase p)
 {
 	pthread_mutex_lock(&h->mu);
+	if (!(s->phase == READING && p == BUSY))
+		s->since = now_seconds();
 	s->phase = p;
-	s->since = now_seconds();
+	pthread_mutex_unlock(&h->mu);
+}
+
+/*
+ * A request's headers are in: when a body is announced, it must be in by
+ * body_timeout plus its Content-Length at body_rate (a body of unknown
+ * length, chunked, by the request deadline alone).
+ */
+static void begin_request(struct pk_httpd *h, struct slot *s, struct MHD_Connection *conn)
+{
+	const struct pk_httpd_limits *l = &h->cfg.limits;
+	const char *cl =
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te =
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	uint64_t declared = 0;
+	struct pk_err e;
+	bool known = cl != NULL && pk_parse_uint(cl, 0, UINT64_MAX, &declared, &e) == PK_OK;
+	double t = now_seconds();
+	pthread_mutex_lock(&h->mu);
+	s->since = t;
+	if ((known || cl == NULL) && te == NULL && declared == 0) {
+		s->phase = BUSY;
+	} else {
+		s->phase = READING;
+		s->body_by = known ? t + (double)l->body_timeout + (double)declared / l->body_rate
+		                   : t + (double)l->request_timeout;
+	}
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -160,8 +193,8 @@ static struct slot *pick_victim(struct pk_httpd *h, const struct source *of)
 	for (int tries = 0; tries < 8; tries++) {
 		struct slot *victim = NULL;
 		for (struct slot *s = h->list.next; s != &h->list; s = s->next)
-			if (!s->shut && s->phase != BUSY && s->spared != h->search &&
-			    (of == NULL || same_source(&s->from, of)) &&
+			if (!s->shut && (s->phase == WAITING || s->phase == IDLE) &&
+			    s->spared != h->search && (of == NULL || same_source(&s->from, of)) &&
 			    (victim == NULL || s->since < victim->since))
 				victim = s;
 		if (victim == NULL || unread(victim->fd) == 0)
@@ -266,8 +299,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)version;
 	struct pk_httpd *h = cls;
 	struct slot *s = slot_of(conn);
-	/* Only this connection's thread writes its phase, so reading it here needs no lock. */
-	if (s != NULL && s->phase != BUSY)
+	/* Only this connection's thread writes its phase, so reading it here needs no lock.
+	 * libmicrohttpd calls once with the headers, then with each part of the body,
+	 * then once more with none when the body is complete. */
+	if (s != NULL && (s->phase == WAITING || s->phase == IDLE))
+		begin_request(h, s, conn);
+	else if (s != NULL && s->phase == READING && *upload_data_size == 0)
 		set_phase(h, s, BUSY);
 	return h->cfg.handler(h->cfg.ud, conn, url, method, upload_data, upload_data_size, req);
 }
@@ -320,6 +357,12 @@ static void *watchdog_main(void *arg)
 		unsigned cut = 0;
 		for (struct slot *s = h->list.next; s != &h->list; s = s->next) {
 			if (s->shut || t < deadline(h, s))
+				continue;
+			/* A body waiting unread in the kernel is the listener's delay, not the
+			 * client's: only the request deadline cuts it. */
+			if (s->phase == READING &&
+			    t < s->since + (double)h->cfg.limits.request_timeout &&
+			    unread(s->fd) > 0)
 				continue;
 			shut_slot(h, s);
 			h->timed_out++;
@@ -428,6 +471,10 @@ struct pk_httpd_limits pk_httpd_limits_resolve(const struct pk_httpd_limits *l)
 	}
 	if (r.per_source > r.max_connections)
 		r.per_source = r.max_connections;
+	if (r.body_timeout == 0)
+		r.body_timeout = PK_HTTPD_BODY_TIMEOUT;
+	if (r.body_rate == 0)
+		r.body_rate = PK_HTTPD_BODY_RATE;
 	return r;
 }
 

@@ -12,7 +12,13 @@
  *     header_timeout of accept; a request must be answered, its answer
  *     sent, within request_timeout of its headers; a kept-alive connection
  *     must have the next request's headers in within idle_timeout of the
- *     previous answer. Past its deadline a connection is shut down;
+ *     previous answer. A request's body must be in within body_timeout
+ *     plus its Content-Length at body_rate bytes a second of its headers
+ *     (never later than request_timeout), so a client that announces 100
+ *     bytes and sends one is cut in about body_timeout, while a large body
+ *     sent at any sane speed is not; a body whose bytes wait unread in the
+ *     kernel is the listener's delay and only request_timeout cuts it.
+ *     Past its deadline a connection is shut down;
  *   - a connection limit that never queues: at max_connections, a new
  *     connection takes the place of the connection that has waited longest
  *     without a request in progress (a slow or idle client), which is shut
@@ -51,6 +57,9 @@ struct pk_httpd_limits {
 	unsigned per_source;      /* connections from one IP address; 0: PK_HTTPD_PER_SOURCE_* */
 	unsigned header_timeout;  /* seconds: accept to the first request's headers */
 	unsigned request_timeout; /* seconds: a request's headers to its answer sent */
+	unsigned body_timeout;    /* seconds: headers to body in, plus its length at body_rate;
+	                             0: PK_HTTPD_BODY_TIMEOUT */
+	unsigned body_rate;       /* bytes a second a body must keep; 0: PK_HTTPD_BODY_RATE */
 	unsigned idle_timeout;    /* seconds: an answer to the next request's headers */
 	size_t connection_memory; /* per connection: request line, headers, read buffer */
 };
@@ -62,6 +71,14 @@ struct pk_httpd_limits {
  */
 #define PK_HTTPD_PER_SOURCE_SHARE 4
 #define PK_HTTPD_PER_SOURCE_MIN   16
+/*
+ * The default body deadline: 2 s plus a second per 64 KiB announced. The
+ * apiserver writes a review's headers and body at once; 3 MiB (the largest
+ * review the webhook reads) at 64 KiB/s is 48 s, so the request deadline
+ * bounds the largest ones first.
+ */
+#define PK_HTTPD_BODY_TIMEOUT 2
+#define PK_HTTPD_BODY_RATE    (64u * 1024u)
 
 /* l with every default filled in, as pk_httpd_start uses it. */
 struct pk_httpd_limits pk_httpd_limits_resolve(const struct pk_httpd_limits *l);

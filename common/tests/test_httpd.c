@@ -359,6 +359,66 @@ static void test_request_deadline(void **state)
 	pk_httpd_stop(h);
 }
 
+/*
+ * The body deadline is scaled to the announced length: 100 bytes announced
+ * and one sent is cut at body_timeout (1 s here), long before the 20 s
+ * request deadline, though a byte comes every 0.2 s.
+ */
+static void test_body_deadline(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd_limits l = {.max_connections = 16,
+	                            .header_timeout = 20,
+	                            .request_timeout = 20,
+	                            .body_timeout = 1,
+	                            .body_rate = 1000,
+	                            .idle_timeout = 20,
+	                            .connection_memory = 8192};
+	struct pk_httpd *h = start_limited(&e, &l);
+	int fd = dial(pk_httpd_port(h));
+	say(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{");
+	double t0 = now_s();
+	bool cut = false;
+	for (int i = 0; i < 50 && !cut; i++) {
+		(void)send(fd, " ", 1, MSG_NOSIGNAL);
+		cut = closed_within(fd, 0.2);
+	}
+	double took = now_s() - t0;
+	assert_true(cut);
+	assert_true(took > 0.8 && took < 2.5);
+	close(fd);
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.timed_out, 1);
+
+	/* 3000 bytes announced may take 1 s plus 3 s: sent over 2.5 s, they are answered. */
+	fd = dial(pk_httpd_port(h));
+	say(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3000\r\n\r\n");
+	char part[301];
+	memset(part, ' ', 300);
+	part[300] = '\0';
+	for (int i = 0; i < 10; i++) {
+		usleep(250 * 1000);
+		say(fd, part);
+	}
+	char buf[2048];
+	hear(fd, buf, sizeof(buf), 1.0);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+
+	/* The next request on the kept-alive connection has a deadline of its own, and a
+	 * request without a body has none but the request deadline. */
+	usleep(1500 * 1000);
+	say(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(fd, buf, sizeof(buf), 1.0);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	close(fd);
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.timed_out, 1);
+	assert_int_equal(e.requests, 2);
+	pk_httpd_stop(h);
+}
+
 /* At the limit, the connection that waited longest without a request makes room. */
 static void test_limit_makes_room(void **state)
 {
@@ -620,6 +680,7 @@ int main(void)
 	    cmocka_unit_test(test_probes_per_source),
 	    cmocka_unit_test(test_header_deadline),
 	    cmocka_unit_test(test_request_deadline),
+	    cmocka_unit_test(test_body_deadline),
 	    cmocka_unit_test(test_limit_makes_room),
 	    cmocka_unit_test(test_limit_closes_at_once),
 	    cmocka_unit_test(test_per_source_defaults),
