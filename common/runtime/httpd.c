@@ -178,32 +178,64 @@ static int unread(int fd)
 }
 
 /*
- * The connection to shut down for a new one: the one that has waited
- * longest without a request in progress; with `of` set, one of that
- * source's. Among the eight oldest, one whose bytes are not waiting unread
- * in the kernel goes first: a client with unread bytes is one the listener
- * has not caught up with, more likely a prompt client than a slow one.
- * Called with h->mu held; NULL when every candidate has a request in
- * progress.
+ * How readily a connection makes room, lowest first; -1: never.
+ *   0  a body not in past the grace: a client that announced more than it
+ *      sends (the apiserver writes headers and body at once);
+ *   1  headers not in past the grace, on a new connection;
+ *   2  without a request in progress: idle between requests, or new.
+ * A request whose body is in, or is still within the grace, is never
+ * evicted: it is the listener's to finish.
+ */
+static int evict_rank(const struct slot *s, double t)
+{
+	bool late = t - s->since > (double)PK_HTTPD_STALL_GRACE;
+	switch (s->phase) {
+	case READING:
+		return late ? 0 : -1;
+	case WAITING:
+		return late ? 1 : 2;
+	case IDLE:
+		return 2;
+	case BUSY:
+		break;
+	}
+	return -1;
+}
+
+/*
+ * The connection to shut down for a new one; with `of` set, one of that
+ * source's. The lowest rank goes first (stalled bodies before idle
+ * kept-alive connections, which an attacker's new connections would
+ * otherwise push out), within a rank the one that has been in its phase
+ * longest. Among the eight first, one whose bytes are not waiting unread in
+ * the kernel goes first: a client with unread bytes is one the listener has
+ * not caught up with, more likely a prompt client than a slow one. Called
+ * with h->mu held; NULL when no candidate may go.
  */
 static struct slot *pick_victim(struct pk_httpd *h, const struct source *of)
 {
-	struct slot *oldest = NULL;
+	struct slot *first = NULL;
+	double t = now_seconds();
 	h->search++;
 	for (int tries = 0; tries < 8; tries++) {
 		struct slot *victim = NULL;
-		for (struct slot *s = h->list.next; s != &h->list; s = s->next)
-			if (!s->shut && (s->phase == WAITING || s->phase == IDLE) &&
-			    s->spared != h->search && (of == NULL || same_source(&s->from, of)) &&
-			    (victim == NULL || s->since < victim->since))
+		int best = -1;
+		for (struct slot *s = h->list.next; s != &h->list; s = s->next) {
+			int r = s->shut || s->spared == h->search ? -1 : evict_rank(s, t);
+			if (r < 0 || (of != NULL && !same_source(&s->from, of)))
+				continue;
+			if (victim == NULL || r < best || (r == best && s->since < victim->since)) {
 				victim = s;
+				best = r;
+			}
+		}
 		if (victim == NULL || unread(victim->fd) == 0)
-			return victim != NULL ? victim : oldest;
-		if (oldest == NULL)
-			oldest = victim;
+			return victim != NULL ? victim : first;
+		if (first == NULL)
+			first = victim;
 		victim->spared = h->search;
 	}
-	return oldest;
+	return first;
 }
 
 /* ---- libmicrohttpd callbacks ---- */

@@ -20,12 +20,14 @@
  *     kernel is the listener's delay and only request_timeout cuts it.
  *     Past its deadline a connection is shut down;
  *   - a connection limit that never queues: at max_connections, a new
- *     connection takes the place of the connection that has waited longest
- *     without a request in progress (a slow or idle client), which is shut
- *     down; among the eight oldest, one without bytes waiting unread goes
- *     first (unread bytes mean the listener is behind, not the client).
- *     When every connection has a request in progress, the new one is
- *     closed at once;
+ *     connection takes the place of another, which is shut down: first a
+ *     stalled one (its body, or a new connection's headers, not in
+ *     PK_HTTPD_STALL_GRACE after they began), then the one that has waited
+ *     longest without a request in progress (idle, or new); among the
+ *     eight first, one without bytes waiting unread goes first (unread
+ *     bytes mean the listener is behind, not the client). When every
+ *     connection has a request in progress (and none is stalled), the new
+ *     one is closed at once;
  *   - a limit per source (the peer's IP address): a source that already
  *     holds per_source connections makes room among its own by the same
  *     rule, and its new connection is closed at once when each of its own
@@ -78,7 +80,9 @@ struct pk_httpd_limits {
  * bounds the largest ones first.
  */
 #define PK_HTTPD_BODY_TIMEOUT 2
-#define PK_HTTPD_BODY_RATE    (64u * 1024u)
+/* Seconds after which a body or a new connection's headers not in count as stalled. */
+#define PK_HTTPD_STALL_GRACE 1
+#define PK_HTTPD_BODY_RATE   (64u * 1024u)
 
 /* l with every default filled in, as pk_httpd_start uses it. */
 struct pk_httpd_limits pk_httpd_limits_resolve(const struct pk_httpd_limits *l);

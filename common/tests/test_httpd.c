@@ -448,6 +448,68 @@ static void test_limit_makes_room(void **state)
 	pk_httpd_stop(h);
 }
 
+/*
+ * At the limit, stalled connections make room before an idle kept-alive
+ * one (the apiserver's, between reviews), though it is the oldest: first
+ * bodies not in past the grace, oldest first, then a new connection's
+ * headers not in past the grace.
+ */
+static void test_stalled_evicted_first(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd_limits l = {.max_connections = 4,
+	                            .header_timeout = 30,
+	                            .request_timeout = 20,
+	                            .body_timeout = 20,
+	                            .idle_timeout = 30,
+	                            .connection_memory = 8192};
+	struct pk_httpd *h = start_limited(&e, &l);
+	uint16_t port = pk_httpd_port(h);
+	char buf[2048];
+	int kept = dial(port);
+	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(kept, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	usleep(50 * 1000);
+	int head = dial(port);
+	say(head, "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: a");
+	usleep(50 * 1000);
+	int body[2];
+	for (int i = 0; i < 2; i++) {
+		body[i] = dial(port);
+		say(body[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{");
+		usleep(50 * 1000);
+	}
+	usleep((useconds_t)(PK_HTTPD_STALL_GRACE * 1000 + 300) * 1000);
+
+	int order[] = {body[0], body[1], head}, fresh[3];
+	for (int i = 0; i < 3; i++) {
+		/* Each newcomer stays, kept alive, so the next needs room again. */
+		fresh[i] = dial(port);
+		say(fresh[i], "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+		hear(fresh[i], buf, sizeof(buf), 0.5);
+		assert_non_null(strstr(buf, "HTTP/1.1 200"));
+		if (!closed_within(order[i], 1.0))
+			fail_msg("eviction %d: not the one expected", i);
+		for (int j = i + 1; j < 3; j++)
+			assert_false(closed_within(order[j], 0.02));
+	}
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.evicted, 3);
+	/* The kept-alive connection was never touched. */
+	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(kept, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	close(kept);
+	for (int i = 0; i < 3; i++) {
+		close(order[i]);
+		close(fresh[i]);
+	}
+	pk_httpd_stop(h);
+}
+
 /* When every connection has a request in progress, a new one is closed at once. */
 static void test_limit_closes_at_once(void **state)
 {
@@ -683,6 +745,7 @@ int main(void)
 	    cmocka_unit_test(test_body_deadline),
 	    cmocka_unit_test(test_limit_makes_room),
 	    cmocka_unit_test(test_limit_closes_at_once),
+	    cmocka_unit_test(test_stalled_evicted_first),
 	    cmocka_unit_test(test_per_source_defaults),
 	    cmocka_unit_test(test_per_source_limit),
 	    cmocka_unit_test(test_library_errors),
