@@ -28,6 +28,15 @@
  *     bytes mean the listener is behind, not the client). When every
  *     connection has a request in progress (and none is stalled), the new
  *     one is closed at once;
+ *   - one memory budget for all connections: each holds the bytes received
+ *     for its request's headers (a new connection's TLS handshake
+ *     included) and, once they are in, its announced body up to
+ *     connection_memory. Counted ten times a second; past the budget,
+ *     stalled connections are cut first, the one stalled longest first,
+ *     then the largest whose request is not complete. While the
+ *     connections hold the budget a new connection is closed at accept
+ *     unless a stalled one makes room. A request whose body is in is never
+ *     cut for memory;
  *   - a limit per source (the peer's IP address): a source that already
  *     holds per_source connections makes room among its own by the same
  *     rule, and its new connection is closed at once when each of its own
@@ -64,6 +73,8 @@ struct pk_httpd_limits {
 	unsigned body_rate;       /* bytes a second a body must keep; 0: PK_HTTPD_BODY_RATE */
 	unsigned idle_timeout;    /* seconds: an answer to the next request's headers */
 	size_t connection_memory; /* per connection: request line, headers, read buffer */
+	size_t memory_budget;     /* what all connections may hold at once (see above);
+	                             0: PK_HTTPD_MEMORY_* */
 };
 
 /*
@@ -80,6 +91,13 @@ struct pk_httpd_limits {
  * bounds the largest ones first.
  */
 #define PK_HTTPD_BODY_TIMEOUT 2
+/*
+ * The default memory budget: 16 KiB a connection (an ordinary review's
+ * headers and body are a few KiB), and never less than eight connections'
+ * connection_memory.
+ */
+#define PK_HTTPD_MEMORY_PER_CONNECTION (16u * 1024u)
+#define PK_HTTPD_MEMORY_LEAST          8u
 /* Seconds after which a body or a new connection's headers not in count as stalled. */
 #define PK_HTTPD_STALL_GRACE 1
 #define PK_HTTPD_BODY_RATE   (64u * 1024u)
@@ -133,6 +151,9 @@ struct pk_httpd_stats {
 	unsigned long long refused;   /* closed at accept: all busy, or its source at its limit */
 	unsigned long long evicted;   /* shut down to make room for a new one */
 	unsigned long long timed_out; /* shut down past a deadline */
+	unsigned long long
+	    over_memory; /* shut down, or one stalled for a new one, past the budget */
+	size_t memory;   /* bytes the connections held at the last count */
 };
 void pk_httpd_get_stats(struct pk_httpd *h, struct pk_httpd_stats *out);
 

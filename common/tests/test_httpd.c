@@ -256,7 +256,6 @@ static enum MHD_Result echo_handler(void *ud, struct MHD_Connection *conn, const
                                     const char *method, const char *upload_data,
                                     size_t *upload_data_size, void **req)
 {
-	(void)url;
 	(void)method;
 	(void)upload_data;
 	struct echo *e = ud;
@@ -269,6 +268,14 @@ static enum MHD_Result echo_handler(void *ud, struct MHD_Connection *conn, const
 		return MHD_YES;
 	}
 	e->requests++;
+	if (strcmp(url, "/big") == 0) {
+		/* More than the sockets can buffer: a client that does not read holds it. */
+		size_t n = 16u * 1024u * 1024u;
+		char *big = malloc(n);
+		assert_non_null(big);
+		memset(big, ' ', n);
+		return pk_httpd_respond(conn, 200, "text/plain", big, n, true, NULL, false);
+	}
 	return pk_httpd_respond(conn, 200, "application/json", "{}", 2, false, NULL, false);
 }
 
@@ -510,6 +517,123 @@ static void test_stalled_evicted_first(void **state)
 	pk_httpd_stop(h);
 }
 
+static const struct pk_httpd_limits budget_limits = {.max_connections = 16,
+                                                     .header_timeout = 30,
+                                                     .request_timeout = 30,
+                                                     .body_timeout = 30,
+                                                     .idle_timeout = 30,
+                                                     .connection_memory = 32768,
+                                                     .memory_budget = 65536};
+
+/* An unfinished header of about n bytes. */
+static void send_header_bytes(int fd, size_t n)
+{
+	static char big[32768];
+	memset(big, 'a', sizeof(big));
+	say(fd, "GET / HTTP/1.1\r\nHost: t\r\nX-Big: ");
+	assert_true(n <= sizeof(big));
+	assert_int_equal(send(fd, big, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/*
+ * Unfinished headers count in the listener's memory budget (64 KiB here),
+ * though each connection is within its own 32 KiB: the connection that
+ * pushes the total past it makes the one stalled longest go, and the rest
+ * stay.
+ */
+static void test_memory_budget_headers(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_limited(&e, &budget_limits);
+	uint16_t port = pk_httpd_port(h);
+	int c[4];
+	for (int i = 0; i < 2; i++) {
+		c[i] = dial(port);
+		send_header_bytes(c[i], 20000);
+		usleep(50 * 1000);
+	}
+	usleep((useconds_t)(PK_HTTPD_STALL_GRACE * 1000 + 300) * 1000);
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_true(s.memory >= 40000 && s.memory < 65536);
+	assert_int_equal(s.over_memory, 0);
+	c[2] = dial(port);
+	send_header_bytes(c[2], 20000);
+	usleep(50 * 1000);
+	c[3] = dial(port);
+	send_header_bytes(c[3], 10000);
+	assert_true(closed_within(c[0], 1.0));
+	for (int i = 1; i < 4; i++)
+		assert_false(closed_within(c[i], 0.05));
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.over_memory, 1);
+	assert_int_equal(s.timed_out, 0);
+	assert_true(s.memory <= 65536);
+	for (int i = 0; i < 4; i++)
+		close(c[i]);
+	pk_httpd_stop(h);
+}
+
+/*
+ * A body counts as announced, from its headers on. Answers the clients do
+ * not read hold the budget (a request whose body is in is never cut): a
+ * new connection is then closed at accept, and gets in again once they go.
+ */
+static void test_memory_budget_bodies(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_limited(&e, &budget_limits);
+	uint16_t port = pk_httpd_port(h);
+	/* Each charged its headers and its 33000 bytes, capped at 32 KiB: together over 64 KiB. */
+	static char req[40000];
+	int n = snprintf(req, sizeof(req),
+	                 "POST /big HTTP/1.1\r\nHost: t\r\nContent-Length: 33000\r\n\r\n");
+	memset(req + n, ' ', 33000);
+	size_t len = (size_t)n + 33000;
+	int c[3];
+	for (int i = 0; i < 2; i++) {
+		c[i] = dial(port);
+		/* In one write, so the body is in before the budget is next counted. */
+		assert_int_equal(send(c[i], req, len, MSG_NOSIGNAL), (ssize_t)len);
+		usleep(100 * 1000);
+	}
+	usleep(300 * 1000);
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_true(s.memory > 65536);
+	int late = dial(port);
+	assert_true(closed_within(late, 1.0));
+	close(late);
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.refused, 1);
+	assert_int_equal(s.over_memory, 0);
+	for (int i = 0; i < 2; i++)
+		close(c[i]);
+	usleep(400 * 1000);
+	char buf[2048];
+	assert_int_equal(get(port, "GET", "/", buf, sizeof(buf)), 200);
+
+	/* A stalled body that pushes the total past the budget is cut, the oldest first. */
+	for (int i = 0; i < 2; i++) {
+		c[i] = dial(port);
+		say(c[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 30000\r\n\r\n{");
+		usleep(50 * 1000);
+	}
+	usleep((useconds_t)(PK_HTTPD_STALL_GRACE * 1000 + 300) * 1000);
+	c[2] = dial(port);
+	say(c[2], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 30000\r\n\r\n{");
+	assert_true(closed_within(c[0], 1.0));
+	assert_false(closed_within(c[1], 0.05));
+	assert_false(closed_within(c[2], 0.05));
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.over_memory, 1);
+	for (int i = 0; i < 3; i++)
+		close(c[i]);
+	pk_httpd_stop(h);
+}
+
 /* When every connection has a request in progress, a new one is closed at once. */
 static void test_limit_closes_at_once(void **state)
 {
@@ -746,6 +870,8 @@ int main(void)
 	    cmocka_unit_test(test_limit_makes_room),
 	    cmocka_unit_test(test_limit_closes_at_once),
 	    cmocka_unit_test(test_stalled_evicted_first),
+	    cmocka_unit_test(test_memory_budget_headers),
+	    cmocka_unit_test(test_memory_budget_bodies),
 	    cmocka_unit_test(test_per_source_defaults),
 	    cmocka_unit_test(test_per_source_limit),
 	    cmocka_unit_test(test_library_errors),
