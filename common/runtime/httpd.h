@@ -91,6 +91,7 @@ struct pk_httpd_limits {
  * bounds the largest ones first.
  */
 #define PK_HTTPD_BODY_TIMEOUT 2
+#define PK_HTTPD_BODY_RATE    (64u * 1024u)
 /*
  * The default memory budget: 16 KiB a connection (an ordinary review's
  * headers and body are a few KiB), and never less than eight connections'
@@ -100,7 +101,6 @@ struct pk_httpd_limits {
 #define PK_HTTPD_MEMORY_LEAST          8u
 /* Seconds after which a body or a new connection's headers not in count as stalled. */
 #define PK_HTTPD_STALL_GRACE 1
-#define PK_HTTPD_BODY_RATE   (64u * 1024u)
 
 /* l with every default filled in, as pk_httpd_start uses it. */
 struct pk_httpd_limits pk_httpd_limits_resolve(const struct pk_httpd_limits *l);
