@@ -35,6 +35,7 @@ enum {
 	F_POLL,
 	F_THREADS,
 	F_MAX_CONN,
+	F_PER_SOURCE,
 	F_GRACE,
 	F_COUNT,
 };
@@ -60,6 +61,9 @@ static const struct pk_flag flags[F_COUNT] = {
                    "webhook worker threads; 0: one per core"},
     [F_MAX_CONN] = {"max-connections", 0, PK_FLAG_UINT, "1000", "1..100000",
                     "webhook connections open at once"},
+    [F_PER_SOURCE] = {"max-connections-per-source", 0, PK_FLAG_UINT, "0", "0..100000",
+                      "webhook connections open at once from one IP address; 0: a quarter "
+                      "of --max-connections, at least 16"},
     [F_GRACE] = {"shutdown-grace-seconds", 0, PK_FLAG_UINT, "25", "0..3600",
                  "on SIGTERM, how long requests in flight may take to finish"},
 };
@@ -91,6 +95,12 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 	o->poll_seconds = (unsigned)pk_flags_get_num(vals, F_POLL);
 	o->server.threads = (unsigned)pk_flags_get_num(vals, F_THREADS);
 	o->server.max_connections = (unsigned)pk_flags_get_num(vals, F_MAX_CONN);
+	o->server.max_connections_per_source = (unsigned)pk_flags_get_num(vals, F_PER_SOURCE);
+	if (o->server.max_connections_per_source > o->server.max_connections)
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "--max-connections-per-source must not exceed --max-connections "
+		                  "(%u), got %u",
+		                  o->server.max_connections, o->server.max_connections_per_source);
 	o->grace_seconds = (unsigned)pk_flags_get_num(vals, F_GRACE);
 	int rc;
 	struct pk_httpd_probes_config pc = {0};

@@ -434,9 +434,13 @@ static int start_webhook(struct pk_server *s, struct pk_err *err)
 	    .name = "webhook",
 	    .address = c->webhook_address,
 	    .threads = c->threads ? c->threads : default_threads(),
-	    /* A body may trickle on to twice the request timeout (then 408), see server.h. */
+	    /* A large body may trickle on to twice the request timeout (then 408), see
+	     * server.h; the body deadline and the memory budget are the listener's. */
 	    .limits = {.max_connections = c->max_connections,
-	               .header_timeout = c->request_timeout,
+	               .per_source = c->max_connections_per_source,
+	               .header_timeout = c->request_timeout < PK_SERVER_HEADER_TIMEOUT
+	                                     ? c->request_timeout
+	                                     : PK_SERVER_HEADER_TIMEOUT,
 	               .request_timeout = 2 * c->request_timeout,
 	               .idle_timeout = c->idle_timeout,
 	               .connection_memory = c->connection_memory},

@@ -16,13 +16,20 @@
  * than PK_SERVER_PARSE_BUDGET gets 413.
  *
  * Deadlines (absolute, kept by the listener module, not reset by bytes):
- * `request_timeout` (10 s) from accept to the first request's headers, the
- * TLS handshake included; twice that from a request's headers to its answer
- * sent (a body still arriving at request_timeout is discarded and answered
- * 408 once its last byte is in: libmicrohttpd cannot answer before it has
- * read the body); `idle_timeout` (120 s) from an answer to the next
- * request's headers on a kept-alive connection, longer than the apiserver's
- * 90 s idle time.
+ * PK_SERVER_HEADER_TIMEOUT (5 s, or `request_timeout` when shorter) from
+ * accept to the first request's headers, the TLS handshake included; a
+ * body within the listener's body deadline (2 s plus a second per 64 KiB
+ * announced, PK_HTTPD_BODY_*); twice `request_timeout` (10 s) from a
+ * request's headers to its answer sent (a body still arriving at
+ * request_timeout is discarded and answered 408 once its last byte is in:
+ * libmicrohttpd cannot answer before it has read the body);
+ * `idle_timeout` (120 s) from an answer to the next request's headers on a
+ * kept-alive connection, longer than the apiserver's 90 s idle time.
+ *
+ * Fairness (the listener module's, httpd.h): at most
+ * `max_connections_per_source` connections from one IP address, stalled
+ * connections evicted before idle kept-alive ones, and one memory budget
+ * for the connections' headers and bodies.
  */
 #ifndef PK_WEBHOOK_SERVER_H
 #define PK_WEBHOOK_SERVER_H
@@ -55,17 +62,20 @@
  */
 #define PK_SERVER_SMALL_BODY   (64u * 1024u)
 #define PK_SERVER_LARGE_BODIES (12u * 1024u * 1024u)
+/* Accept to the first request's headers, at most (the apiserver sends them at once). */
+#define PK_SERVER_HEADER_TIMEOUT 5
 
 struct pk_server_config {
 	struct pk_hostport webhook_address; /* port 0: any free port (see pk_server_port) */
 	struct pk_hostport health_address;
 	struct pk_hostport metrics_address;
-	bool metrics_off;         /* no metrics listener */
-	unsigned threads;         /* webhook thread pool; 0: one per core */
-	unsigned max_connections; /* webhook connections at once */
-	size_t connection_memory; /* per-connection buffer (headers and read chunks) */
-	unsigned request_timeout; /* seconds; headers and body */
-	unsigned idle_timeout;    /* seconds; between requests on a kept-alive connection */
+	bool metrics_off;                    /* no metrics listener */
+	unsigned threads;                    /* webhook thread pool; 0: one per core */
+	unsigned max_connections;            /* webhook connections at once */
+	unsigned max_connections_per_source; /* from one IP address; 0: the listener's default */
+	size_t connection_memory;            /* per-connection buffer (headers and read chunks) */
+	unsigned request_timeout;            /* seconds; headers and body */
+	unsigned idle_timeout; /* seconds; between requests on a kept-alive connection */
 	const struct pk_admission_config *admission; /* borrowed */
 	struct pk_certs *certs;                      /* borrowed; must hold a pair */
 	struct pk_metrics *metrics;                  /* borrowed; may be NULL */

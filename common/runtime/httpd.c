@@ -1,7 +1,9 @@
-/* httpd.c - libmicrohttpd daemons with absolute deadlines and a limit that never queues. */
+/* httpd.c - libmicrohttpd daemons with absolute deadlines, limits that never queue, a memory
+ * budget. */
 #include "httpd.h"
 
 #include <errno.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flags.h"
 #include "log.h"
 
 /* How often the deadlines are checked. */
@@ -22,17 +23,31 @@
 
 enum phase {
 	WAITING, /* accepted; the first request's headers are not in yet */
-	BUSY,    /* a request's headers are in; its answer is not sent yet */
+	READING, /* a request's headers are in; its body is not */
+	BUSY,    /* a request's headers and body are in; its answer is not sent yet */
 	IDLE,    /* kept alive between requests */
+};
+
+/* A connection's source: its peer's IP address, IPv4-mapped IPv6 as IPv4. */
+struct source {
+	sa_family_t family; /* AF_INET, AF_INET6; 0: unknown (never limited) */
+	uint8_t addr[16];
 };
 
 /* One open connection (libmicrohttpd's socket context). */
 struct slot {
 	struct slot *prev, *next;
 	int fd;
+	struct source from;
 	enum phase phase;
-	double since;         /* when the phase began, monotonic seconds */
-	bool shut;            /* shut down by us; libmicrohttpd has yet to close it */
+	double since;      /* when the phase began (READING, BUSY: the headers), monotonic s */
+	double body_by;    /* READING: when the body must be in */
+	uint64_t base;     /* bytes received before the current request (or headers) began */
+	size_t head;       /* READING, BUSY: the bytes received by the time the headers were in */
+	uint64_t declared; /* READING, BUSY: the body's Content-Length (0: unknown or none) */
+	size_t body;       /* READING, BUSY: body bytes handed to the handler */
+	size_t charge;     /* bytes of the memory budget it holds (see charge_of) */
+	bool shut;         /* shut down by us; libmicrohttpd has yet to close it */
 	unsigned long spared; /* the victim search that passed it over */
 };
 
@@ -49,7 +64,8 @@ struct pk_httpd {
 	struct slot list; /* circular, in accept order */
 	unsigned open, shut;
 	unsigned long search; /* victim searches so far */
-	unsigned long long accepted, refused, evicted, timed_out;
+	unsigned long long accepted, refused, evicted, timed_out, over_memory;
+	size_t charged; /* the connections' charges at the last tick */
 };
 
 static double now_seconds(void)
@@ -63,9 +79,10 @@ static double deadline(const struct pk_httpd *h, const struct slot *s)
 {
 	const struct pk_httpd_limits *l = &h->cfg.limits;
 	unsigned t = s->phase == WAITING ? l->header_timeout
-	             : s->phase == BUSY  ? l->request_timeout
-	                                 : l->idle_timeout;
-	return s->since + (double)t;
+	             : s->phase == IDLE  ? l->idle_timeout
+	                                 : l->request_timeout;
+	double at = s->since + (double)t;
+	return s->phase == READING && s->body_by < at ? s->body_by : at;
 }
 
 /* Called with h->mu held. */
@@ -84,14 +101,6 @@ static struct slot *slot_of(struct MHD_Connection *conn)
 	return ci != NULL ? ci->socket_context : NULL;
 }
 
-static void set_phase(struct pk_httpd *h, struct slot *s, enum phase p)
-{
-	pthread_mutex_lock(&h->mu);
-	s->phase = p;
-	s->since = now_seconds();
-	pthread_mutex_unlock(&h->mu);
-}
-
 /* Bytes the kernel holds for fd that libmicrohttpd has not read yet. */
 static int unread(int fd)
 {
@@ -99,59 +108,281 @@ static int unread(int fd)
 	return ioctl(fd, FIONREAD, &n) == 0 ? n : 0;
 }
 
-/*
- * The connection to shut down for a new one: the one that has waited
- * longest without a request in progress. Among the eight oldest, one whose
- * bytes are not waiting unread in the kernel goes first: a client with
- * unread bytes is one the listener has not caught up with, more likely a
- * prompt client than a slow one. Called with h->mu held; NULL when every
- * connection has a request in progress.
- */
-static struct slot *pick_victim(struct pk_httpd *h)
+/* Bytes received on fd since it was accepted (TLS records included); 0 when unknown. */
+static uint64_t received(int fd)
 {
-	struct slot *oldest = NULL;
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+		return 0;
+	return ti.tcpi_bytes_received;
+}
+
+/*
+ * What a connection holds of the memory budget: while its headers come in
+ * (a new connection's TLS handshake included), the bytes received for them
+ * so far, which libmicrohttpd buffers; once they are in, those bytes plus
+ * the body as announced (a handler may keep it whole from its first
+ * byte), up to connection_memory: a handler bounds larger bodies itself, as
+ * the webhook's large-body allowance does. Called with h->mu held.
+ */
+static size_t charge_of(const struct pk_httpd *h, const struct slot *s)
+{
+	if (s->phase == WAITING || s->phase == IDLE) {
+		uint64_t got = received(s->fd);
+		return got > s->base ? (size_t)(got - s->base) : 0;
+	}
+	uint64_t body = s->declared > s->body ? s->declared : s->body;
+	size_t cap = h->cfg.limits.connection_memory;
+	return s->head + (body < cap ? (size_t)body : cap);
+}
+
+/* A new phase; a request's body coming in keeps the time of its headers. */
+static void set_phase(struct pk_httpd *h, struct slot *s, enum phase p)
+{
+	pthread_mutex_lock(&h->mu);
+	if (!(s->phase == READING && p == BUSY))
+		s->since = now_seconds();
+	s->phase = p;
+	pthread_mutex_unlock(&h->mu);
+}
+
+/*
+ * A request's headers are in: when a body is announced, it must be in by
+ * body_timeout plus its Content-Length at body_rate (a body of unknown
+ * length, chunked, by the request deadline alone).
+ */
+static void begin_request(struct pk_httpd *h, struct slot *s, struct MHD_Connection *conn)
+{
+	const struct pk_httpd_limits *l = &h->cfg.limits;
+	const char *cl =
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te =
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	uint64_t declared = 0;
+	struct pk_err e;
+	bool known = cl != NULL && pk_parse_uint(cl, 0, UINT64_MAX, &declared, &e) == PK_OK;
+	double t = now_seconds();
+	/* The header's own size: what was received may hold some of the body already. */
+	const union MHD_ConnectionInfo *hi =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	uint64_t got = received(s->fd);
+	pthread_mutex_lock(&h->mu);
+	s->since = t;
+	s->head = hi != NULL ? hi->header_size : got > s->base ? (size_t)(got - s->base) : 0;
+	s->declared = known ? declared : 0;
+	s->body = 0;
+	if ((known || cl == NULL) && te == NULL && declared == 0) {
+		s->phase = BUSY;
+	} else {
+		s->phase = READING;
+		s->body_by = known ? t + (double)l->body_timeout + (double)declared / l->body_rate
+		                   : t + (double)l->request_timeout;
+	}
+	pthread_mutex_unlock(&h->mu);
+}
+
+static struct source source_of(const struct sockaddr *sa)
+{
+	struct source src = {0};
+	if (sa == NULL)
+		return src;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+		src.family = AF_INET;
+		memcpy(src.addr, &in->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			src.family = AF_INET;
+			memcpy(src.addr, in6->sin6_addr.s6_addr + 12, 4);
+		} else {
+			src.family = AF_INET6;
+			memcpy(src.addr, &in6->sin6_addr, 16);
+		}
+	}
+	return src;
+}
+
+static bool same_source(const struct source *a, const struct source *b)
+{
+	return a->family != 0 && a->family == b->family &&
+	       memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
+}
+
+/* Connections open (not shut down) from src. Called with h->mu held. */
+static unsigned from_source(const struct pk_httpd *h, const struct source *src)
+{
+	unsigned n = 0;
+	for (const struct slot *s = h->list.next; s != &h->list; s = s->next)
+		if (!s->shut && same_source(&s->from, src))
+			n++;
+	return n;
+}
+
+/*
+ * How readily a connection makes room, lowest first; -1: never.
+ *   0  a body not in past the grace: a client that announced more than it
+ *      sends (the apiserver writes headers and body at once);
+ *   1  headers not in past the grace, on a new connection;
+ *   2  without a request in progress: idle between requests, or new.
+ * A request whose body is in, or is still within the grace, is never
+ * evicted: it is the listener's to finish.
+ */
+static int evict_rank(const struct slot *s, double t)
+{
+	bool late = t - s->since > (double)PK_HTTPD_STALL_GRACE;
+	switch (s->phase) {
+	case READING:
+		return late ? 0 : -1;
+	case WAITING:
+		return late ? 1 : 2;
+	case IDLE:
+		return 2;
+	case BUSY:
+		break;
+	}
+	return -1;
+}
+
+/*
+ * The connection to shut down for a new one; with `of` set, one of that
+ * source's. The lowest rank goes first (stalled bodies before idle
+ * kept-alive connections, which an attacker's new connections would
+ * otherwise push out), within a rank the one that has been in its phase
+ * longest. Among the eight first, one whose bytes are not waiting unread in
+ * the kernel goes first: a client with unread bytes is one the listener has
+ * not caught up with, more likely a prompt client than a slow one. Called
+ * with h->mu held; NULL when no candidate may go.
+ */
+static struct slot *pick_victim(struct pk_httpd *h, const struct source *of)
+{
+	struct slot *first = NULL;
+	double t = now_seconds();
 	h->search++;
 	for (int tries = 0; tries < 8; tries++) {
 		struct slot *victim = NULL;
-		for (struct slot *s = h->list.next; s != &h->list; s = s->next)
-			if (!s->shut && s->phase != BUSY && s->spared != h->search &&
-			    (victim == NULL || s->since < victim->since))
+		int best = -1;
+		for (struct slot *s = h->list.next; s != &h->list; s = s->next) {
+			int r = s->shut || s->spared == h->search ? -1 : evict_rank(s, t);
+			if (r < 0 || (of != NULL && !same_source(&s->from, of)))
+				continue;
+			if (victim == NULL || r < best || (r == best && s->since < victim->since)) {
 				victim = s;
+				best = r;
+			}
+		}
 		if (victim == NULL || unread(victim->fd) == 0)
-			return victim != NULL ? victim : oldest;
-		if (oldest == NULL)
-			oldest = victim;
+			return victim != NULL ? victim : first;
+		if (first == NULL)
+			first = victim;
 		victim->spared = h->search;
 	}
-	return oldest;
+	return first;
+}
+
+/*
+ * The connection to cut when the connections hold more than the memory
+ * budget: a stalled one first (evict_rank 0 or 1), the one stalled
+ * longest; otherwise the one holding most whose request is not complete
+ * (new, reading headers or a body), unless `stalled_only`. A request whose
+ * body is in is never cut: the memory is its handler's. Called with h->mu
+ * held; NULL when none may go.
+ */
+static struct slot *pick_over_memory(struct pk_httpd *h, bool stalled_only)
+{
+	struct slot *stalled = NULL, *largest = NULL;
+	double t = now_seconds();
+	for (struct slot *s = h->list.next; s != &h->list; s = s->next) {
+		if (s->shut || s->phase == BUSY || s->charge == 0)
+			continue;
+		int r = evict_rank(s, t);
+		if ((r == 0 || r == 1) && (stalled == NULL || s->since < stalled->since))
+			stalled = s;
+		if (largest == NULL || s->charge > largest->charge)
+			largest = s;
+	}
+	return stalled != NULL || stalled_only ? stalled : largest;
+}
+
+/*
+ * Counts every connection's charge and, past the budget, cuts connections
+ * until it is kept. Returns how many were cut. Called with h->mu held.
+ */
+static unsigned keep_budget(struct pk_httpd *h)
+{
+	size_t total = 0;
+	for (struct slot *s = h->list.next; s != &h->list; s = s->next) {
+		s->charge = s->shut ? 0 : charge_of(h, s);
+		total += s->charge;
+	}
+	unsigned cut = 0;
+	while (total > h->cfg.limits.memory_budget) {
+		struct slot *v = pick_over_memory(h, false);
+		if (v == NULL)
+			break;
+		shut_slot(h, v);
+		h->over_memory++;
+		total -= v->charge;
+		v->charge = 0;
+		cut++;
+	}
+	h->charged = total;
+	return cut;
 }
 
 /* ---- libmicrohttpd callbacks ---- */
 
-/* Before a connection is added: make room or close it at once, never queue. */
+/*
+ * Before a connection is added: make room or close it at once, never
+ * queue. A source that holds its share already makes room among its own
+ * connections only, so it cannot push anyone else out, nor lock itself
+ * out while one of its own waits idle. Two pool threads may accept from
+ * one source at the same instant and both get in: the share can be passed
+ * by the pool's size less one, no more.
+ */
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
-	(void)addr;
 	(void)addrlen;
 	struct pk_httpd *h = cls;
-	enum MHD_Result ok = MHD_YES;
+	struct source src = source_of(addr);
+	const char *why = NULL;
 	pthread_mutex_lock(&h->mu);
-	if (h->open - h->shut >= h->cfg.limits.max_connections) {
-		struct slot *victim = pick_victim(h);
+	if (h->charged >= h->cfg.limits.memory_budget) {
+		/* Only a stalled connection gives memory back for a new one. */
+		struct slot *victim = pick_over_memory(h, true);
+		if (victim != NULL) {
+			shut_slot(h, victim);
+			h->over_memory++;
+			h->charged -= victim->charge < h->charged ? victim->charge : h->charged;
+			victim->charge = 0;
+		} else {
+			why = "the connections hold their memory budget";
+		}
+	}
+	bool at_share = from_source(h, &src) >= h->cfg.limits.per_source;
+	if (why == NULL && (at_share || h->open - h->shut >= h->cfg.limits.max_connections)) {
+		struct slot *victim = pick_victim(h, at_share ? &src : NULL);
 		if (victim != NULL) {
 			shut_slot(h, victim);
 			h->evicted++;
 		} else {
-			h->refused++;
-			ok = MHD_NO;
+			why = at_share ? "every connection of its source has a request in progress"
+			               : "every connection has a request in progress";
 		}
 	}
+	if (why != NULL)
+		h->refused++;
 	pthread_mutex_unlock(&h->mu);
-	if (ok == MHD_NO)
-		pk_log_debug("connection refused: every connection has a request in progress",
-		             PK_LOG_STR("listener", h->cfg.name),
-		             PK_LOG_UINT("maxConnections", h->cfg.limits.max_connections));
-	return ok;
+	if (why == NULL)
+		return MHD_YES;
+	pk_log_debug("connection refused", PK_LOG_STR("listener", h->cfg.name),
+	             PK_LOG_STR("reason", why),
+	             PK_LOG_UINT("maxConnections", h->cfg.limits.max_connections),
+	             PK_LOG_UINT("perSource", h->cfg.limits.per_source));
+	return MHD_NO;
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -166,6 +397,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		if (s == NULL)
 			return; /* untracked: libmicrohttpd's own idle timeout still applies */
 		s->fd = ci->connect_fd;
+		const union MHD_ConnectionInfo *ai =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		s->from = source_of(ai != NULL ? ai->client_addr : NULL);
 		s->phase = WAITING;
 		s->since = now_seconds();
 		pthread_mutex_lock(&h->mu);
@@ -204,9 +438,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)version;
 	struct pk_httpd *h = cls;
 	struct slot *s = slot_of(conn);
-	/* Only this connection's thread writes its phase, so reading it here needs no lock. */
-	if (s != NULL && s->phase != BUSY)
+	/* Only this connection's thread writes its phase, so reading it here needs no lock.
+	 * libmicrohttpd calls once with the headers, then with each part of the body,
+	 * then once more with none when the body is complete. */
+	if (s != NULL && (s->phase == WAITING || s->phase == IDLE))
+		begin_request(h, s, conn);
+	else if (s != NULL && s->phase == READING && *upload_data_size == 0)
 		set_phase(h, s, BUSY);
+	else if (s != NULL && s->phase == READING) {
+		pthread_mutex_lock(&h->mu);
+		s->body += *upload_data_size;
+		pthread_mutex_unlock(&h->mu);
+	}
 	return h->cfg.handler(h->cfg.ud, conn, url, method, upload_data, upload_data_size, req);
 }
 
@@ -217,8 +460,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req,
 	if (h->cfg.completed != NULL)
 		h->cfg.completed(h->cfg.ud, conn, req, how);
 	struct slot *s = slot_of(conn);
-	if (s != NULL)
-		set_phase(h, s, IDLE);
+	if (s == NULL)
+		return;
+	uint64_t got = received(s->fd);
+	pthread_mutex_lock(&h->mu);
+	s->base = got; /* the next request's bytes count from here */
+	pthread_mutex_unlock(&h->mu);
+	set_phase(h, s, IDLE);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) PK_PRINTF(2, 0);
@@ -259,15 +507,22 @@ static void *watchdog_main(void *arg)
 		for (struct slot *s = h->list.next; s != &h->list; s = s->next) {
 			if (s->shut || t < deadline(h, s))
 				continue;
+			/* A body waiting unread in the kernel is the listener's delay, not the
+			 * client's: only the request deadline cuts it. */
+			if (s->phase == READING &&
+			    t < s->since + (double)h->cfg.limits.request_timeout &&
+			    unread(s->fd) > 0)
+				continue;
 			shut_slot(h, s);
 			h->timed_out++;
 			cut++;
 		}
-		if (cut > 0 && pk_log_enabled(PK_LOG_DEBUG)) {
+		unsigned over = keep_budget(h);
+		if ((cut > 0 || over > 0) && pk_log_enabled(PK_LOG_DEBUG)) {
 			pthread_mutex_unlock(&h->mu);
-			pk_log_debug("connections past their deadline closed",
-			             PK_LOG_STR("listener", h->cfg.name),
-			             PK_LOG_UINT("closed", cut));
+			pk_log_debug("connections closed", PK_LOG_STR("listener", h->cfg.name),
+			             PK_LOG_UINT("pastDeadline", cut),
+			             PK_LOG_UINT("overMemory", over));
 			pthread_mutex_lock(&h->mu);
 		}
 	}
@@ -356,6 +611,28 @@ static void free_httpd(struct pk_httpd *h)
 	free(h);
 }
 
+struct pk_httpd_limits pk_httpd_limits_resolve(const struct pk_httpd_limits *l)
+{
+	struct pk_httpd_limits r = *l;
+	if (r.per_source == 0) {
+		r.per_source = r.max_connections / PK_HTTPD_PER_SOURCE_SHARE;
+		if (r.per_source < PK_HTTPD_PER_SOURCE_MIN)
+			r.per_source = PK_HTTPD_PER_SOURCE_MIN;
+	}
+	if (r.per_source > r.max_connections)
+		r.per_source = r.max_connections;
+	if (r.body_timeout == 0)
+		r.body_timeout = PK_HTTPD_BODY_TIMEOUT;
+	if (r.body_rate == 0)
+		r.body_rate = PK_HTTPD_BODY_RATE;
+	if (r.memory_budget == 0) {
+		size_t per = (size_t)r.max_connections * PK_HTTPD_MEMORY_PER_CONNECTION;
+		size_t least = PK_HTTPD_MEMORY_LEAST * r.connection_memory;
+		r.memory_budget = per > least ? per : least;
+	}
+	return r;
+}
+
 int pk_httpd_start(const struct pk_httpd_config *cfg, struct pk_httpd **out, struct pk_err *err)
 {
 	char at[INET6_ADDRSTRLEN + 16];
@@ -371,6 +648,7 @@ int pk_httpd_start(const struct pk_httpd_config *cfg, struct pk_httpd **out, str
 	if (h == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	h->cfg = *cfg;
+	h->cfg.limits = pk_httpd_limits_resolve(&cfg->limits);
 	h->list.prev = h->list.next = &h->list;
 	atomic_init(&h->started, false);
 	pthread_condattr_t ca;
@@ -429,6 +707,8 @@ void pk_httpd_get_stats(struct pk_httpd *h, struct pk_httpd_stats *out)
 	out->refused = h->refused;
 	out->evicted = h->evicted;
 	out->timed_out = h->timed_out;
+	out->over_memory = h->over_memory;
+	out->memory = h->charged;
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -454,165 +734,4 @@ enum MHD_Result pk_httpd_respond(struct MHD_Connection *conn, unsigned status,
 	enum MHD_Result ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
-}
-
-/* ---- health and metrics ---- */
-
-/* A path a probes listener answers, and its answer. */
-struct route {
-	const char *path;
-	enum MHD_Result (*answer)(struct pk_httpd_probes *p, struct MHD_Connection *conn);
-};
-
-/* One probes listener: its routes, its probes. */
-struct probe {
-	struct pk_httpd_probes *p;
-	const struct route *routes;
-};
-
-struct pk_httpd_probes {
-	struct pk_httpd_probes_config cfg;
-	struct pk_httpd *health, *metrics;
-	struct probe health_probe, metrics_probe; /* the listeners' ud */
-};
-
-#define TEXT "text/plain; charset=utf-8"
-
-static enum MHD_Result plain(struct MHD_Connection *conn, unsigned status, const char *text,
-                             const char *allow)
-{
-	return pk_httpd_respond(conn, status, TEXT, text, strlen(text), false, allow, false);
-}
-
-static enum MHD_Result healthz(struct pk_httpd_probes *p, struct MHD_Connection *conn)
-{
-	(void)p;
-	return plain(conn, MHD_HTTP_OK, "ok\n", NULL);
-}
-
-static enum MHD_Result readyz(struct pk_httpd_probes *p, struct MHD_Connection *conn)
-{
-	char why[120] = "not ready";
-	if (p->cfg.ready != NULL && !p->cfg.ready(p->cfg.ud, why, sizeof(why) - 1)) {
-		why[sizeof(why) - 2] = '\0';
-		size_t n = strlen(why);
-		why[n] = '\n';
-		return pk_httpd_respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, why, n + 1, false,
-		                        NULL, false);
-	}
-	return plain(conn, MHD_HTTP_OK, "ok\n", NULL);
-}
-
-static enum MHD_Result metrics(struct pk_httpd_probes *p, struct MHD_Connection *conn)
-{
-	size_t len = 0;
-	char *text = p->cfg.metrics != NULL ? p->cfg.metrics(p->cfg.ud, &len) : NULL;
-	if (text == NULL)
-		return plain(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "metrics unavailable\n", NULL);
-	return pk_httpd_respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text,
-	                        len, true, NULL, false);
-}
-
-static const struct route health_routes[] = {
-    {"/healthz", healthz}, {"/readyz", readyz}, {NULL, NULL}};
-static const struct route metrics_routes[] = {{"/metrics", metrics}, {NULL, NULL}};
-
-/* Its route's answer to GET and HEAD (libmicrohttpd leaves the body out of a HEAD answer). */
-static enum MHD_Result probe_request(void *ud, struct MHD_Connection *conn, const char *url,
-                                     const char *method, const char *upload_data,
-                                     size_t *upload_data_size, void **req)
-{
-	(void)upload_data;
-	(void)upload_data_size;
-	(void)req;
-	const struct probe *pr = ud;
-	const struct route *r = pr->routes;
-	while (r->path != NULL && strcmp(url, r->path) != 0)
-		r++;
-	if (r->path == NULL)
-		return plain(conn, MHD_HTTP_NOT_FOUND, "not found\n", NULL);
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return plain(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n",
-		             "GET, HEAD");
-	return r->answer(pr->p, conn);
-}
-
-static int start_probe(struct probe *pr, const char *name, const struct pk_hostport *at,
-                       struct pk_httpd **out, struct pk_err *err)
-{
-	struct pk_httpd_config c = {
-	    .name = name,
-	    .address = *at,
-	    .threads = 1,
-	    .limits = {.max_connections = PK_HTTPD_PROBE_MAX_CONNECTIONS,
-	               .header_timeout = PK_HTTPD_PROBE_TIMEOUT,
-	               .request_timeout = PK_HTTPD_PROBE_TIMEOUT,
-	               .idle_timeout = PK_HTTPD_PROBE_IDLE_TIMEOUT,
-	               .connection_memory = 16384},
-	    .handler = probe_request,
-	    .ud = pr,
-	};
-	return pk_httpd_start(&c, out, err);
-}
-
-int pk_httpd_probes_start(const struct pk_httpd_probes_config *cfg, struct pk_httpd_probes **out,
-                          struct pk_err *err)
-{
-	struct pk_httpd_probes *p = calloc(1, sizeof(*p));
-	if (p == NULL)
-		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	p->cfg = *cfg;
-	p->health_probe = (struct probe){p, health_routes};
-	p->metrics_probe = (struct probe){p, metrics_routes};
-	int rc = start_probe(&p->health_probe, "health", &cfg->health_address, &p->health, err);
-	if (rc == PK_OK && !cfg->metrics_off)
-		rc = start_probe(&p->metrics_probe, "metrics", &cfg->metrics_address, &p->metrics,
-		                 err);
-	if (rc != PK_OK) {
-		pk_httpd_probes_stop(p);
-		return rc;
-	}
-	*out = p;
-	return PK_OK;
-}
-
-uint16_t pk_httpd_probes_port(const struct pk_httpd_probes *p, bool metrics)
-{
-	return pk_httpd_port(metrics ? p->metrics : p->health);
-}
-
-void pk_httpd_probes_stop(struct pk_httpd_probes *p)
-{
-	if (p == NULL)
-		return;
-	pk_httpd_stop(p->health);
-	pk_httpd_stop(p->metrics);
-	free(p);
-}
-
-int pk_httpd_probes_flags(const struct pk_flag *table, const struct pk_flag_value *vals,
-                          size_t health, size_t metrics, struct pk_httpd_probes_config *cfg,
-                          struct pk_err *err)
-{
-	int rc = pk_flags_get_hostport(table, vals, health, &cfg->health_address, NULL, err);
-	if (rc != PK_OK)
-		return rc;
-	return pk_flags_get_hostport(table, vals, metrics, &cfg->metrics_address, &cfg->metrics_off,
-	                             err);
-}
-
-void pk_httpd_log_listening(const char *name, uint16_t port, const struct pk_hostport *at)
-{
-	pk_log_info("listening", PK_LOG_STR("listener", name), PK_LOG_UINT("port", port),
-	            PK_LOG_STR("address", *at->host ? at->host : "all"));
-}
-
-void pk_httpd_log_probes(const struct pk_httpd_probes_config *cfg, uint16_t health_port,
-                         uint16_t metrics_port)
-{
-	pk_httpd_log_listening("health", health_port, &cfg->health_address);
-	if (cfg->metrics_off)
-		pk_log_info("metrics off", PK_LOG_STR("flag", "--metrics-bind-address=0"));
-	else
-		pk_httpd_log_listening("metrics", metrics_port, &cfg->metrics_address);
 }

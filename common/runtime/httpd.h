@@ -12,14 +12,36 @@
  *     header_timeout of accept; a request must be answered, its answer
  *     sent, within request_timeout of its headers; a kept-alive connection
  *     must have the next request's headers in within idle_timeout of the
- *     previous answer. Past its deadline a connection is shut down;
+ *     previous answer. A request's body must be in within body_timeout
+ *     plus its Content-Length at body_rate bytes a second of its headers
+ *     (never later than request_timeout), so a client that announces 100
+ *     bytes and sends one is cut in about body_timeout, while a large body
+ *     sent at any sane speed is not; a body whose bytes wait unread in the
+ *     kernel is the listener's delay and only request_timeout cuts it.
+ *     Past its deadline a connection is shut down;
  *   - a connection limit that never queues: at max_connections, a new
- *     connection takes the place of the connection that has waited longest
- *     without a request in progress (a slow or idle client), which is shut
- *     down; among the eight oldest, one without bytes waiting unread goes
- *     first (unread bytes mean the listener is behind, not the client).
- *     When every connection has a request in progress, the new one is
- *     closed at once.
+ *     connection takes the place of another, which is shut down: first a
+ *     stalled one (its body, or a new connection's headers, not in
+ *     PK_HTTPD_STALL_GRACE after they began), then the one that has waited
+ *     longest without a request in progress (idle, or new); among the
+ *     eight first, one without bytes waiting unread goes first (unread
+ *     bytes mean the listener is behind, not the client). When every
+ *     connection has a request in progress (and none is stalled), the new
+ *     one is closed at once;
+ *   - one memory budget for all connections: each holds the bytes received
+ *     for its request's headers (a new connection's TLS handshake
+ *     included) and, once they are in, its announced body up to
+ *     connection_memory. Counted ten times a second; past the budget,
+ *     stalled connections are cut first, the one stalled longest first,
+ *     then the largest whose request is not complete. While the
+ *     connections hold the budget a new connection is closed at accept
+ *     unless a stalled one makes room. A request whose body is in is never
+ *     cut for memory;
+ *   - a limit per source (the peer's IP address): a source that already
+ *     holds per_source connections makes room among its own by the same
+ *     rule, and its new connection is closed at once when each of its own
+ *     has a request in progress. One client, however many connections it
+ *     opens, leaves the others (the apiserver, the kubelet) their room.
  *
  * Shutting a socket down (shutdown(2), never close(2)) is safe from another
  * thread: libmicrohttpd sees the end of the stream and closes the
@@ -37,13 +59,51 @@
 #include "parse.h"
 #include "pk.h"
 
+/*
+ * A listener's limits. A field left 0 where a default is named takes it
+ * (pk_httpd_start resolves them; pk_httpd_limits_resolve says to what).
+ */
 struct pk_httpd_limits {
 	unsigned max_connections;
+	unsigned per_source;      /* connections from one IP address; 0: PK_HTTPD_PER_SOURCE_* */
 	unsigned header_timeout;  /* seconds: accept to the first request's headers */
 	unsigned request_timeout; /* seconds: a request's headers to its answer sent */
+	unsigned body_timeout;    /* seconds: headers to body in, plus its length at body_rate;
+	                             0: PK_HTTPD_BODY_TIMEOUT */
+	unsigned body_rate;       /* bytes a second a body must keep; 0: PK_HTTPD_BODY_RATE */
 	unsigned idle_timeout;    /* seconds: an answer to the next request's headers */
 	size_t connection_memory; /* per connection: request line, headers, read buffer */
+	size_t memory_budget;     /* what all connections may hold at once (see above);
+	                             0: PK_HTTPD_MEMORY_* */
 };
+
+/*
+ * The default per-source limit: a quarter of max_connections, but never
+ * fewer than 16 (nor more than max_connections), so a small listener is not
+ * split into slivers.
+ */
+#define PK_HTTPD_PER_SOURCE_SHARE 4
+#define PK_HTTPD_PER_SOURCE_MIN   16
+/*
+ * The default body deadline: 2 s plus a second per 64 KiB announced. The
+ * apiserver writes a review's headers and body at once; 3 MiB (the largest
+ * review the webhook reads) at 64 KiB/s is 48 s, so the request deadline
+ * bounds the largest ones first.
+ */
+#define PK_HTTPD_BODY_TIMEOUT 2
+#define PK_HTTPD_BODY_RATE    (64u * 1024u)
+/*
+ * The default memory budget: 16 KiB a connection (an ordinary review's
+ * headers and body are a few KiB), and never less than eight connections'
+ * connection_memory.
+ */
+#define PK_HTTPD_MEMORY_PER_CONNECTION (16u * 1024u)
+#define PK_HTTPD_MEMORY_LEAST          8u
+/* Seconds after which a body or a new connection's headers not in count as stalled. */
+#define PK_HTTPD_STALL_GRACE 1
+
+/* l with every default filled in, as pk_httpd_start uses it. */
+struct pk_httpd_limits pk_httpd_limits_resolve(const struct pk_httpd_limits *l);
 
 /*
  * One request, as libmicrohttpd's access handler: `*req` is the handler's
@@ -88,9 +148,12 @@ void pk_httpd_stop(struct pk_httpd *h);
 struct pk_httpd_stats {
 	unsigned open;                /* connections now */
 	unsigned long long accepted;  /* since start */
-	unsigned long long refused;   /* closed at accept: at the limit, all busy */
+	unsigned long long refused;   /* closed at accept: all busy, or its source at its limit */
 	unsigned long long evicted;   /* shut down to make room for a new one */
 	unsigned long long timed_out; /* shut down past a deadline */
+	unsigned long long
+	    over_memory; /* shut down, or one stalled for a new one, past the budget */
+	size_t memory;   /* bytes the connections held at the last count */
 };
 void pk_httpd_get_stats(struct pk_httpd *h, struct pk_httpd_stats *out);
 

@@ -32,14 +32,23 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static int dial(uint16_t port)
+/* A connection to 127.0.0.1:port from the source address `from` (any of 127/8). */
+static int dial_from(uint16_t port, const char *from)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(fd >= 0);
+	struct sockaddr_in src = {.sin_family = AF_INET};
+	inet_pton(AF_INET, from, &src.sin_addr);
+	assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	return fd;
+}
+
+static int dial(uint16_t port)
+{
+	return dial_from(port, "127.0.0.1");
 }
 
 static void say(int fd, const char *text)
@@ -174,7 +183,8 @@ static void test_probes(void **state)
 	pk_httpd_probes_stop(p);
 }
 
-/* 64 slow clients fill the health listener; kubelet's probe still gets its answer. */
+/* Slow clients from four sources fill the health listener; kubelet's probe still gets its answer.
+ */
 static void test_probes_with_slow_clients(void **state)
 {
 	(void)state;
@@ -183,9 +193,10 @@ static void test_probes_with_slow_clients(void **state)
 	uint16_t hp = pk_httpd_probes_port(p, false);
 	int slow[PK_HTTPD_PROBE_MAX_CONNECTIONS + 8];
 	size_t n = sizeof(slow) / sizeof(slow[0]);
+	static const char *const from[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
 	for (size_t i = 0; i < n; i++) {
-		slow[i] = dial(hp);
-		say(slow[i], "G");
+		slow[i] = dial_from(hp, from[i % 4]);
+		(void)send(slow[i], "G", 1, MSG_NOSIGNAL);
 	}
 	usleep(200 * 1000);
 	for (size_t i = 0; i < n; i++)
@@ -201,6 +212,39 @@ static void test_probes_with_slow_clients(void **state)
 	pk_httpd_probes_stop(p);
 }
 
+/*
+ * The controller's and the webhook's health port: a client opening
+ * connections keeps its share (a quarter of 64) and no more, its newest
+ * taking the place of its own oldest; the kubelet, from another address, is
+ * answered at once each time.
+ */
+static void test_probes_per_source(void **state)
+{
+	(void)state;
+	struct probe_state st = {.ready = true};
+	struct pk_httpd_probes *p = start_probes(&st, true);
+	uint16_t hp = pk_httpd_probes_port(p, false);
+	enum { SHARE = PK_HTTPD_PROBE_MAX_CONNECTIONS / PK_HTTPD_PER_SOURCE_SHARE, OVER = 4 };
+	int storm[SHARE + OVER];
+	for (size_t i = 0; i < SHARE + OVER; i++) {
+		storm[i] = dial_from(hp, "127.0.0.9");
+		usleep(5 * 1000); /* a clear order of arrival */
+	}
+	for (size_t i = 0; i < SHARE + OVER; i++)
+		if (closed_within(storm[i], i < OVER ? 1.0 : 0.02) != (i < OVER))
+			fail_msg("connection %zu of the storm: want %s", i,
+			         i < OVER ? "closed" : "open");
+	char buf[4096];
+	for (int round = 0; round < 3; round++) {
+		double t0 = now_s();
+		assert_int_equal(get(hp, "GET", "/healthz", buf, sizeof(buf)), 200);
+		assert_true(now_s() - t0 < 1.0);
+	}
+	for (size_t i = 0; i < SHARE + OVER; i++)
+		close(storm[i]);
+	pk_httpd_probes_stop(p);
+}
+
 /* ---- limits, on a listener of their own ---- */
 
 struct echo {
@@ -212,7 +256,6 @@ static enum MHD_Result echo_handler(void *ud, struct MHD_Connection *conn, const
                                     const char *method, const char *upload_data,
                                     size_t *upload_data_size, void **req)
 {
-	(void)url;
 	(void)method;
 	(void)upload_data;
 	struct echo *e = ud;
@@ -225,19 +268,23 @@ static enum MHD_Result echo_handler(void *ud, struct MHD_Connection *conn, const
 		return MHD_YES;
 	}
 	e->requests++;
+	if (strcmp(url, "/big") == 0) {
+		/* More than the sockets can buffer: a client that does not read holds it. */
+		size_t n = 16u * 1024u * 1024u;
+		char *big = malloc(n);
+		assert_non_null(big);
+		memset(big, ' ', n);
+		return pk_httpd_respond(conn, 200, "text/plain", big, n, true, NULL, false);
+	}
 	return pk_httpd_respond(conn, 200, "application/json", "{}", 2, false, NULL, false);
 }
 
-static struct pk_httpd *start_echo(struct echo *e, unsigned max, unsigned header_timeout)
+static struct pk_httpd *start_limited(struct echo *e, const struct pk_httpd_limits *l)
 {
 	struct pk_httpd_config c = {
 	    .name = "test",
 	    .threads = 2,
-	    .limits = {.max_connections = max,
-	               .header_timeout = header_timeout,
-	               .request_timeout = 2,
-	               .idle_timeout = 20,
-	               .connection_memory = 8192},
+	    .limits = *l,
 	    .handler = echo_handler,
 	    .ud = e,
 	};
@@ -246,6 +293,16 @@ static struct pk_httpd *start_echo(struct echo *e, unsigned max, unsigned header
 	struct pk_err err = {{0}};
 	assert_int_equal(pk_httpd_start(&c, &h, &err), PK_OK);
 	return h;
+}
+
+static struct pk_httpd *start_echo(struct echo *e, unsigned max, unsigned header_timeout)
+{
+	struct pk_httpd_limits l = {.max_connections = max,
+	                            .header_timeout = header_timeout,
+	                            .request_timeout = 2,
+	                            .idle_timeout = 20,
+	                            .connection_memory = 8192};
+	return start_limited(e, &l);
 }
 
 /* The header deadline counts from accept: a client that is never idle is still cut. */
@@ -309,6 +366,66 @@ static void test_request_deadline(void **state)
 	pk_httpd_stop(h);
 }
 
+/*
+ * The body deadline is scaled to the announced length: 100 bytes announced
+ * and one sent is cut at body_timeout (1 s here), long before the 20 s
+ * request deadline, though a byte comes every 0.2 s.
+ */
+static void test_body_deadline(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd_limits l = {.max_connections = 16,
+	                            .header_timeout = 20,
+	                            .request_timeout = 20,
+	                            .body_timeout = 1,
+	                            .body_rate = 1000,
+	                            .idle_timeout = 20,
+	                            .connection_memory = 8192};
+	struct pk_httpd *h = start_limited(&e, &l);
+	int fd = dial(pk_httpd_port(h));
+	say(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{");
+	double t0 = now_s();
+	bool cut = false;
+	for (int i = 0; i < 50 && !cut; i++) {
+		(void)send(fd, " ", 1, MSG_NOSIGNAL);
+		cut = closed_within(fd, 0.2);
+	}
+	double took = now_s() - t0;
+	assert_true(cut);
+	assert_true(took > 0.8 && took < 2.5);
+	close(fd);
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.timed_out, 1);
+
+	/* 3000 bytes announced may take 1 s plus 3 s: sent over 2.5 s, they are answered. */
+	fd = dial(pk_httpd_port(h));
+	say(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3000\r\n\r\n");
+	char part[301];
+	memset(part, ' ', 300);
+	part[300] = '\0';
+	for (int i = 0; i < 10; i++) {
+		usleep(250 * 1000);
+		say(fd, part);
+	}
+	char buf[2048];
+	hear(fd, buf, sizeof(buf), 1.0);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+
+	/* The next request on the kept-alive connection has a deadline of its own, and a
+	 * request without a body has none but the request deadline. */
+	usleep(1500 * 1000);
+	say(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(fd, buf, sizeof(buf), 1.0);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	close(fd);
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.timed_out, 1);
+	assert_int_equal(e.requests, 2);
+	pk_httpd_stop(h);
+}
+
 /* At the limit, the connection that waited longest without a request makes room. */
 static void test_limit_makes_room(void **state)
 {
@@ -335,6 +452,185 @@ static void test_limit_makes_room(void **state)
 	assert_int_equal(s.refused, 0);
 	for (int i = 0; i < 4; i++)
 		close(idle[i]);
+	pk_httpd_stop(h);
+}
+
+/*
+ * At the limit, stalled connections make room before an idle kept-alive
+ * one (the apiserver's, between reviews), though it is the oldest: first
+ * bodies not in past the grace, oldest first, then a new connection's
+ * headers not in past the grace.
+ */
+static void test_stalled_evicted_first(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd_limits l = {.max_connections = 4,
+	                            .header_timeout = 30,
+	                            .request_timeout = 20,
+	                            .body_timeout = 20,
+	                            .idle_timeout = 30,
+	                            .connection_memory = 8192};
+	struct pk_httpd *h = start_limited(&e, &l);
+	uint16_t port = pk_httpd_port(h);
+	char buf[2048];
+	int kept = dial(port);
+	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(kept, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	usleep(50 * 1000);
+	int head = dial(port);
+	say(head, "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: a");
+	usleep(50 * 1000);
+	int body[2];
+	for (int i = 0; i < 2; i++) {
+		body[i] = dial(port);
+		say(body[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{");
+		usleep(50 * 1000);
+	}
+	usleep((useconds_t)(PK_HTTPD_STALL_GRACE * 1000 + 300) * 1000);
+
+	int order[] = {body[0], body[1], head}, fresh[3];
+	for (int i = 0; i < 3; i++) {
+		/* Each newcomer stays, kept alive, so the next needs room again. */
+		fresh[i] = dial(port);
+		say(fresh[i], "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+		hear(fresh[i], buf, sizeof(buf), 0.5);
+		assert_non_null(strstr(buf, "HTTP/1.1 200"));
+		if (!closed_within(order[i], 1.0))
+			fail_msg("eviction %d: not the one expected", i);
+		for (int j = i + 1; j < 3; j++)
+			assert_false(closed_within(order[j], 0.02));
+	}
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.evicted, 3);
+	/* The kept-alive connection was never touched. */
+	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(kept, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	close(kept);
+	for (int i = 0; i < 3; i++) {
+		close(order[i]);
+		close(fresh[i]);
+	}
+	pk_httpd_stop(h);
+}
+
+static const struct pk_httpd_limits budget_limits = {.max_connections = 16,
+                                                     .header_timeout = 30,
+                                                     .request_timeout = 30,
+                                                     .body_timeout = 30,
+                                                     .idle_timeout = 30,
+                                                     .connection_memory = 32768,
+                                                     .memory_budget = 65536};
+
+/* An unfinished header of about n bytes. */
+static void send_header_bytes(int fd, size_t n)
+{
+	static char big[32768];
+	memset(big, 'a', sizeof(big));
+	say(fd, "GET / HTTP/1.1\r\nHost: t\r\nX-Big: ");
+	assert_true(n <= sizeof(big));
+	assert_int_equal(send(fd, big, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/*
+ * Unfinished headers count in the listener's memory budget (64 KiB here),
+ * though each connection is within its own 32 KiB: the connection that
+ * pushes the total past it makes the one stalled longest go, and the rest
+ * stay.
+ */
+static void test_memory_budget_headers(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_limited(&e, &budget_limits);
+	uint16_t port = pk_httpd_port(h);
+	int c[4];
+	for (int i = 0; i < 2; i++) {
+		c[i] = dial(port);
+		send_header_bytes(c[i], 20000);
+		usleep(50 * 1000);
+	}
+	usleep((useconds_t)(PK_HTTPD_STALL_GRACE * 1000 + 300) * 1000);
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_true(s.memory >= 40000 && s.memory < 65536);
+	assert_int_equal(s.over_memory, 0);
+	c[2] = dial(port);
+	send_header_bytes(c[2], 20000);
+	usleep(50 * 1000);
+	c[3] = dial(port);
+	send_header_bytes(c[3], 10000);
+	assert_true(closed_within(c[0], 1.0));
+	for (int i = 1; i < 4; i++)
+		assert_false(closed_within(c[i], 0.05));
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.over_memory, 1);
+	assert_int_equal(s.timed_out, 0);
+	assert_true(s.memory <= 65536);
+	for (int i = 0; i < 4; i++)
+		close(c[i]);
+	pk_httpd_stop(h);
+}
+
+/*
+ * A body counts as announced, from its headers on. Answers the clients do
+ * not read hold the budget (a request whose body is in is never cut): a
+ * new connection is then closed at accept, and gets in again once they go.
+ */
+static void test_memory_budget_bodies(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd *h = start_limited(&e, &budget_limits);
+	uint16_t port = pk_httpd_port(h);
+	/* Each charged its headers and its 33000 bytes, capped at 32 KiB: together over 64 KiB. */
+	static char req[40000];
+	int n = snprintf(req, sizeof(req),
+	                 "POST /big HTTP/1.1\r\nHost: t\r\nContent-Length: 33000\r\n\r\n");
+	memset(req + n, ' ', 33000);
+	size_t len = (size_t)n + 33000;
+	int c[3];
+	for (int i = 0; i < 2; i++) {
+		c[i] = dial(port);
+		/* In one write, so the body is in before the budget is next counted. */
+		assert_int_equal(send(c[i], req, len, MSG_NOSIGNAL), (ssize_t)len);
+		usleep(100 * 1000);
+	}
+	usleep(300 * 1000);
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_true(s.memory > 65536);
+	int late = dial(port);
+	assert_true(closed_within(late, 1.0));
+	close(late);
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.refused, 1);
+	assert_int_equal(s.over_memory, 0);
+	for (int i = 0; i < 2; i++)
+		close(c[i]);
+	usleep(400 * 1000);
+	char buf[2048];
+	assert_int_equal(get(port, "GET", "/", buf, sizeof(buf)), 200);
+
+	/* A stalled body that pushes the total past the budget is cut, the oldest first. */
+	for (int i = 0; i < 2; i++) {
+		c[i] = dial(port);
+		say(c[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 30000\r\n\r\n{");
+		usleep(50 * 1000);
+	}
+	usleep((useconds_t)(PK_HTTPD_STALL_GRACE * 1000 + 300) * 1000);
+	c[2] = dial(port);
+	say(c[2], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 30000\r\n\r\n{");
+	assert_true(closed_within(c[0], 1.0));
+	assert_false(closed_within(c[1], 0.05));
+	assert_false(closed_within(c[2], 0.05));
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.over_memory, 1);
+	for (int i = 0; i < 3; i++)
+		close(c[i]);
 	pk_httpd_stop(h);
 }
 
@@ -367,6 +663,80 @@ static void test_limit_closes_at_once(void **state)
 	assert_non_null(strstr(buf, "HTTP/1.1 200"));
 	for (int i = 0; i < 4; i++)
 		close(busy[i]);
+	pk_httpd_stop(h);
+}
+
+/* The defaults: a quarter of the limit, at least 16, never past the limit. */
+static void test_per_source_defaults(void **state)
+{
+	(void)state;
+	static const struct {
+		unsigned max, set, want;
+	} cases[] = {
+	    {1000, 0, 250}, {64, 0, 16}, {40, 0, 16}, {4, 0, 4}, {1000, 3, 3}, {8, 100, 8},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pk_httpd_limits l = {.max_connections = cases[i].max,
+		                            .per_source = cases[i].set};
+		struct pk_httpd_limits r = pk_httpd_limits_resolve(&l);
+		if (r.per_source != cases[i].want)
+			fail_msg("case %zu: max %u, per source %u: want %u, got %u", i,
+			         cases[i].max, cases[i].set, cases[i].want, r.per_source);
+	}
+}
+
+/*
+ * A source at its share makes room among its own connections only: another
+ * source's older idle connection is left alone. When each of its own has a
+ * request in progress, its next connection is closed at accept (counted as
+ * refused), though the listener has room; another source still gets in.
+ */
+static void test_per_source_limit(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd_limits l = {.max_connections = 16,
+	                            .per_source = 2,
+	                            .header_timeout = 30,
+	                            .request_timeout = 5,
+	                            .idle_timeout = 20,
+	                            .connection_memory = 8192};
+	struct pk_httpd *h = start_limited(&e, &l);
+	uint16_t port = pk_httpd_port(h);
+	int other = dial_from(port, "127.0.0.3");
+	usleep(50 * 1000);
+	int mine[3];
+	for (int i = 0; i < 3; i++) {
+		mine[i] = dial_from(port, "127.0.0.2");
+		usleep(50 * 1000);
+	}
+	assert_true(closed_within(mine[0], 1.0));
+	assert_false(closed_within(mine[1], 0.05));
+	assert_false(closed_within(mine[2], 0.05));
+	assert_false(closed_within(other, 0.05));
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.evicted, 1);
+	assert_int_equal(s.refused, 0);
+	close(mine[0]);
+
+	/* Both of its own busy: the next is refused. */
+	for (int i = 1; i < 3; i++)
+		say(mine[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n{");
+	usleep(200 * 1000);
+	mine[0] = dial_from(port, "127.0.0.2");
+	assert_true(closed_within(mine[0], 1.0));
+	close(mine[0]);
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.refused, 1);
+	assert_int_equal(s.evicted, 1);
+
+	char buf[2048];
+	assert_int_equal(get(port, "GET", "/", buf, sizeof(buf)), 200);
+	assert_false(closed_within(other, 0.05));
+	for (int i = 1; i < 3; i++)
+		close(mine[i]);
+	close(other);
 	pk_httpd_stop(h);
 }
 
@@ -493,10 +863,17 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_probes),
 	    cmocka_unit_test(test_probes_with_slow_clients),
+	    cmocka_unit_test(test_probes_per_source),
 	    cmocka_unit_test(test_header_deadline),
 	    cmocka_unit_test(test_request_deadline),
+	    cmocka_unit_test(test_body_deadline),
 	    cmocka_unit_test(test_limit_makes_room),
 	    cmocka_unit_test(test_limit_closes_at_once),
+	    cmocka_unit_test(test_stalled_evicted_first),
+	    cmocka_unit_test(test_memory_budget_headers),
+	    cmocka_unit_test(test_memory_budget_bodies),
+	    cmocka_unit_test(test_per_source_defaults),
+	    cmocka_unit_test(test_per_source_limit),
 	    cmocka_unit_test(test_library_errors),
 	    cmocka_unit_test(test_start_errors),
 	    cmocka_unit_test(test_listening_lines),

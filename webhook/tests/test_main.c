@@ -102,6 +102,8 @@ static void test_help(void **state)
 	                      "(0..1024, default 0)",
 	                      "--max-connections N",
 	                      "(1..100000, default 1000)",
+	                      "--max-connections-per-source N",
+	                      "(0..100000, default 0)",
 	                      "--shutdown-grace-seconds N",
 	                      "(0..3600, default 25)",
 	                      "--version",
@@ -161,6 +163,11 @@ static void test_bad_flags(void **state)
 	                   "must be an integer in 1..86400, got");
 	expect_usage_error(WITH("--thread-pool-size=1025"), "--thread-pool-size", "1025");
 	expect_usage_error(WITH("--max-connections=0"), "--max-connections", "1..100000");
+	expect_usage_error(WITH("--max-connections-per-source=1001"),
+	                   "--max-connections-per-source must not exceed --max-connections (1000)",
+	                   "1001");
+	expect_usage_error(WITH("--max-connections=8", "--max-connections-per-source=9"),
+	                   "--max-connections-per-source", "got 9");
 	expect_usage_error(WITH("--shutdown-grace-seconds", "1h"), "--shutdown-grace-seconds",
 	                   "1h");
 	expect_usage_error(WITH("--shutdown-grace-seconds=3601"),
@@ -612,6 +619,36 @@ static void test_hostile_clients(void **state)
 	assert_int_equal(proc_stop(&p, SIGTERM), 0);
 }
 
+/*
+ * --max-connections-per-source reaches the HTTPS listener: with one allowed
+ * and a request in progress, a second connection from 127.0.0.1 is closed
+ * at once, though --max-connections has room.
+ */
+static void test_per_source(void **state)
+{
+	(void)state;
+	char buf[4096], addr[64], health[64];
+	uint16_t n = proc_free_port(), hp = proc_free_port();
+	snprintf(addr, sizeof(addr), "--webhook-bind-address=127.0.0.1:%u", n);
+	snprintf(health, sizeof(health), "--health-probe-bind-address=127.0.0.1:%u", hp);
+	const char *args[] = {addr, health, "--metrics-bind-address=0",
+	                      "--max-connections-per-source=1", NULL};
+	struct proc p;
+	start_with_pair(&p, args);
+	proc_expect(&p, "listener=webhook port=", buf, sizeof(buf));
+	struct tls busy;
+	tls_connect(n, &busy);
+	const char *head = "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
+	assert_true(gnutls_record_send(busy.s, head, strlen(head)) > 0);
+	struct timespec t = {0, 200 * 1000 * 1000};
+	nanosleep(&t, NULL);
+	int extra = tcp_dial(n);
+	assert_true(closed_within(extra, 1000));
+	close(extra);
+	tls_close(&busy);
+	assert_int_equal(proc_stop(&p, SIGTERM), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +661,7 @@ int main(void)
 	    cmocka_unit_test(test_graceful_stop),
 	    cmocka_unit_test(test_keylog_cleared),
 	    cmocka_unit_test(test_hostile_clients),
+	    cmocka_unit_test(test_per_source),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

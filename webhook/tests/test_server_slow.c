@@ -92,6 +92,42 @@ static void slow_headers(uint16_t port)
 	tls_close(&c);
 }
 
+/*
+ * With the default 10 s request timeout, a connection still without its
+ * headers is cut at PK_SERVER_HEADER_TIMEOUT (5 s), and one that announces
+ * 100 bytes of body and sends one at the listener's body deadline (2 s),
+ * not at the request deadline (20 s).
+ */
+static void test_short_deadlines(void **state)
+{
+	struct fixture *f = *state;
+	struct pk_server_config cfg;
+	second_config(f, "127.0.0.1", &cfg);
+	assert_int_equal(cfg.request_timeout, 10);
+	struct pk_server *s = second_start(&cfg);
+	uint16_t port = pk_server_port(s, PK_SERVER_WEBHOOK);
+	char buf[4096];
+	struct tls_client silent, slow;
+	tls_connect(&silent, port);
+	double t0 = now_seconds();
+	tls_connect(&slow, port);
+	tls_send(&slow, "POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{");
+	double t1 = now_seconds();
+	tls_read_all(&slow, buf, sizeof(buf));
+	double body_took = now_seconds() - t1;
+	if (body_took < 1.5 || body_took > 3.5)
+		fail_msg("a stalled 100-byte body was cut after %.1f s, want about 2", body_took);
+	assert_null(strstr(buf, "200 OK"));
+	tls_read_all(&silent, buf, sizeof(buf));
+	double head_took = now_seconds() - t0;
+	if (head_took < 4.5 || head_took > 6.5)
+		fail_msg("a connection without headers was cut after %.1f s, want about %d",
+		         head_took, PK_SERVER_HEADER_TIMEOUT);
+	tls_close(&slow);
+	tls_close(&silent);
+	second_stop(f, s);
+}
+
 static void chunked_and_kept_alive(uint16_t port)
 {
 	char buf[4096];
@@ -184,9 +220,8 @@ static void test_large_bodies(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_slow_bodies),
-	    cmocka_unit_test(test_slow_headers),
-	    cmocka_unit_test(test_chunked_and_kept_alive),
+	    cmocka_unit_test(test_slow_bodies),     cmocka_unit_test(test_slow_headers),
+	    cmocka_unit_test(test_short_deadlines), cmocka_unit_test(test_chunked_and_kept_alive),
 	    cmocka_unit_test(test_large_bodies),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
