@@ -82,7 +82,7 @@ static const char *const CLAIM =
     "'status':{'addressRef':{'name':'m-1'},'conditions':[{'type':'Ready','status':'True',"
     "'reason':'Allocated','message':'','lastTransitionTime':'2026-01-01T00:00:00Z'}]}}";
 
-/* n finalizers of another party, 277 bytes each (the 1.19 MB claims of issue 20), with
+/* n finalizers of another party, 277 bytes each (a hostile tenant's 1.19 MB claims), with
  * poolkeeper's own at index `at` (none when at is n or more). */
 static void set_finalizers(json_t *obj, size_t n, size_t at)
 {

@@ -792,7 +792,7 @@ static void test_nul_strings_kept_whole(void **state)
 
 /* ---- a tenant's long finalizer lists and other providers' claims ---- */
 
-/* n finalizers of another party, 277 bytes each (the 1.19 MB claims of issue 20), with
+/* n finalizers of another party, 277 bytes each (a hostile tenant's 1.19 MB claims), with
  * poolkeeper's own at index `at` (none when at is n or more). */
 static void set_finalizers(json_t *obj, size_t n, size_t at)
 {

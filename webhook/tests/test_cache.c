@@ -502,7 +502,7 @@ static void test_admission_over_the_cache(void **state)
 
 /* ---- what a tenant's claims and an oversized object cost ---- */
 
-/* n finalizers of another party, 277 bytes each (the 1.19 MB claims of issue 20), with
+/* n finalizers of another party, 277 bytes each (a hostile tenant's 1.19 MB claims), with
  * poolkeeper's own at index `at` (none when at is n or more). */
 static void add_finalizers(json_t *obj, size_t n, size_t at)
 {
