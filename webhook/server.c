@@ -24,7 +24,7 @@
 /*
  * TLS 1.3 and 1.2 only. In TLS 1.2, forward-secret ECDHE key exchange with
  * AEAD ciphers only: no static RSA or DHE key exchange, no CBC, no SHA-1
- * MACs (issue 12, finding 8). The KX list does not apply to TLS 1.3, whose
+ * MACs. The KX list does not apply to TLS 1.3, whose
  * suites are all ECDHE/DHE and AEAD; the cipher list also drops its CCM.
  */
 #define TLS_PRIORITIES                                                                \
