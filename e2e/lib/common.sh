@@ -31,6 +31,10 @@ KUBE_BIN=$KUBE_HOME/bin
 ETCD_BIN=$ETCD_HOME/bin
 HELM_BIN=$HELM_HOME/bin
 CLUSTERCTL_BIN=$CLUSTERCTL_HOME/bin
+# The fault suite's attacker (e2e/attacker, stdlib only): rebuilt when its
+# source changes (the stamp), so it has no version of its own.
+ATTACKER_HOME=$PK_CACHE/attacker
+ATTACKER_BIN=$ATTACKER_HOME/bin
 
 # Go: the toolchain installed on the machine, caches under PK_CACHE, modules
 # resolved from the committed go.mod/go.sum (never upgraded).
