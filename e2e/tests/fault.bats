@@ -9,6 +9,14 @@
 # webhook's serving certificate. Hostile tenant objects (strings with NUL,
 # 300 objects of 256 KiB) are present from the first test to the last.
 #
+# The attack phases (tests named "attack", alone:
+# BATS_FLAGS='-f attack' e2e/run fault.bats) each run one attack for about
+# 30 s against the webhook (slow POSTs, unfinished headers, forged reviews)
+# or both daemons (a tenant's claims with 4,300 finalizers) while valid
+# claims go through the real apiserver: no admission may fail, the
+# apiserver must see p99 of its webhook calls within 1 s, and neither
+# daemon's peak RSS may reach the chart's memory limit.
+#
 # After each fault: every claim of the burst is Ready, no address is held
 # twice, no IPAddress is left without its claim, and the pool's counts are
 # exact. A supervisor restarts exited controllers, as kubelet would. Each
@@ -19,6 +27,8 @@ load helpers
 load poolkeeper
 # shellcheck source=../lib/fault.sh
 . "$BATS_TEST_DIRNAME/../lib/fault.sh"
+# shellcheck source=../lib/attack.sh
+. "$BATS_TEST_DIRNAME/../lib/attack.sh"
 
 GPOOLS=globalippools.ipam.poolkeeper.io
 POOLS=ippools.ipam.poolkeeper.io
@@ -35,9 +45,11 @@ setup_file() {
   local r
   r=$(tr -dc 'a-z0-9' </dev/urandom | head -c 6)
   export TENANT=fault-tenant-$r NS_A=fault-a-$r NS_B1=fault-b1-$r NS_B2=fault-b2-$r GPOOL=fault-$r
+  # The attack phases' valid claims, on a pool of their own.
+  export NS_X=fault-x-$r
   local ns
-  for ns in "$TENANT" "$NS_A" "$NS_B1" "$NS_B2"; do kubectl create namespace "$ns" >/dev/null; done
-  for ns in "$NS_A" "$NS_B1" "$NS_B2"; do fault_machine "$ns"; done
+  for ns in "$TENANT" "$NS_A" "$NS_B1" "$NS_B2" "$NS_X"; do kubectl create namespace "$ns" >/dev/null; done
+  for ns in "$NS_A" "$NS_B1" "$NS_B2" "$NS_X"; do fault_machine "$ns"; done
   # A /22: 1022 addresses, room for the 500 claims of a burst.
   pk_wait_for -t 30 "IPPool accepted" _apply "$NS_A" \
     '{"apiVersion": "ipam.poolkeeper.io/v1alpha1", "kind": "IPPool", "metadata": {"name": "burst"},
@@ -45,17 +57,29 @@ setup_file() {
   pk_wait_for -t 30 "GlobalIPPool accepted" _apply "" \
     "{\"apiVersion\": \"ipam.poolkeeper.io/v1alpha1\", \"kind\": \"GlobalIPPool\", \"metadata\": {\"name\": \"$GPOOL\"},
       \"spec\": {\"addresses\": [\"10.161.0.0/22\"], \"prefix\": 22}}"
-  export FAULT_TABLE=$FAULT_STATE/table
+  pk_wait_for -t 30 "IPPool attack accepted" _apply "$NS_X" \
+    '{"apiVersion": "ipam.poolkeeper.io/v1alpha1", "kind": "IPPool", "metadata": {"name": "attack"},
+      "spec": {"addresses": ["10.162.0.0/22"], "prefix": 22}}'
+  export FAULT_TABLE=$FAULT_STATE/table ATTACK_TABLE=$FAULT_STATE/attack-table
   {
     echo "| fault | claims created | claims deleted | s to all Ready | controller restarts | failed admissions | failed requests | duplicates | leaks |"
     echo "|---|---|---|---|---|---|---|---|---|"
   } >"$FAULT_TABLE"
+  {
+    echo "| attack | attacker's figures | valid claims | failed admissions | webhook calls (apiserver) | failed calls | calls within 1 s | p99 bucket (s) | create round trip p50/p99/max (ms) | webhook peak RSS / limit (MiB) | controller peak RSS / limit (MiB) | load (1 min) |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  } >"$ATTACK_TABLE"
 }
 
 teardown_file() {
   local line
   echo "# figures (s to all Ready: from the end of the fault until every check holds)" >&3
   while IFS= read -r line; do echo "# $line" >&3; done <"$FAULT_TABLE"
+  if (($(wc -l <"$ATTACK_TABLE") > 2)); then
+    echo "# attack phases" >&3
+    while IFS= read -r line; do echo "# $line" >&3; done <"$ATTACK_TABLE"
+  fi
+  attack_long_claims_gone "$TENANT" || true
   # Claims through the controller, then the pools; the tenant's objects go
   # with their namespace (no finalizer holds them).
   fault_unsupervise controller2
@@ -63,17 +87,19 @@ teardown_file() {
   # At most two minutes in all: a controller that cannot release (a failed
   # run) must not hold the whole e2e stage.
   local ns end=$((SECONDS + 120))
-  for ns in "$NS_A" "$NS_B1" "$NS_B2"; do
+  for ns in "$NS_A" "$NS_B1" "$NS_B2" "$NS_X"; do
     kubectl -n "$ns" delete ipaddressclaims.ipam.cluster.x-k8s.io --all --wait=false >/dev/null 2>&1 || true
   done
   while ((SECONDS < end)) && [[ -n $(kubectl get ipaddressclaims.ipam.cluster.x-k8s.io -n "$NS_A" -o name 2>/dev/null;
     kubectl get ipaddressclaims.ipam.cluster.x-k8s.io -n "$NS_B1" -o name 2>/dev/null;
-    kubectl get ipaddressclaims.ipam.cluster.x-k8s.io -n "$NS_B2" -o name 2>/dev/null) ]]; do
+    kubectl get ipaddressclaims.ipam.cluster.x-k8s.io -n "$NS_B2" -o name 2>/dev/null;
+    kubectl get ipaddressclaims.ipam.cluster.x-k8s.io -n "$NS_X" -o name 2>/dev/null) ]]; do
     fault_sleep 2
   done
   kubectl -n "$NS_A" delete "$POOLS" --all --timeout=30s >/dev/null 2>&1 || true
+  kubectl -n "$NS_X" delete "$POOLS" --all --timeout=30s >/dev/null 2>&1 || true
   kubectl delete "$GPOOLS" "$GPOOL" --ignore-not-found --timeout=30s >/dev/null 2>&1 || true
-  for ns in "$TENANT" "$NS_A" "$NS_B1" "$NS_B2"; do kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true; done
+  for ns in "$TENANT" "$NS_A" "$NS_B1" "$NS_B2" "$NS_X"; do kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true; done
   fault_unsupervise controller
   pk_uninstall_poolkeeper poolkeeper poolkeeper-system
   pk_stop webhook
@@ -83,10 +109,13 @@ setup() { pk_env; }
 
 teardown() {
   # A failed test's feeder must not go on into the next test.
-  if [[ -n ${FEEDER:-} ]] && kill -0 "$FEEDER" 2>/dev/null; then
-    kill "$FEEDER" 2>/dev/null
-    wait "$FEEDER" 2>/dev/null
-  fi
+  local p
+  for p in ${FEEDER:-} ${ATTACKER:-}; do
+    if kill -0 "$p" 2>/dev/null; then
+      kill "$p" 2>/dev/null
+      wait "$p" 2>/dev/null
+    fi
+  done
   [[ -n ${BATS_TEST_COMPLETED:-} ]] || pk_log_tails
   return 0
 }
@@ -371,4 +400,104 @@ _count() { grep -cF -- "$2" "$1" 2>/dev/null || true; }
   echo "$row" >>"$FAULT_TABLE"
   echo "# $row" >&3
   ((dups == 0 && leaks == 0))
+}
+
+# ---------------------------------------------------------------- attack phases
+
+# _attack_begin <phase>: the phase's folder (under "attack", which the
+# bursts' globs do not take), the daemons' peak RSS reset, the apiserver's
+# webhook figures before it.
+_attack_begin() {
+  PHASE=$FAULT_STATE/attack/$1
+  mkdir -p "$PHASE"
+  fault_wait_leader 60 >/dev/null
+  attack_rss_reset webhook controller
+  attack_metrics "$PHASE/metrics0"
+}
+
+# _attack <phase> <attacker flags...>: the attacker for 33 s; valid claims
+# from its third second to its 28th, one about every 0.3 s plus the create's
+# own time. Its figures in $PHASE/attacker.
+_attack() {
+  _attack_begin "$1"
+  shift
+  "$ATTACK_BIN" -target "127.0.0.1:$WEBHOOK_PORT" -duration 33s "$@" >"$PHASE/attacker" 2>&1 3>&- &
+  ATTACKER=$!
+  fault_sleep 3
+  attack_feed "$PHASE" "$NS_X" attack "$(basename "$PHASE")" 25 0.3
+  wait "$ATTACKER"
+  cat "$PHASE/attacker"
+}
+
+# _attack_end <label> <attacker's figures>: the apiserver's figures after
+# the phase, every claim Ready, the row of the attack table; then what every
+# attack phase must show: no admission failed (neither as the feeder saw it
+# nor as the apiserver counted it), p99 of the apiserver's calls to
+# poolkeeper's webhooks within 1 s, both daemons' peak RSS under the chart's
+# limits.
+_attack_end() {
+  local label=$1 figures=$2 calls errors le1 p99 rtt wh ctl whl ctll load row
+  attack_metrics "$PHASE/metrics1"
+  wh=$(attack_rss_peak webhook)
+  ctl=$(attack_rss_peak controller)
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  whl=$(attack_limit_kib webhook)
+  ctll=$(attack_limit_kib controller)
+  read -r calls errors le1 p99 < <(attack_apiserver_figures "$PHASE/metrics0" "$PHASE/metrics1")
+  rtt=$(attack_rtt "$PHASE")
+  fault_converge 120 "$PHASE" IPPool attack "$NS_X" "$NS_X" || true
+  row="| $label | $figures | $(wc -l <"$PHASE/created") | $(fault_failed "$PHASE" admission) | $calls | $errors | $le1 | $p99 | ${rtt// //} | $((wh / 1024)) / $((whl / 1024)) | $((ctl / 1024)) / $((ctll / 1024)) | $load |"
+  echo "$row" >>"$ATTACK_TABLE"
+  echo "# $row" >&3
+  echo "$row"
+  [[ $(cat "$PHASE/seconds") != timeout ]]
+  [[ $(fault_failed "$PHASE" admission) == 0 ]]
+  ((calls > 0 && errors == 0))
+  # p99 within 1 s: at least 99% of the calls in the histogram's 1 s bucket.
+  ((le1 * 100 >= calls * 99))
+  ((wh < whl && ctl < ctll))
+}
+
+# _attacker <key>: one figure of the attacker's closing line.
+_attacker() { grep -o "\b$1=[^ ]*" "$PHASE/attacker" | cut -d= -f2; }
+
+@test "attack: 1,000 slow POSTs (Content-Length 100, one byte sent, reconnecting when cut) while valid claims go through the apiserver" {
+  _attack slowpost -mode slowpost -conns 1000
+  _attack_end "slow POST, 1,000 connections" "dials $(_attacker dials), cut $(_attacker cuts), refused $(_attacker dial_errors)"
+  (($(_attacker dials) >= 1000))
+}
+
+@test "attack: 1,000 connections of unfinished 60 KB headers while valid claims go through the apiserver" {
+  _attack headers -mode headers -conns 1000
+  _attack_end "unfinished 60 KB headers, 1,000 connections" "dials $(_attacker dials), cut $(_attacker cuts), refused $(_attacker dial_errors)"
+  (($(_attacker dials) >= 1000))
+}
+
+@test "attack: 200 kept-alive connections of forged claim reviews (a userInfo each) while valid claims go through the apiserver" {
+  _attack forged -mode forged -conns 200
+  _attack_end "forged /mutate reviews, 200 connections" "$(_attacker answered) answered ($(_attacker codes)), p50 $(_attacker p50_ms) ms, p99 $(_attacker p99_ms) ms"
+  (($(_attacker answered) > 0))
+}
+
+@test "attack: a tenant creates 100 claims with 4,300 finalizers each on another provider's pool while valid claims go through the apiserver" {
+  local kc=$BATS_FILE_TMPDIR/tenant-long.kubeconfig t0
+  [[ -f $kc ]] || attack_tenant "$TENANT" tenant-long "$kc"
+  # The tenant may create claims in its namespace and nothing else.
+  [[ $(KUBECONFIG=$kc kubectl auth can-i create ipaddresses.ipam.cluster.x-k8s.io -n "$TENANT") == no ]]
+  [[ $(KUBECONFIG=$kc kubectl auth can-i create ipaddressclaims.ipam.cluster.x-k8s.io -n "$NS_X") == no ]]
+  _attack_begin long
+  attack_feed "$PHASE" "$NS_X" attack long 300 0.3 3>&- &
+  FEEDER=$!
+  t0=$SECONDS
+  attack_long_claims "$kc" "$TENANT" 0 100
+  local took=$((SECONDS - t0)) n
+  n=$(kubectl -n "$TENANT" get "$FAULT_CLAIMS" -l poolkeeper.io/fault=long -o name | wc -l)
+  echo "100 long claims created in ${took}s; $n there"
+  # The daemons' informers take the last ones in; claims go on meanwhile.
+  fault_sleep 10
+  touch "$PHASE/stop"
+  wait "$FEEDER"
+  _attack_end "tenant's 100 claims of 4,300 finalizers (1.19 MB each)" "100 claims created in ${took} s"
+  ((n == 100))
+  attack_long_claims_gone "$TENANT"
 }
