@@ -138,7 +138,7 @@ attack_long_claims() {
       | [range($fins) | "\($prefix)/tenant-final-\(. + 1000000)"] as $f
       | range($first; $first + $count)
       | {apiVersion: "ipam.cluster.x-k8s.io/v1beta2", kind: "IPAddressClaim",
-         metadata: {name: "long-\(.)", labels: {"poolkeeper.io/fault": "long"}, finalizers: $f},
+         metadata: {name: "long-\(.)", labels: {"poolkeeper.io/attack": "long-finalizers"}, finalizers: $f},
          spec: {poolRef: $pool}}' |
       KUBECONFIG=$kc kubectl -n "$ns" create -f - -o name >/dev/null || return 1
   done
@@ -148,7 +148,7 @@ attack_long_claims() {
 # admin: no one else ever would), then the claims deleted.
 attack_long_claims_gone() {
   local ns=$1 names
-  mapfile -t names < <(kubectl -n "$ns" get "$FAULT_CLAIMS" -l poolkeeper.io/fault=long -o name)
+  mapfile -t names < <(kubectl -n "$ns" get "$FAULT_CLAIMS" -l poolkeeper.io/attack=long-finalizers -o name)
   ((${#names[@]})) || return 0
   kubectl -n "$ns" delete "${names[@]}" --wait=false >/dev/null
   kubectl -n "$ns" patch "${names[@]}" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
