@@ -101,22 +101,7 @@ _dry_run() {
 _stub_crd() {
   local plural=$1 group=$2 kind=$3
   kubectl get crd "$plural.$group" >/dev/null 2>&1 && return 0
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: $plural.$group
-  labels: {$STUB_LABEL: $REL}
-spec:
-  group: $group
-  scope: Namespaced
-  names: {kind: $kind, listKind: ${kind}List, plural: $plural, singular: ${plural%s}}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-EOF
+  pk_open_crd "$plural" "$group" "$kind" "{$STUB_LABEL: $REL}" | kubectl apply -f - >/dev/null
   kubectl wait --for condition=Established --timeout=30s "crd/$plural.$group" >/dev/null
 }
 
