@@ -120,7 +120,8 @@ static int names_parse(struct pk_client_auth *a, const char *list, struct pk_err
 			n--;
 		if (n == 0)
 			return pk_err_set(err, PK_ERR_INVALID,
-			                  "--client-cert-allowed-names: empty name in \"%s\"", list);
+			                  "--client-cert-allowed-names: empty name in \"%s\"",
+			                  list);
 		if (n > NAME_MAX_LEN)
 			return pk_err_set(err, PK_ERR_INVALID,
 			                  "--client-cert-allowed-names: \"%.*s\" is longer than %u "
@@ -164,8 +165,7 @@ int pk_client_auth_open(const struct pk_client_auth_config *cfg, struct pk_clien
 		goto out;
 	pk_log_info("client CA bundle loaded", PK_LOG_STR("file", a->path),
 	            PK_LOG_UINT("certificates", a->current->ncas),
-	            PK_LOG_BOOL("required", a->required),
-	            PK_LOG_UINT("allowedNames", a->nnames));
+	            PK_LOG_BOOL("required", a->required), PK_LOG_UINT("allowedNames", a->nnames));
 	*out = a;
 	a = NULL;
 out:
@@ -259,7 +259,8 @@ static enum pk_client_verdict verify_chain(struct pk_client_auth *a, gnutls_x509
 	/* "TLS WWW client authentication" (RFC 5280 id-kp-clientAuth): checked when the
 	 * certificate has an extended key usage at all. */
 	gnutls_typed_vdata_st purpose = {.type = GNUTLS_DT_KEY_PURPOSE_OID,
-	                                 .data = (unsigned char *)(uintptr_t)GNUTLS_KP_TLS_WWW_CLIENT,
+	                                 .data =
+	                                     (unsigned char *)(uintptr_t)GNUTLS_KP_TLS_WWW_CLIENT,
 	                                 .size = 0};
 	unsigned status = 0;
 	int g = gnutls_x509_trust_list_verify_crt2(t->list, crts, n, &purpose, 1, 0, &status, NULL);
@@ -270,8 +271,8 @@ static enum pk_client_verdict verify_chain(struct pk_client_auth *a, gnutls_x509
 	}
 	if (status != 0) {
 		gnutls_datum_t text = {NULL, 0};
-		if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text, 0) >=
-		    0)
+		if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text,
+		                                                 0) >= 0)
 			snprintf(why, len, "%s", (const char *)text.data);
 		else
 			snprintf(why, len, "not signed by the client CA");

@@ -146,7 +146,8 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 		                  "certificate can be verified");
 	if (o->client_auth.ca_file == NULL && names != NULL && *names != '\0')
 		return pk_err_set(err, PK_ERR_INVALID,
-		                  "--client-cert-allowed-names \"%s\" needs --client-ca-file", names);
+		                  "--client-cert-allowed-names \"%s\" needs --client-ca-file",
+		                  names);
 
 	if (o->cert == NULL || *o->cert == '\0')
 		return pk_err_set(err, PK_ERR_INVALID, "--tls-cert-file is required");

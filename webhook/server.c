@@ -308,13 +308,13 @@ static void source_text(struct MHD_Connection *conn, char *buf, size_t len)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
 		          (socklen_t)len);
 	else if (sa != NULL && sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, buf,
-		          (socklen_t)len);
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+		          buf, (socklen_t)len);
 }
 
 /* One line a second at most, however many clients are refused; the rest are counted. */
-static void log_refused(struct pk_server *s, struct MHD_Connection *conn,
-                        enum pk_client_verdict v, const char *why)
+static void log_refused(struct pk_server *s, struct MHD_Connection *conn, enum pk_client_verdict v,
+                        const char *why)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -326,10 +326,11 @@ static void log_refused(struct pk_server *s, struct MHD_Connection *conn,
 	}
 	char from[INET6_ADDRSTRLEN];
 	source_text(conn, from, sizeof(from));
-	pk_log_warn("request refused: the client is not authenticated",
-	            PK_LOG_STR("reason", pk_client_verdict_name(v)), PK_LOG_STR("detail", why),
-	            PK_LOG_STR("source", from),
-	            PK_LOG_UINT("suppressedSinceLast", atomic_exchange(&s->auth_log_suppressed, 0)));
+	pk_log_warn(
+	    "request refused: the client is not authenticated",
+	    PK_LOG_STR("reason", pk_client_verdict_name(v)), PK_LOG_STR("detail", why),
+	    PK_LOG_STR("source", from),
+	    PK_LOG_UINT("suppressedSinceLast", atomic_exchange(&s->auth_log_suppressed, 0)));
 }
 
 /*
@@ -340,8 +341,8 @@ static enum pk_client_verdict authenticate(struct pk_server *s, struct MHD_Conne
                                            enum MHD_Result *answered)
 {
 	char why[256] = "";
-	enum pk_client_verdict v = pk_client_auth_check(s->cfg.client_auth, session_of(conn), why,
-	                                                sizeof(why));
+	enum pk_client_verdict v =
+	    pk_client_auth_check(s->cfg.client_auth, session_of(conn), why, sizeof(why));
 	if (v == PK_CLIENT_OK)
 		return v;
 	pk_metrics_count_unauthenticated(s->cfg.metrics, (int)v);

@@ -92,8 +92,7 @@ int64_t pk_cert_pair_not_after(const struct pk_cert_pair *p)
 	return p->not_after;
 }
 
-int pk_certs_read_file(const char *path, const char *what, gnutls_datum_t *data,
-                       struct pk_err *err)
+int pk_certs_read_file(const char *path, const char *what, gnutls_datum_t *data, struct pk_err *err)
 {
 	char *buf = NULL;
 	size_t len = 0;

@@ -190,8 +190,8 @@ static void test_bad_flags(void **state)
 	expect_usage_error(WITH("--webhook-bind-address"), "--webhook-bind-address",
 	                   "needs a value");
 	expect_usage_error(WITH("stray"), "stray", NULL);
-	expect_usage_error(WITH("--require-client-cert"), "--require-client-cert needs --client-ca-file",
-	                   NULL);
+	expect_usage_error(WITH("--require-client-cert"),
+	                   "--require-client-cert needs --client-ca-file", NULL);
 	expect_usage_error(WITH("--client-cert-allowed-names=kube-apiserver"),
 	                   "--client-cert-allowed-names", "needs --client-ca-file");
 	expect_usage_error(WITH("--require-client-cert=maybe"), "--require-client-cert", "maybe");
