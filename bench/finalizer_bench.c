@@ -31,22 +31,17 @@
 #include "cache.h"
 #include "parse.h"
 #include "rules.h"
-
-#define FIN_BYTES 277
+#include "tenant.h"
 
 static json_t *claim(long i, long nfin, bool ours)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "tenant-claim-%ld", i);
-	json_t *fins = json_array();
-	for (long f = 0; f < nfin; f++) {
-		char fin[FIN_BYTES + 1];
-		int w = snprintf(fin, sizeof(fin), "tenant.example.com/hold-%ld-", f);
-		while (w < FIN_BYTES)
-			fin[w++] = 'x';
-		fin[FIN_BYTES] = '\0';
-		json_array_append_new(
-		    fins, json_string(ours && f == nfin / 2 ? PK_CLAIM_FINALIZER : fin));
+	json_t *fins = pk_test_tenant_finalizers(
+	    (size_t)nfin, ours ? (size_t)nfin / 2 : (size_t)nfin, PK_CLAIM_FINALIZER);
+	if (fins == NULL) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
 	}
 	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:o}, s:{s:{s:s, s:s, s:s}}}",
 	                      "apiVersion", PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2, "kind",

@@ -41,30 +41,39 @@ bool pk_objects_has_finalizer(const json_t *obj, const char *finalizer)
 	return finalizer_index(obj, finalizer) >= 0;
 }
 
-static json_t *test_rv(const json_t *obj)
+/*
+ * Finalizer patches are guarded by what they change, never by the object's
+ * resourceVersion: another party's write (the garbage collector taking an
+ * owner reference off, a provider's patch, kubectl) must not turn them into
+ * a 422 and a retry. The uid test keeps a patch off an object of the same
+ * name made since; a removal tests the entry at its index, and an add to an
+ * object without the list tests that it still has none (a JSON Patch test
+ * of null passes on a missing member), so that nobody's finalizers are
+ * replaced. An append needs no guard: it adds to whatever list is there.
+ */
+static json_t *test_uid(const json_t *obj)
 {
-	const char *rv = pk_json_cstr_at(json_object_get(obj, "metadata"), "resourceVersion");
-	if (rv == NULL)
+	const char *uid = pk_json_cstr_at(json_object_get(obj, "metadata"), "uid");
+	if (uid == NULL)
 		return NULL;
-	return json_pack("{s:s, s:s, s:s}", "op", "test", "path", "/metadata/resourceVersion",
-	                 "value", rv);
+	return json_pack("{s:s, s:s, s:s}", "op", "test", "path", "/metadata/uid", "value", uid);
 }
 
 json_t *pk_objects_finalizer_add_patch(const json_t *obj, const char *finalizer)
 {
 	if (pk_objects_has_finalizer(obj, finalizer))
 		return NULL;
-	json_t *t = test_rv(obj);
+	json_t *t = test_uid(obj);
 	if (t == NULL)
 		return NULL;
-	json_t *add;
 	if (json_is_array(finalizers_of(obj)))
-		add = json_pack("{s:s, s:s, s:s}", "op", "add", "path", "/metadata/finalizers/-",
-		                "value", finalizer);
-	else
-		add = json_pack("{s:s, s:s, s:[s]}", "op", "add", "path", "/metadata/finalizers",
-		                "value", finalizer);
-	return json_pack("[o, o]", t, add);
+		return json_pack("[o, {s:s, s:s, s:s}]", t, "op", "add", "path",
+		                 "/metadata/finalizers/-", "value", finalizer);
+	/* No list, or a member that is not one: replaced only if it is still absent (an API
+	 * object's finalizers are always a list, so a non-list never matches null). */
+	return json_pack("[o, {s:s, s:s, s:n}, {s:s, s:s, s:[s]}]", t, "op", "test", "path",
+	                 "/metadata/finalizers", "value", "op", "add", "path",
+	                 "/metadata/finalizers", "value", finalizer);
 }
 
 json_t *pk_objects_finalizer_remove_patch(const json_t *obj, const char *finalizer)
@@ -72,7 +81,7 @@ json_t *pk_objects_finalizer_remove_patch(const json_t *obj, const char *finaliz
 	long i = finalizer_index(obj, finalizer);
 	if (i < 0)
 		return NULL;
-	json_t *t = test_rv(obj);
+	json_t *t = test_uid(obj);
 	if (t == NULL)
 		return NULL;
 	char path[64];

@@ -24,11 +24,13 @@
 #include "meta.h"
 #include "pk.h"
 
-/* [test resourceVersion, add finalizer]; NULL when obj already has it (or has no
- * resourceVersion). */
+/* [test uid, add finalizer] (with the list absent, [test uid, test the list is absent,
+ * add the list]); NULL when obj already has it (or has no uid). No resourceVersion test:
+ * see objects.c. */
 json_t *pk_objects_finalizer_add_patch(const json_t *obj, const char *finalizer);
 
-/* [test resourceVersion, test the entry, remove it]; NULL when obj does not have it. */
+/* [test uid, test the entry at its index, remove it]; NULL when obj does not have it (or
+ * has no uid). */
 json_t *pk_objects_finalizer_remove_patch(const json_t *obj, const char *finalizer);
 
 bool pk_objects_has_finalizer(const json_t *obj, const char *finalizer);

@@ -36,13 +36,26 @@ static inline json_t *pk_test_pointer_parent(json_t *doc, const char *path, char
 	return cur;
 }
 
+/* The member `last` of parent (an object's key or an array's index), or NULL. */
+static inline json_t *pk_test_pointer_get(json_t *parent, const char *last)
+{
+	if (json_is_array(parent)) {
+		char *end;
+		unsigned long k = strtoul(last, &end, 10);
+		return *last != '\0' && *end == '\0' ? json_array_get(parent, k) : NULL;
+	}
+	return json_object_get(parent, last);
+}
+
 /*
  * Applies patch (an array of operations) to doc as the apiserver would,
  * op by op; false, with the reason in why, at the first one that fails: a
- * `test` whose value differs, a `replace` of a member that is not there, a
- * path whose parent is not an object, an op other than test, add and
- * replace. The ops before it stay applied (a caller that must not see them
- * patches a copy).
+ * `test` whose value differs (a test of null passes on a missing member, as
+ * the apiserver's does), a `replace` or `remove` of a member that is not
+ * there, a path whose parent is not an object or array, an op other than
+ * test, add, replace and remove. In an array, `add` inserts at an index or
+ * appends at "-". The ops before it stay applied (a caller that must not see
+ * them patches a copy).
  */
 static inline bool pk_test_json_patch(json_t *doc, const json_t *patch, char *why, size_t len)
 {
@@ -55,25 +68,40 @@ static inline bool pk_test_json_patch(json_t *doc, const json_t *patch, char *wh
 		const char *path = json_string_value(json_object_get(op, "path"));
 		json_t *parent = pk_test_pointer_parent(doc, path, last, sizeof(last));
 		json_t *value = json_object_get(op, "value");
-		bool test = o != NULL && strcmp(o, "test") == 0;
-		bool replace = o != NULL && strcmp(o, "replace") == 0;
-		if (!json_is_object(parent)) {
-			snprintf(why, len, "op %zu: the parent of %s is not an object", i,
+		o = o != NULL ? o : "";
+		bool array = json_is_array(parent);
+		json_t *cur = pk_test_pointer_get(parent, last);
+		bool ok;
+		if (!json_is_object(parent) && !array) {
+			snprintf(why, len, "op %zu: the parent of %s is not an object or array", i,
 			         path != NULL ? path : "(no path)");
 			return false;
 		}
-		if (!test && !replace && (o == NULL || strcmp(o, "add") != 0)) {
-			snprintf(why, len, "op %zu: \"%s\" is not test, add or replace", i,
-			         o != NULL ? o : "");
+		if (strcmp(o, "test") == 0)
+			ok = cur != NULL ? json_equal(cur, value) : json_is_null(value);
+		else if (strcmp(o, "remove") == 0)
+			ok = cur != NULL &&
+			     (array ? json_array_remove(parent, strtoul(last, NULL, 10))
+			            : json_object_del(parent, last)) == 0;
+		else if (strcmp(o, "replace") == 0)
+			ok = cur != NULL &&
+			     (array ? json_array_set(parent, strtoul(last, NULL, 10), value)
+			            : json_object_set(parent, last, value)) == 0;
+		else if (strcmp(o, "add") == 0 && array)
+			ok = strcmp(last, "-") == 0
+			         ? json_array_append(parent, value) == 0
+			         : json_array_insert(parent, strtoul(last, NULL, 10), value) == 0;
+		else if (strcmp(o, "add") == 0)
+			ok = json_object_set(parent, last, value) == 0;
+		else {
+			snprintf(why, len, "op %zu: \"%s\" is not test, add, replace or remove", i,
+			         o);
 			return false;
 		}
-		if ((test && !json_equal(json_object_get(parent, last), value)) ||
-		    (replace && json_object_get(parent, last) == NULL)) {
-			snprintf(why, len, "op %zu: %s %s failed", i, o, path);
+		if (!ok) {
+			snprintf(why, len, "op %zu: %s %s failed", i, o, path != NULL ? path : "");
 			return false;
 		}
-		if (!test)
-			json_object_set(parent, last, value);
 	}
 	return true;
 }

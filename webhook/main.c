@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "admission.h"
+#include "client_auth.h"
 #include "daemon.h"
 #include "serving_cert.h"
 #include "flags.h"
@@ -37,6 +38,9 @@ enum {
 	F_MAX_CONN,
 	F_PER_SOURCE,
 	F_GRACE,
+	F_CLIENT_CA,
+	F_REQUIRE_CLIENT,
+	F_CLIENT_NAMES,
 	F_COUNT,
 };
 
@@ -66,6 +70,16 @@ static const struct pk_flag flags[F_COUNT] = {
                       "of --max-connections, at least 16"},
     [F_GRACE] = {"shutdown-grace-seconds", 0, PK_FLAG_UINT, "25", "0..3600",
                  "on SIGTERM, how long requests in flight may take to finish"},
+    [F_CLIENT_CA] = {"client-ca-file", 0, PK_FLAG_STRING, NULL, "FILE",
+                     "CA bundle, PEM, that client certificates are verified against: "
+                     "every client is asked for one, and a request with one that does not "
+                     "verify gets 401; watched (--cert-poll-seconds)"},
+    [F_REQUIRE_CLIENT] = {"require-client-cert", 0, PK_FLAG_BOOL, NULL, NULL,
+                          "a request without a valid client certificate gets 401 before "
+                          "its body is read; needs --client-ca-file"},
+    [F_CLIENT_NAMES] = {"client-cert-allowed-names", 0, PK_FLAG_STRING, NULL, "CN,CN",
+                        "subject CNs a client certificate may have (others get 403); "
+                        "empty: any the CA signed; needs --client-ca-file"},
 };
 
 #define PROGRAM "poolkeeper-webhook"
@@ -80,6 +94,7 @@ struct options {
 	struct pk_admission_config admission;
 	unsigned poll_seconds;
 	unsigned grace_seconds;
+	struct pk_client_auth_config client_auth; /* ca_file NULL: no client certificates */
 };
 
 /* The flags into the options (pk_daemon_options_fn): what the table cannot check. */
@@ -120,6 +135,20 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 	                                     &o->admission.foreign_claims)) != PK_OK)
 		return pk_err_set(err, rc, "--foreign-claims must be ignore, warn or deny");
 
+	const char *ca = pk_flags_get_string(flags, vals, F_CLIENT_CA);
+	o->client_auth.ca_file = ca != NULL && *ca != '\0' ? ca : NULL;
+	o->client_auth.required = pk_flags_get_bool(vals, F_REQUIRE_CLIENT);
+	o->client_auth.allowed_names = pk_flags_get_string(flags, vals, F_CLIENT_NAMES);
+	const char *names = o->client_auth.allowed_names;
+	if (o->client_auth.ca_file == NULL && o->client_auth.required)
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "--require-client-cert needs --client-ca-file: without a CA no "
+		                  "certificate can be verified");
+	if (o->client_auth.ca_file == NULL && names != NULL && *names != '\0')
+		return pk_err_set(err, PK_ERR_INVALID,
+		                  "--client-cert-allowed-names \"%s\" needs --client-ca-file",
+		                  names);
+
 	if (o->cert == NULL || *o->cert == '\0')
 		return pk_err_set(err, PK_ERR_INVALID, "--tls-cert-file is required");
 	if (o->key == NULL || *o->key == '\0')
@@ -134,6 +163,7 @@ struct daemon {
 	struct pk_lookup *lookup;
 	struct pk_metrics *metrics;
 	struct pk_certs *certs;
+	struct pk_client_auth *client_auth;
 	struct pk_server *server;
 };
 
@@ -167,7 +197,16 @@ static bool start_server(struct daemon *dm)
 		pk_log_error("cannot load the serving certificate", PK_LOG_STR("error", err.msg));
 		return false;
 	}
+	dm->o.client_auth.metrics = dm->metrics;
+	if (dm->o.client_auth.ca_file != NULL &&
+	    pk_client_auth_open(&dm->o.client_auth, &dm->client_auth, &err) != PK_OK) {
+		pk_log_error("cannot load the client CA", PK_LOG_STR("error", err.msg));
+		return false;
+	}
+	if (dm->client_auth == NULL)
+		pk_log_info("no --client-ca-file: callers are not asked for a client certificate");
 	struct pk_server_config *sc = &dm->o.server;
+	sc->client_auth = dm->client_auth;
 	/* each repair the mutating webhook makes, by owner kind, on /metrics */
 	dm->o.admission.count_repair = pk_metrics_count_repair;
 	dm->o.admission.count_ctx = dm->metrics;
@@ -189,6 +228,8 @@ static bool start_server(struct daemon *dm)
 	                                              .metrics_off = sc->metrics_off};
 	pk_httpd_log_probes(&probes, pk_server_port(dm->server, PK_SERVER_HEALTH),
 	                    pk_server_port(dm->server, PK_SERVER_METRICS));
+	if (dm->client_auth != NULL)
+		pk_certs_watch_also(dm->certs, pk_client_auth_reload, dm->client_auth);
 	if (pk_certs_start_watch(dm->certs, dm->o.poll_seconds, &err) != PK_OK) {
 		pk_log_error("cannot start", PK_LOG_STR("error", err.msg));
 		return false;
@@ -218,6 +259,7 @@ static void stop(void *ud)
 		pk_certs_stop_watch(dm->certs);
 	pk_server_stop(dm->server, dm->o.grace_seconds);
 	pk_certs_free(dm->certs);
+	pk_client_auth_free(dm->client_auth);
 	pk_metrics_free(dm->metrics);
 	pk_lookup_close(dm->lookup);
 }

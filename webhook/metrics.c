@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "client_auth.h"
 
 /* Upper bounds, in seconds; admission answers are sub-millisecond when healthy. */
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -35,6 +36,8 @@ struct repair_row {
 	atomic_uint_fast64_t n[NREPAIRS];
 };
 
+#define NVERDICTS 4 /* enum pk_client_verdict; [0] (ok) is never counted */
+
 struct pk_metrics {
 	atomic_uint_fast64_t requests[NENDPOINTS][NRESULTS];
 	pthread_mutex_t kinds_lock; /* taken to add a row; rows are never removed */
@@ -42,6 +45,8 @@ struct pk_metrics {
 	struct repair_row repairs[PK_METRICS_REPAIR_KINDS + 1];
 	struct histogram duration[NENDPOINTS];
 	atomic_uint_fast64_t reloads[2]; /* [0] failure, [1] success */
+	atomic_uint_fast64_t unauthenticated[NVERDICTS];
+	atomic_uint_fast64_t ca_reloads[2]; /* [0] failure, [1] success */
 	atomic_int_fast64_t expiry;
 	unsigned long long (*oversized)(void *ud); /* set before the listeners start */
 	void *oversized_ud;
@@ -185,6 +190,25 @@ uint64_t pk_metrics_get_repairs(struct pk_metrics *m, const char *label, const c
 	return r != NULL ? atomic_load_explicit(&r->n[w], memory_order_relaxed) : 0;
 }
 
+void pk_metrics_count_unauthenticated(struct pk_metrics *m, int verdict)
+{
+	if (m != NULL && verdict > 0 && verdict < NVERDICTS)
+		atomic_fetch_add_explicit(&m->unauthenticated[verdict], 1, memory_order_relaxed);
+}
+
+uint64_t pk_metrics_get_unauthenticated(const struct pk_metrics *m, int verdict)
+{
+	return verdict > 0 && verdict < NVERDICTS
+	           ? atomic_load_explicit(&m->unauthenticated[verdict], memory_order_relaxed)
+	           : 0;
+}
+
+void pk_metrics_count_client_ca_reload(struct pk_metrics *m, bool ok)
+{
+	if (m != NULL)
+		atomic_fetch_add_explicit(&m->ca_reloads[ok ? 1 : 0], 1, memory_order_relaxed);
+}
+
 uint64_t pk_metrics_get_reloads(const struct pk_metrics *m, bool ok)
 {
 	return atomic_load_explicit(&m->reloads[ok ? 1 : 0], memory_order_relaxed);
@@ -241,6 +265,8 @@ static void add_sample(struct text *t, const char *name, const char *k1, const c
 #define REPAIRS  "poolkeeper_webhook_claim_repairs_total"
 #define SKIPPED  "poolkeeper_webhook_claim_repairs_skipped_total"
 #define OVERSIZE "poolkeeper_webhook_cache_oversized_objects_total"
+#define UNAUTH   "poolkeeper_webhook_unauthenticated_requests_total"
+#define CARELOAD "poolkeeper_webhook_client_ca_reloads_total"
 
 static void render_requests(struct text *t, const struct pk_metrics *m)
 {
@@ -282,6 +308,19 @@ static void render_certificate(struct text *t, const struct pk_metrics *m)
 	add_family(t, EXPIRY, "gauge", "notAfter of the serving certificate in use.");
 	text_add(t, EXPIRY " %lld\n",
 	         (long long)atomic_load_explicit(&m->expiry, memory_order_relaxed));
+}
+
+static void render_client_auth(struct text *t, const struct pk_metrics *m)
+{
+	add_family(t, UNAUTH, "counter",
+	           "Requests refused before their body was read, for want of a valid client "
+	           "certificate, by reason.");
+	for (int v = 1; v < NVERDICTS; v++)
+		add_sample(t, UNAUTH, "reason", pk_client_verdict_name((enum pk_client_verdict)v),
+		           NULL, NULL, load(&m->unauthenticated[v]));
+	add_family(t, CARELOAD, "counter", "Client CA bundle reload attempts, by result.");
+	add_sample(t, CARELOAD, "result", "success", NULL, NULL, load(&m->ca_reloads[1]));
+	add_sample(t, CARELOAD, "result", "failure", NULL, NULL, load(&m->ca_reloads[0]));
 }
 
 /* Repairs: every kind that has a row, and "other" once it has counted anything. */
@@ -327,6 +366,7 @@ char *pk_metrics_render(const struct pk_metrics *m, size_t *len)
 	render_requests(&t, m);
 	render_durations(&t, m);
 	render_certificate(&t, m);
+	render_client_auth(&t, m);
 	render_repairs(&t, m);
 	add_family(
 	    &t, OVERSIZE, "counter",

@@ -9,6 +9,8 @@
  *   poolkeeper_webhook_claim_repairs_total{owner_kind,repair}  counter
  *   poolkeeper_webhook_claim_repairs_skipped_total{owner_kind,reason} counter
  *   poolkeeper_webhook_cache_oversized_objects_total           counter
+ *   poolkeeper_webhook_unauthenticated_requests_total{reason}  counter
+ *   poolkeeper_webhook_client_ca_reloads_total{result}         counter
  *
  * Every update is a relaxed atomic add, so request threads never wait on
  * each other or on a scrape; only the first repair for an owner kind not
@@ -44,6 +46,14 @@ void pk_metrics_observe_request(struct pk_metrics *m, enum pk_admission_endpoint
                                 enum pk_metrics_result result, double seconds);
 /* One certificate reload attempt. */
 void pk_metrics_count_reload(struct pk_metrics *m, bool ok);
+/*
+ * One request refused before its body was read, for want of a valid client
+ * certificate: `verdict` is a non-OK enum pk_client_verdict (client_auth.h).
+ */
+void pk_metrics_count_unauthenticated(struct pk_metrics *m, int verdict);
+uint64_t pk_metrics_get_unauthenticated(const struct pk_metrics *m, int verdict);
+/* One client CA bundle reload attempt (a changed file). */
+void pk_metrics_count_client_ca_reload(struct pk_metrics *m, bool ok);
 /* notAfter of the serving certificate now in use, seconds since the epoch. */
 void pk_metrics_set_cert_expiry(struct pk_metrics *m, int64_t not_after);
 

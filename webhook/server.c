@@ -43,6 +43,9 @@ struct pk_server {
 	char too_big_json[96];      /* the 413 body, naming the limit */
 	char too_deep_json[200];    /* the 413 body of a parse over its memory budget */
 	char busy_json[200];        /* the 503 body when large bodies use their allowance */
+	/* Refusals for want of a client certificate: logged at most once a second. */
+	atomic_llong auth_log_second;
+	atomic_ullong auth_log_suppressed;
 };
 
 /* One admission request, from its headers to its answer (MHD's con_cls). */
@@ -285,6 +288,83 @@ static enum MHD_Result take_body(struct pk_server *s, struct request *rq, const 
 	return rc == PK_OK ? MHD_YES : MHD_NO;
 }
 
+/* ---- the caller ---- */
+
+static gnutls_session_t session_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	return ci != NULL ? (gnutls_session_t)ci->tls_session : NULL;
+}
+
+/* The peer's address as text, for the log. */
+static void source_text(struct MHD_Connection *conn, char *buf, size_t len)
+{
+	snprintf(buf, len, "unknown");
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+	if (sa != NULL && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+		          (socklen_t)len);
+	else if (sa != NULL && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+		          buf, (socklen_t)len);
+}
+
+/* One line a second at most, however many clients are refused; the rest are counted. */
+static void log_refused(struct pk_server *s, struct MHD_Connection *conn, enum pk_client_verdict v,
+                        const char *why)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long long sec = (long long)now.tv_sec + 1; /* never 0, the initial value */
+	long long last = atomic_load(&s->auth_log_second);
+	if (last == sec || !atomic_compare_exchange_strong(&s->auth_log_second, &last, sec)) {
+		atomic_fetch_add(&s->auth_log_suppressed, 1);
+		return;
+	}
+	char from[INET6_ADDRSTRLEN];
+	source_text(conn, from, sizeof(from));
+	pk_log_warn(
+	    "request refused: the client is not authenticated",
+	    PK_LOG_STR("reason", pk_client_verdict_name(v)), PK_LOG_STR("detail", why),
+	    PK_LOG_STR("source", from),
+	    PK_LOG_UINT("suppressedSinceLast", atomic_exchange(&s->auth_log_suppressed, 0)));
+}
+
+/*
+ * PK_CLIENT_OK, or the request has been answered 401/403 (no review, the
+ * connection closed after it) and counted.
+ */
+static enum pk_client_verdict authenticate(struct pk_server *s, struct MHD_Connection *conn,
+                                           enum MHD_Result *answered)
+{
+	char why[256] = "";
+	enum pk_client_verdict v =
+	    pk_client_auth_check(s->cfg.client_auth, session_of(conn), why, sizeof(why));
+	if (v == PK_CLIENT_OK)
+		return v;
+	pk_metrics_count_unauthenticated(s->cfg.metrics, (int)v);
+	log_refused(s, conn, v, why);
+	static const char unauthorized[] = "{\"error\":\"a valid client certificate is required\"}";
+	static const char forbidden[] =
+	    "{\"error\":\"the client certificate's subject is not allowed\"}";
+	bool deny = v == PK_CLIENT_NAME_NOT_ALLOWED;
+	*answered = pk_httpd_respond(conn, deny ? MHD_HTTP_FORBIDDEN : MHD_HTTP_UNAUTHORIZED,
+	                             "application/json", deny ? forbidden : unauthorized,
+	                             deny ? sizeof(forbidden) - 1 : sizeof(unauthorized) - 1, false,
+	                             NULL, true);
+	return v;
+}
+
+/* A new TLS connection: ask its client for a certificate before the handshake. */
+static void webhook_started(void *cls, struct MHD_Connection *conn)
+{
+	struct pk_server *s = cls;
+	pk_client_auth_request(s->cfg.client_auth, session_of(conn));
+}
+
 static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *upload_data,
                                       size_t *upload_data_size, void **con_cls)
@@ -300,7 +380,11 @@ static enum MHD_Result webhook_access(void *cls, struct MHD_Connection *conn, co
 		return finish_request(s, conn, rq);
 	}
 
-	/* The headers are in: route, then decide whether the body is worth reading. */
+	/* The headers are in: the caller first, then the route, then whether the body
+	 * is worth reading. */
+	enum MHD_Result answered = MHD_NO;
+	if (s->cfg.client_auth != NULL && authenticate(s, conn, &answered) != PK_CLIENT_OK)
+		return answered;
 	enum pk_admission_endpoint ep;
 	if (!strcmp(url, "/validate"))
 		ep = PK_ADMISSION_VALIDATE;
@@ -388,10 +472,9 @@ static void webhook_completed(void *cls, struct MHD_Connection *conn, void **con
 static void webhook_closed(void *cls, struct MHD_Connection *conn)
 {
 	struct pk_server *s = cls;
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-	if (ci != NULL && ci->tls_session != NULL)
-		pk_certs_session_closed(s->cfg.certs, (gnutls_session_t)ci->tls_session);
+	gnutls_session_t session = session_of(conn);
+	if (session != NULL)
+		pk_certs_session_closed(s->cfg.certs, session);
 }
 
 /* ---- start and stop ---- */
@@ -448,6 +531,7 @@ static int start_webhook(struct pk_server *s, struct pk_err *err)
 	    .options = tls,
 	    .handler = webhook_access,
 	    .completed = webhook_completed,
+	    .started = c->client_auth != NULL ? webhook_started : NULL,
 	    .closed = webhook_closed,
 	    .ud = s,
 	};
@@ -482,6 +566,8 @@ int pk_server_start(const struct pk_server_config *cfg, struct pk_server **out, 
 	atomic_init(&s->stopping, false);
 	atomic_init(&s->in_flight, 0);
 	atomic_init(&s->large_bodies, 0);
+	atomic_init(&s->auth_log_second, 0);
+	atomic_init(&s->auth_log_suppressed, 0);
 	pk_certs_set_active(cfg->certs);
 
 	snprintf(s->too_deep_json, sizeof(s->too_deep_json),

@@ -26,6 +26,12 @@
  * `idle_timeout` (120 s) from an answer to the next request's headers on a
  * kept-alive connection, longer than the apiserver's 90 s idle time.
  *
+ * The caller (client_auth.h): with `client_auth` set, every TLS session is
+ * asked for a client certificate, and a request whose certificate is
+ * missing (when required) or not valid is answered 401 (403 for a subject
+ * not allowed) with "Connection: close" as soon as its headers are in: its
+ * body is never read, no lookup runs, no review is answered.
+ *
  * Fairness (the listener module's, httpd.h): at most
  * `max_connections_per_source` connections from one IP address, stalled
  * connections evicted before idle kept-alive ones, and one memory budget
@@ -39,6 +45,7 @@
 #include <sys/socket.h>
 
 #include "admission.h"
+#include "client_auth.h"
 #include "metrics.h"
 #include "parse.h"
 #include "pk.h"
@@ -79,6 +86,7 @@ struct pk_server_config {
 	const struct pk_admission_config *admission; /* borrowed */
 	struct pk_certs *certs;                      /* borrowed; must hold a pair */
 	struct pk_metrics *metrics;                  /* borrowed; may be NULL */
+	struct pk_client_auth *client_auth; /* borrowed; NULL: no client certificates asked */
 	/* /readyz also waits for this (the lookups' caches); NULL: nothing more to wait for */
 	bool (*ready)(void *ud);
 	void *ready_ud;

@@ -53,6 +53,8 @@ struct pk_certs {
 	pthread_cond_t watch_cond;
 	bool watch_running;
 	bool watch_stop;
+	int (*also)(void *ud); /* pk_certs_watch_also */
+	void *also_ud;
 	unsigned watch_seconds;
 	pthread_t watch_thread;
 };
@@ -90,8 +92,7 @@ int64_t pk_cert_pair_not_after(const struct pk_cert_pair *p)
 	return p->not_after;
 }
 
-/* Reads a whole file of at most PK_CERTS_MAX_FILE bytes; the caller frees data->data. */
-static int read_file(const char *path, const char *what, gnutls_datum_t *data, struct pk_err *err)
+int pk_certs_read_file(const char *path, const char *what, gnutls_datum_t *data, struct pk_err *err)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -205,10 +206,10 @@ out:
 static int read_pair_files(const struct pk_certs *c, gnutls_datum_t *cert, gnutls_datum_t *key,
                            struct pk_err *err)
 {
-	int rc = read_file(c->cert_path, "certificate file", cert, err);
+	int rc = pk_certs_read_file(c->cert_path, "certificate file", cert, err);
 	if (rc != PK_OK)
 		return rc;
-	rc = read_file(c->key_path, "private key file", key, err);
+	rc = pk_certs_read_file(c->key_path, "private key file", key, err);
 	if (rc != PK_OK) {
 		free(cert->data);
 		cert->data = NULL;
@@ -216,7 +217,7 @@ static int read_pair_files(const struct pk_certs *c, gnutls_datum_t *cert, gnutl
 	return rc;
 }
 
-static void digest(const gnutls_datum_t *d, unsigned char out[32])
+void pk_certs_digest(const gnutls_datum_t *d, unsigned char out[32])
 {
 	if (gnutls_hash_fast(GNUTLS_DIG_SHA256, d->data, d->size, out) < 0)
 		memset(out, 0, 32);
@@ -263,8 +264,8 @@ int pk_certs_open(const char *cert_path, const char *key_path, struct pk_metrics
 	rc = read_pair_files(c, &cert, &key, err);
 	if (rc != PK_OK)
 		goto out;
-	digest(&cert, c->cert_digest);
-	digest(&key, c->key_digest);
+	pk_certs_digest(&cert, c->cert_digest);
+	pk_certs_digest(&key, c->key_digest);
 	rc = pair_parse(c->cert_path, &cert, c->key_path, &key, &p, err);
 	if (rc != PK_OK)
 		goto out;
@@ -301,8 +302,8 @@ int pk_certs_reload(struct pk_certs *c)
 		return 0;
 	}
 	unsigned char cd[32], kd[32];
-	digest(&cert, cd);
-	digest(&key, kd);
+	pk_certs_digest(&cert, cd);
+	pk_certs_digest(&key, kd);
 	if (memcmp(cd, c->cert_digest, 32) == 0 && memcmp(kd, c->key_digest, 32) == 0) {
 		rc = 0;
 		goto out;
@@ -342,6 +343,8 @@ static void *watch_main(void *arg)
 			break;
 		pthread_mutex_unlock(&c->watch_lock);
 		(void)pk_certs_reload(c); /* logs and counts its own failures */
+		if (c->also != NULL)
+			(void)c->also(c->also_ud); /* so does it */
 		pthread_mutex_lock(&c->watch_lock);
 	}
 	pthread_mutex_unlock(&c->watch_lock);
@@ -363,6 +366,12 @@ int pk_certs_start_watch(struct pk_certs *c, unsigned seconds, struct pk_err *er
 		                  strerror(e));
 	c->watch_running = true;
 	return PK_OK;
+}
+
+void pk_certs_watch_also(struct pk_certs *c, int (*reload)(void *ud), void *ud)
+{
+	c->also = reload;
+	c->also_ud = ud;
 }
 
 void pk_certs_stop_watch(struct pk_certs *c)

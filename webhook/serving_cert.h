@@ -57,8 +57,22 @@ int pk_certs_reload(struct pk_certs *c);
 
 /* Starts a thread calling pk_certs_reload every `seconds` (1..86400). */
 PK_MUST_CHECK int pk_certs_start_watch(struct pk_certs *c, unsigned seconds, struct pk_err *err);
+/*
+ * Makes the watcher call reload(ud) too, after each look at the pair (the
+ * client CA bundle, client_auth.h). Call before pk_certs_start_watch.
+ */
+void pk_certs_watch_also(struct pk_certs *c, int (*reload)(void *ud), void *ud);
 /* Stops and joins the watcher; a no-op when none runs. */
 void pk_certs_stop_watch(struct pk_certs *c);
+
+/*
+ * Reads a whole PEM file of at most PK_CERTS_MAX_FILE bytes into data (the
+ * caller frees data->data with free()); err names `what` and the file.
+ */
+PK_MUST_CHECK int pk_certs_read_file(const char *path, const char *what, gnutls_datum_t *data,
+                                     struct pk_err *err);
+/* SHA-256 of d, to tell a changed file (zeros when hashing fails). */
+void pk_certs_digest(const gnutls_datum_t *d, unsigned char out[32]);
 
 /* The pair in use now, with a reference the caller drops with pk_cert_pair_release. */
 struct pk_cert_pair *pk_certs_acquire(struct pk_certs *c);

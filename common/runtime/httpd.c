@@ -390,6 +390,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
 	struct pk_httpd *h = cls;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		if (h->cfg.started != NULL)
+			h->cfg.started(h->cfg.ud, conn);
 		const union MHD_ConnectionInfo *ci =
 		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct slot *s = ci != NULL ? calloc(1, sizeof(*s)) : NULL;

@@ -116,6 +116,9 @@ typedef enum MHD_Result (*pk_httpd_handler_fn)(void *ud, struct MHD_Connection *
 /* A request ended (answered, or its connection went); frees `*req`. */
 typedef void (*pk_httpd_completed_fn)(void *ud, struct MHD_Connection *conn, void **req,
                                       enum MHD_RequestTerminationCode how);
+/* A connection was accepted; nothing has been read from it yet (its TLS session, if any, is
+ * set up and its handshake not begun). */
+typedef void (*pk_httpd_started_fn)(void *ud, struct MHD_Connection *conn);
 /* A connection is about to be closed. */
 typedef void (*pk_httpd_closed_fn)(void *ud, struct MHD_Connection *conn);
 
@@ -129,6 +132,7 @@ struct pk_httpd_config {
 	    *options; /* extra options ending with MHD_OPTION_END; or NULL */
 	pk_httpd_handler_fn handler;
 	pk_httpd_completed_fn completed; /* may be NULL */
+	pk_httpd_started_fn started;     /* may be NULL */
 	pk_httpd_closed_fn closed;       /* may be NULL */
 	void *ud;
 };

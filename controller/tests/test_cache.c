@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tenant.h"
+
 #include "api.h"
 #include "cache.h"
 #include "json.h"
@@ -82,25 +84,6 @@ static const char *const CLAIM =
     "'status':{'addressRef':{'name':'m-1'},'conditions':[{'type':'Ready','status':'True',"
     "'reason':'Allocated','message':'','lastTransitionTime':'2026-01-01T00:00:00Z'}]}}";
 
-/* n finalizers of another party, 277 bytes each (a hostile tenant's 1.19 MB claims), with
- * poolkeeper's own at index `at` (none when at is n or more). */
-static void set_finalizers(json_t *obj, size_t n, size_t at)
-{
-	json_t *list = json_array();
-	for (size_t i = 0; i < n; i++) {
-		char fin[278];
-		int w = snprintf(fin, sizeof(fin), "tenant.example.com/hold-%zu-", i);
-		while (w < 277)
-			fin[w++] = 'x';
-		fin[277] = '\0';
-		assert_int_equal(
-		    json_array_append_new(list, json_string(i == at ? PK_CLAIM_FINALIZER : fin)),
-		    0);
-	}
-	assert_int_equal(json_object_set_new(json_object_get(obj, "metadata"), "finalizers", list),
-	                 0);
-}
-
 static size_t text_size(const json_t *o)
 {
 	char *t = json_dumps(o, JSON_COMPACT);
@@ -131,7 +114,7 @@ static void test_claim_under_long_finalizers(void **state)
 {
 	struct fixture *f = *state;
 	json_t *claim = load(CLAIM);
-	set_finalizers(claim, 4300, 2150);
+	assert_true(pk_test_set_tenant_finalizers(claim, 4300, 2150, PK_CLAIM_FINALIZER));
 	assert_true(text_size(claim) > 1190000);
 	char logged[1024];
 	void *item = keep_logged(pk_cache_keep_claim, &f->cache, claim, logged, sizeof(logged));
@@ -162,7 +145,7 @@ static void test_foreign_claim_keeps_identity(void **state)
 {
 	struct fixture *f = *state;
 	json_t *claim = load(CLAIM);
-	set_finalizers(claim, 4300, 4300);
+	assert_true(pk_test_set_tenant_finalizers(claim, 4300, 4300, PK_CLAIM_FINALIZER));
 	assert_int_equal(
 	    json_object_set_new(json_object_get(claim, "spec"), "poolRef",
 	                        load("{'apiGroup':'ipam.cluster.x-k8s.io','kind':'InClusterIPPool',"

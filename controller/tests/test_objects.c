@@ -1,6 +1,7 @@
 /*
  * test_objects.c - the objects and patches poolkeeper-controller writes:
- * finalizer patches that test the resourceVersion, conditions that keep
+ * finalizer patches guarded by the uid and the entry, never the
+ * resourceVersion, conditions that keep
  * their transition time, the claim's status, the IPAddress, the pool's
  * status.
  */
@@ -12,7 +13,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "api.h"
 #include "json_fixture.h"
+#include "json_patch.h"
 #include "objects.h"
 
 static void test_time_text(void **state)
@@ -26,39 +29,90 @@ static void test_time_text(void **state)
 static void test_finalizer_patches(void **state)
 {
 	(void)state;
-	json_t *none = load("{'metadata':{'resourceVersion':'7'}}");
+	json_t *none = load("{'metadata':{'uid':'u7','resourceVersion':'7'}}");
 	json_t *p = pk_objects_finalizer_add_patch(none, "x/y");
-	assert_json(p, "[{'op':'test','path':'/metadata/resourceVersion','value':'7'},"
+	assert_json(p, "[{'op':'test','path':'/metadata/uid','value':'u7'},"
+	               "{'op':'test','path':'/metadata/finalizers','value':null},"
 	               "{'op':'add','path':'/metadata/finalizers','value':['x/y']}]");
 	json_decref(p);
 	assert_null(pk_objects_finalizer_remove_patch(none, "x/y"));
 
-	json_t *some = load("{'metadata':{'resourceVersion':'8','finalizers':['a','x/y']}}");
+	json_t *some =
+	    load("{'metadata':{'uid':'u8','resourceVersion':'8','finalizers':['a','x/y']}}");
 	assert_null(pk_objects_finalizer_add_patch(some, "x/y")); /* already there */
 	p = pk_objects_finalizer_add_patch(some, "b");
-	assert_json(p, "[{'op':'test','path':'/metadata/resourceVersion','value':'8'},"
+	assert_json(p, "[{'op':'test','path':'/metadata/uid','value':'u8'},"
 	               "{'op':'add','path':'/metadata/finalizers/-','value':'b'}]");
 	json_decref(p);
 	p = pk_objects_finalizer_remove_patch(some, "x/y");
-	assert_json(p, "[{'op':'test','path':'/metadata/resourceVersion','value':'8'},"
+	assert_json(p, "[{'op':'test','path':'/metadata/uid','value':'u8'},"
 	               "{'op':'test','path':'/metadata/finalizers/1','value':'x/y'},"
 	               "{'op':'remove','path':'/metadata/finalizers/1'}]");
 	json_decref(p);
 	assert_true(pk_objects_has_finalizer(some, "a"));
 	assert_false(pk_objects_has_finalizer(some, "b"));
 
-	/* no resourceVersion: nothing to make the edit conditional on, no patch */
-	json_t *norv = load("{'metadata':{}}");
-	assert_null(pk_objects_finalizer_add_patch(norv, "x/y"));
-	json_t *bad = load("{'metadata':{'resourceVersion':'1','finalizers':'x/y'}}");
-	p = pk_objects_finalizer_add_patch(bad, "x/y"); /* not a list: replaced by a list */
-	assert_json(p, "[{'op':'test','path':'/metadata/resourceVersion','value':'1'},"
+	/* no uid: nothing to keep the edit to this object, no patch */
+	json_t *nouid = load("{'metadata':{'resourceVersion':'1','finalizers':['x/y']}}");
+	assert_null(pk_objects_finalizer_add_patch(nouid, "a/b"));
+	assert_null(pk_objects_finalizer_remove_patch(nouid, "x/y"));
+	json_t *bad = load("{'metadata':{'uid':'u1','finalizers':'x/y'}}");
+	p = pk_objects_finalizer_add_patch(bad, "x/y"); /* not a list: replaced only if absent */
+	assert_json(p, "[{'op':'test','path':'/metadata/uid','value':'u1'},"
+	               "{'op':'test','path':'/metadata/finalizers','value':null},"
 	               "{'op':'add','path':'/metadata/finalizers','value':['x/y']}]");
 	json_decref(p);
 	json_decref(bad);
-	json_decref(norv);
+	json_decref(nouid);
 	json_decref(none);
 	json_decref(some);
+}
+
+/* A write by another party between the controller's read and its patch (the garbage
+ * collector's owner reference patch, a provider's label) leaves the finalizer patches good:
+ * applied to the object as it is now, as the apiserver applies them, each does its one
+ * edit; a patch read from another object of the name, or a list changed under the index,
+ * fails its test. */
+static void test_finalizer_patches_survive_other_writes(void **state)
+{
+	(void)state;
+	char why[300];
+	json_t *read = load("{'metadata':{'uid':'u1','resourceVersion':'10','finalizers':"
+	                    "['tenant/a','ipam.poolkeeper.io/release-address']}}");
+	json_t *rm = pk_objects_finalizer_remove_patch(read, PK_CLAIM_FINALIZER);
+	json_t *now = load("{'metadata':{'uid':'u1','resourceVersion':'11','ownerReferences':[],"
+	                   "'finalizers':['tenant/a','ipam.poolkeeper.io/release-address']}}");
+	assert_true(pk_test_json_patch(now, rm, why, sizeof(why)));
+	assert_json(json_object_get(json_object_get(now, "metadata"), "finalizers"),
+	            "['tenant/a']");
+	/* the list changed under the index: the test of the entry fails, nothing changes */
+	json_t *moved = load("{'metadata':{'uid':'u1','finalizers':"
+	                     "['ipam.poolkeeper.io/release-address','tenant/a']}}");
+	assert_false(pk_test_json_patch(moved, rm, why, sizeof(why)));
+	/* another object of the name */
+	json_t *other = load("{'metadata':{'uid':'u2','finalizers':"
+	                     "['tenant/a','ipam.poolkeeper.io/release-address']}}");
+	assert_false(pk_test_json_patch(other, rm, why, sizeof(why)));
+
+	json_t *bare = load("{'metadata':{'uid':'u1','resourceVersion':'10'}}");
+	json_t *add = pk_objects_finalizer_add_patch(bare, PK_CLAIM_FINALIZER);
+	json_t *bare_now =
+	    load("{'metadata':{'uid':'u1','resourceVersion':'12','labels':{'a':'b'}}}");
+	assert_true(pk_test_json_patch(bare_now, add, why, sizeof(why)));
+	assert_json(json_object_get(json_object_get(bare_now, "metadata"), "finalizers"),
+	            "['ipam.poolkeeper.io/release-address']");
+	/* someone else's finalizer came meanwhile: never replaced */
+	json_t *theirs = load("{'metadata':{'uid':'u1','finalizers':['tenant/a']}}");
+	assert_false(pk_test_json_patch(theirs, add, why, sizeof(why)));
+	json_decref(read);
+	json_decref(rm);
+	json_decref(now);
+	json_decref(moved);
+	json_decref(other);
+	json_decref(bare);
+	json_decref(add);
+	json_decref(bare_now);
+	json_decref(theirs);
 }
 
 static void test_conditions(void **state)
@@ -270,7 +324,7 @@ static void test_nul_fields_invalid(void **state)
 	assert_null(pk_objects_ipaddress(claim, &s));
 	json_decref(claim);
 	/* "ours\u0000" is not our finalizer: nothing to remove, ours still to add */
-	json_t *obj = load("{'metadata':{'resourceVersion':'5','finalizers':["
+	json_t *obj = load("{'metadata':{'uid':'u5','finalizers':["
 	                   "'ipam.poolkeeper.io/release-address\\u0000x']}}");
 	assert_false(pk_objects_has_finalizer(obj, "ipam.poolkeeper.io/release-address"));
 	assert_null(pk_objects_finalizer_remove_patch(obj, "ipam.poolkeeper.io/release-address"));
@@ -278,8 +332,8 @@ static void test_nul_fields_invalid(void **state)
 	assert_non_null(p);
 	json_decref(p);
 	json_decref(obj);
-	/* a resourceVersion holding a NUL cannot guard a patch */
-	obj = load("{'metadata':{'resourceVersion':'5\\u0000','finalizers':[]}}");
+	/* a uid holding a NUL cannot guard a patch */
+	obj = load("{'metadata':{'uid':'u5\\u0000','finalizers':[]}}");
 	assert_null(pk_objects_finalizer_add_patch(obj, "ipam.poolkeeper.io/release-address"));
 	json_decref(obj);
 	/* a condition whose message holds a NUL is not "the same": it is written again */
@@ -294,10 +348,15 @@ static void test_nul_fields_invalid(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_time_text),       cmocka_unit_test(test_finalizer_patches),
-	    cmocka_unit_test(test_conditions),      cmocka_unit_test(test_claim_status_patch),
-	    cmocka_unit_test(test_ipaddress),       cmocka_unit_test(test_pool_status_patch),
-	    cmocka_unit_test(test_pool_quarantine), cmocka_unit_test(test_nul_fields_invalid),
+	    cmocka_unit_test(test_time_text),
+	    cmocka_unit_test(test_finalizer_patches),
+	    cmocka_unit_test(test_finalizer_patches_survive_other_writes),
+	    cmocka_unit_test(test_conditions),
+	    cmocka_unit_test(test_claim_status_patch),
+	    cmocka_unit_test(test_ipaddress),
+	    cmocka_unit_test(test_pool_status_patch),
+	    cmocka_unit_test(test_pool_quarantine),
+	    cmocka_unit_test(test_nul_fields_invalid),
 	};
 	return cmocka_run_group_tests_name("objects", tests, NULL, NULL);
 }

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tenant.h"
+
 #include "decide.h"
 #include "jpack.h"
 #include "json.h"
@@ -792,24 +794,6 @@ static void test_nul_strings_kept_whole(void **state)
 
 /* ---- a tenant's long finalizer lists and other providers' claims ---- */
 
-/* n finalizers of another party, 277 bytes each (a hostile tenant's 1.19 MB claims), with
- * poolkeeper's own at index `at` (none when at is n or more). */
-static void set_finalizers(json_t *obj, size_t n, size_t at)
-{
-	json_t *list = json_array();
-	for (size_t i = 0; i < n; i++) {
-		char f[278];
-		int w = snprintf(f, sizeof(f), "tenant.example.com/hold-%zu-", i);
-		while (w < 277)
-			f[w++] = 'x';
-		f[277] = '\0';
-		assert_int_equal(
-		    json_array_append_new(list, json_string(i == at ? PK_CLAIM_FINALIZER : f)), 0);
-	}
-	assert_int_equal(json_object_set_new(json_object_get(obj, "metadata"), "finalizers", list),
-	                 0);
-}
-
 static size_t text_size(const json_t *o)
 {
 	char *t = json_dumps(o, JSON_COMPACT);
@@ -827,7 +811,8 @@ static void test_long_finalizer_list(void **state)
 		snprintf(context, sizeof(context), "4,300 finalizers, poolkeeper's at %zu", at[i]);
 		struct objs w, t;
 		load_all(&w);
-		set_finalizers(w.claim, 4300, at[i]);
+		assert_true(
+		    pk_test_set_tenant_finalizers(w.claim, 4300, at[i], PK_CLAIM_FINALIZER));
 		assert_true(text_size(w.claim) > 1190000);
 		trim_all(&w, &t);
 		/* the recorded claim trims to 700 bytes of text: a few more for the run lengths */
@@ -875,7 +860,7 @@ static void test_foreign_claim(void **state)
 	for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
 		struct objs w, t;
 		load_all(&w);
-		set_finalizers(w.claim, 4300, 4300);
+		assert_true(pk_test_set_tenant_finalizers(w.claim, 4300, 4300, PK_CLAIM_FINALIZER));
 		assert_int_equal(
 		    json_object_set_new(json_object_get(w.claim, "spec"), "poolRef", load(refs[i])),
 		    0);
@@ -913,7 +898,7 @@ static void test_finalizer_runs_trim_again(void **state)
 {
 	(void)state;
 	json_t *claim = recorded(CLAIM);
-	set_finalizers(claim, 300, 120);
+	assert_true(pk_test_set_tenant_finalizers(claim, 300, 120, PK_CLAIM_FINALIZER));
 	json_t *t = pk_trim_claim(claim);
 	assert_json(json_object_get(json_object_get(t, "metadata"), "finalizers"),
 	            "[120,'ipam.poolkeeper.io/release-address',179]");

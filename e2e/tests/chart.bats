@@ -4,7 +4,8 @@
 # watched namespace, with a watch filter and with ServiceMonitors, each
 # applied with a server-side dry run; wrong values refused by the schema with
 # a message naming them; the registrations the chart renders; the provider
-# finalizer roles (rbac.providerFinalizers) rendered per entry; an install
+# finalizer roles (rbac.providerFinalizers) rendered per entry; the
+# NetworkPolicies and the webhook's client certificate settings; an install
 # (hooks off: the plane runs no pods) whose objects all carry the provider
 # and app.kubernetes.io labels; the RBAC proven minimal with
 # `kubectl auth can-i` for the webhook, the controller, the certificate
@@ -101,22 +102,7 @@ _dry_run() {
 _stub_crd() {
   local plural=$1 group=$2 kind=$3
   kubectl get crd "$plural.$group" >/dev/null 2>&1 && return 0
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: $plural.$group
-  labels: {$STUB_LABEL: $REL}
-spec:
-  group: $group
-  scope: Namespaced
-  names: {kind: $kind, listKind: ${kind}List, plural: $plural, singular: ${plural%s}}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-EOF
+  pk_open_crd "$plural" "$group" "$kind" "{$STUB_LABEL: $REL}" | kubectl apply -f - >/dev/null
   kubectl wait --for condition=Established --timeout=30s "crd/$plural.$group" >/dev/null
 }
 
@@ -515,7 +501,22 @@ controller.leaderElection.retryPeriod=50ms|retryPeriod: 50ms is outside 100ms..1
 certs.selfSigned.caRenewBeforeDays=4000|certs.selfSigned.caRenewBeforeDays (4000) must be less than caValidityDays (3650)
 webhook.podDisruptionBudget.minAvailable=2|webhook.podDisruptionBudget.minAvailable (2) must be less than webhook.replicas (2)
 webhook.maxConnectionsPerSource=1001|webhook.maxConnectionsPerSource (1001) must not exceed webhook.maxConnections (1000)
+networkPolicy.enabled=true|networkPolicy.enabled: set networkPolicy.webhookFrom
+webhook.clientAuth.enabled=true|set exactly one of webhook.clientAuth.ca.secret.name, ca.configMap.name or ca.pem
 EOF
+  run _template --set webhook.clientAuth.enabled=true --set webhook.clientAuth.ca.secret.name=a \
+    --set webhook.clientAuth.ca.configMap.name=b
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"2 are set"* ]]
+  run _template --set 'networkPolicy.webhookFrom[0]=10.0.0.0/33x'
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/networkPolicy/webhookFrom/0"*"10.0.0.0/33x"* ]]
+  run _template --set 'webhook.clientAuth.allowedNames[0]=a\,b'
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/webhook/clientAuth/allowedNames/0"* ]]
   run _template --set controller.leaderElection.leaseDuration=1m30s --set controller.leaderElection.renewDeadline=1m \
     --set controller.leaderElection.retryPeriod=500ms --set webhook.replicas=3 --set webhook.podDisruptionBudget.minAvailable=2
   [ "$status" -eq 0 ]
@@ -524,6 +525,91 @@ EOF
   echo "$output"
   [ "$status" -ne 0 ]
   [[ $output == *"/logging/format"* ]]
+}
+
+# _json [helm flags...]: the rendering as one JSON array of objects.
+_json() {
+  _template "$@" | kubectl create --dry-run=client -o json -f - | jq -s '[.[] | (.items // [.])[]]'
+}
+
+@test "networkPolicy: none by default; enabled, the webhook port admits only webhookFrom and the probe and metrics ports their sources" {
+  run _json
+  [ "$status" -eq 0 ]
+  [ "$(jq '[.[] | select(.kind == "NetworkPolicy")] | length' <<<"$output")" -eq 0 ]
+  local doc np
+  doc=$(_json --set networkPolicy.enabled=true --set 'networkPolicy.webhookFrom[0]=172.18.0.0/16' \
+    --set 'networkPolicy.webhookFrom[1].namespaceSelector.matchLabels.kubernetes\.io/metadata\.name=kube-system' \
+    --set 'networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring')
+  # The webhook pods: three rules, on the webhook, health and metrics ports.
+  np=$(jq -c --arg n "$REL-webhook" '.[] | select(.kind == "NetworkPolicy" and .metadata.name == $n)' <<<"$doc")
+  echo "$np"
+  [ "$(jq -r '.spec.policyTypes | join(",")' <<<"$np")" = Ingress ]
+  [ "$(jq -r '.spec.podSelector.matchLabels["app.kubernetes.io/component"]' <<<"$np")" = webhook ]
+  [ "$(jq -r '[.spec.ingress[].ports[].port] | join(",")' <<<"$np")" = 9443,8081,8080 ]
+  [ "$(jq -c '.spec.ingress[0].from' <<<"$np")" = '[{"ipBlock":{"cidr":"172.18.0.0/16"}},{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"kube-system"}}}]' ]
+  # Probes from anywhere (healthFrom empty), metrics from the monitoring namespace only.
+  [ "$(jq -c '.spec.ingress[1].from' <<<"$np")" = null ]
+  [ "$(jq -c '.spec.ingress[2].from' <<<"$np")" = '[{"namespaceSelector":{"matchLabels":{"name":"monitoring"}}}]' ]
+  # The controller's pods: its health and metrics ports, no webhook port.
+  np=$(jq -c --arg n "$REL-controller" '.[] | select(.kind == "NetworkPolicy" and .metadata.name == $n)' <<<"$doc")
+  echo "$np"
+  [ "$(jq -r '.spec.podSelector.matchLabels["app.kubernetes.io/component"]' <<<"$np")" = controller ]
+  [ "$(jq -r '[.spec.ingress[].ports[].port] | join(",")' <<<"$np")" = 8081,8080 ]
+  # Without metrics, no metrics rule; a healthFrom CIDR becomes an ipBlock.
+  doc=$(_json --set networkPolicy.enabled=true --set 'networkPolicy.webhookFrom[0]=10.0.0.0/8' \
+    --set metrics.enabled=false --set 'networkPolicy.healthFrom[0]=10.1.0.0/16')
+  np=$(jq -c --arg n "$REL-webhook" '.[] | select(.kind == "NetworkPolicy" and .metadata.name == $n)' <<<"$doc")
+  [ "$(jq -r '[.spec.ingress[].ports[].port] | join(",")' <<<"$np")" = 9443,8081 ]
+  [ "$(jq -c '.spec.ingress[1].from' <<<"$np")" = '[{"ipBlock":{"cidr":"10.1.0.0/16"}}]' ]
+  # The apiserver accepts both.
+  run _dry_run --set networkPolicy.enabled=true --set 'networkPolicy.webhookFrom[0]=172.18.0.0/16' \
+    --set 'networkPolicy.webhookFrom[1]=fd00::/64' --set 'networkPolicy.metricsFrom[0]=10.2.0.0/16'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"networkpolicy.networking.k8s.io/$REL-webhook created (server dry run)"* ]]
+  [[ $output == *"networkpolicy.networking.k8s.io/$REL-controller created (server dry run)"* ]]
+}
+
+# _webhook_deployment [helm flags...]: the webhook Deployment as JSON.
+_webhook_deployment() {
+  _json "$@" | jq -c --arg n "$REL-webhook" '.[] | select(.kind == "Deployment" and .metadata.name == $n)'
+}
+
+@test "webhook.clientAuth: off by default; enabled, the webhook verifies and requires the apiserver's certificate against the CA from a Secret, a ConfigMap or inline" {
+  local d pem
+  d=$(_webhook_deployment)
+  [[ $(jq -r '.spec.template.spec.containers[0].args | join(" ")' <<<"$d") != *client* ]]
+  [ "$(jq '[.spec.template.spec.volumes[] | select(.name == "client-ca")] | length' <<<"$d")" -eq 0 ]
+  # From a Secret, required (the default once enabled), with allowed names.
+  d=$(_webhook_deployment --set webhook.clientAuth.enabled=true --set webhook.clientAuth.ca.secret.name=apiserver-client-ca \
+    --set webhook.clientAuth.ca.secret.key=bundle.pem --set 'webhook.clientAuth.allowedNames={kube-apiserver,apiserver-webhook-client}')
+  jq -r '.spec.template.spec.containers[0].args[]' <<<"$d" | grep -qx -- --client-ca-file=/etc/poolkeeper/client-ca/ca.crt
+  jq -r '.spec.template.spec.containers[0].args[]' <<<"$d" | grep -qx -- --require-client-cert=true
+  jq -r '.spec.template.spec.containers[0].args[]' <<<"$d" | grep -qx -- --client-cert-allowed-names=kube-apiserver,apiserver-webhook-client
+  [ "$(jq -c '.spec.template.spec.volumes[] | select(.name == "client-ca") | .secret | {secretName, items}' <<<"$d")" = \
+    '{"secretName":"apiserver-client-ca","items":[{"key":"bundle.pem","path":"ca.crt"}]}' ]
+  [ "$(jq -r '.spec.template.spec.containers[0].volumeMounts[] | select(.name == "client-ca") | .mountPath' <<<"$d")" = /etc/poolkeeper/client-ca ]
+  # From a ConfigMap, verified when presented but not required.
+  d=$(_webhook_deployment --set webhook.clientAuth.enabled=true --set webhook.clientAuth.ca.configMap.name=kube-root-ca.crt \
+    --set webhook.clientAuth.required=false)
+  jq -r '.spec.template.spec.containers[0].args[]' <<<"$d" | grep -qx -- --require-client-cert=false
+  [[ $(jq -r '.spec.template.spec.containers[0].args | join(" ")' <<<"$d") != *allowed-names* ]]
+  [ "$(jq -c '.spec.template.spec.volumes[] | select(.name == "client-ca") | .configMap | {name, items}' <<<"$d")" = \
+    '{"name":"kube-root-ca.crt","items":[{"key":"ca.crt","path":"ca.crt"}]}' ]
+  # Inline: the chart's own ConfigMap holds the bundle, and the whole rendering applies.
+  pem=$(cat "$CA_DIR/ca.crt")
+  run _json --set webhook.clientAuth.enabled=true --set-string "webhook.clientAuth.ca.pem=$pem"
+  [ "$status" -eq 0 ]
+  [ "$(jq -r --arg n "$REL-webhook-client-ca" '.[] | select(.kind == "ConfigMap" and .metadata.name == $n) | .data["ca.crt"]' <<<"$output")" = "$pem" ]
+  [ "$(jq -r --arg n "$REL-webhook" '.[] | select(.kind == "Deployment" and .metadata.name == $n) | .spec.template.spec.volumes[] | select(.name == "client-ca") | .configMap.name' <<<"$output")" = "$REL-webhook-client-ca" ]
+  run _dry_run --set webhook.clientAuth.enabled=true --set-string "webhook.clientAuth.ca.pem=$pem"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"configmap/$REL-webhook-client-ca created (server dry run)"* ]]
+  # Not a PEM bundle: refused by the schema.
+  run _template --set webhook.clientAuth.enabled=true --set-string webhook.clientAuth.ca.pem=nope
+  [ "$status" -ne 0 ]
+  [[ $output == *"/webhook/clientAuth/ca/pem"* ]]
 }
 
 # _finalizer_rules [helm flags...]: "role-name group resources... <- subjects..." per

@@ -76,22 +76,7 @@ pk_certmanager_standins() {
   for kind in Issuer Certificate; do
     plural=$(tr 'A-Z' 'a-z' <<<"$kind")s
     kubectl get crd "$plural.cert-manager.io" >/dev/null 2>&1 && continue
-    kubectl create -f - >/dev/null <<EOF || return 1
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: $plural.cert-manager.io
-spec:
-  group: cert-manager.io
-  scope: Namespaced
-  names: {kind: $kind, listKind: ${kind}List, plural: $plural, singular: ${plural%s}}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-EOF
+    pk_open_crd "$plural" cert-manager.io "$kind" | kubectl create -f - >/dev/null || return 1
     echo "$plural.cert-manager.io" >>"$record"
     pk_wait_for "CRD $plural.cert-manager.io established" \
       kubectl wait --for=condition=Established --timeout=5s "crd/$plural.cert-manager.io" || return 1

@@ -232,7 +232,8 @@ _used_is() { [[ $(pk_jsonpath -n "$NS" "$POOLS" "$1" '{.status.ipAddresses.used}
 @test "deleting a claim's owner in the foreground 20 times, one after another: no IPAddress is left and the pool counts 0 used" {
   _machine
   pool p '{"addresses": ["10.14.2.0/27"], "prefix": 24}'
-  local i uid
+  local i uid from
+  from=$(($(wc -l <"$PK_E2E_LOG_DIR/controller.log") + 1))
   for i in $(seq 1 20); do
     kubectl -n "$NS" create configmap "m$i" >/dev/null
     uid=$(kubectl -n "$NS" get configmap "m$i" -o jsonpath='{.metadata.uid}')
@@ -248,6 +249,12 @@ _used_is() { [[ $(pk_jsonpath -n "$NS" "$POOLS" "$1" '{.status.ipAddresses.used}
   done
   [[ $(kubectl -n "$NS" get "$ADDRS" -o name | wc -l) -eq 0 ]]
   pk_wait_for "pool p to count 0 used" _used_is p 0
+  # The collector's owner reference patches and the deletions raced the controller's
+  # finalizer patches, which test the entry and the uid, not the resourceVersion: none of
+  # them failed.
+  run bash -c "tail -n +$from '$PK_E2E_LOG_DIR/controller.log' | grep 'write failed' | grep finalizer"
+  echo "$output"
+  [[ -z $output ]]
 }
 
 @test "an IPv6 pool" {

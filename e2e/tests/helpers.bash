@@ -56,6 +56,29 @@ pk_log_tails() {
   done
 }
 
+# pk_open_crd <plural> <group> <Kind> [labels]: prints a namespaced CRD of
+# version v1 with an open schema, a stand-in for a kind the plane does not
+# serve (labels: a YAML flow map, e.g. "{a: b}").
+pk_open_crd() {
+  local plural=$1 group=$2 kind=$3 labels=${4:-"{}"}
+  cat <<EOF
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: $plural.$group
+  labels: $labels
+spec:
+  group: $group
+  scope: Namespaced
+  names: {kind: $kind, listKind: ${kind}List, plural: $plural, singular: ${plural%s}}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+EOF
+}
+
 # pk_wait_for [-t seconds] <description> <command...>: retries the command
 # every 0.2 s until it succeeds; fails with the description and the
 # command's last output after the timeout (default $PK_TIMEOUT).

@@ -2,7 +2,9 @@
 # poolkeeper-webhook registered with the real kube-apiserver by URL and
 # caBundle: what kubectl users see when they apply good and bad pools and
 # claims, mutations, warn mode, the other-provider escape hatch, and
-# certificate rotation under load.
+# certificate rotation under load; with --require-client-cert, the
+# apiserver (which presents its client certificate to every webhook, see
+# e2e/cluster) still admits while a direct caller gets no review.
 
 load helpers
 load poolkeeper
@@ -425,5 +427,89 @@ _serves_file_cert() {
   [[ $output == *'failed calling webhook'* ]]
   run claim ours-during-outage "$OWNER_OK" "clusterName: prod"
   [ "$status" -ne 0 ]
+  _restart_webhook
+}
+
+# _forged_review <namespace> <cidr>: an AdmissionReview of an IPPool CREATE,
+# as any client of the webhook's port could send it.
+_forged_review() {
+  cat <<EOF
+{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"forged-1",
+ "operation":"CREATE","resource":{"group":"ipam.poolkeeper.io","version":"v1alpha1","resource":"ippools"},
+ "namespace":"$1","name":"probe","userInfo":{"username":"system:admin","groups":["system:masters"]},
+ "object":{"apiVersion":"ipam.poolkeeper.io/v1alpha1","kind":"IPPool","metadata":{"name":"probe","namespace":"$1"},
+ "spec":{"addresses":["$2"],"prefix":24}}}}
+EOF
+}
+
+# _direct <output file> [curl flags...]: POSTs a forged review of an overlapping
+# pool straight to the webhook's port; prints the HTTP status.
+_direct() {
+  local out=$1
+  shift
+  _forged_review "$NS" 10.80.0.0/24 >"$PK_TMP/review.json"
+  curl -sk --max-time 10 -o "$out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+    --data-binary @"$PK_TMP/review.json" "$@" "https://127.0.0.1:$WEBHOOK_PORT/validate"
+}
+
+_direct_names() { # _direct_names <text>: the direct answer is 200 and says it
+  [[ $(_direct "$PK_TMP/open.json") == 200 ]] && grep -q "$1" "$PK_TMP/open.json"
+}
+
+_unauthenticated() { # _unauthenticated <reason>: the webhook's counter of refused callers
+  curl -sf "http://127.0.0.1:$WEBHOOK_METRICS_PORT/metrics" |
+    awk -v k="poolkeeper_webhook_unauthenticated_requests_total{reason=\"$1\"}" '$1 == k { print $2 }'
+}
+
+@test "--require-client-cert: the apiserver's admissions, with its client certificate, still work" {
+  [[ -f ${PK_E2E_WEBHOOK_CLIENT_CA:-} ]]
+  _restart_webhook --claim-enforcement=deny --client-ca-file "$PK_E2E_WEBHOOK_CLIENT_CA" \
+    --require-client-cert --client-cert-allowed-names poolkeeper-e2e-apiserver
+  grep -q 'client CA bundle loaded' "$PK_E2E_LOG_DIR/webhook.log"
+  # /validate, allowed and denied; /mutate and /validate for a claim.
+  run pool nodes '{addresses: ["10.80.0.0/24"], prefix: 24, gateway: 10.80.0.1}'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run pool bad '{addresses: ["10.80.1.7/24"], prefix: 24}'
+  [ "$status" -ne 0 ]
+  [[ $output == *'did you mean 10.80.1.0/24?'* ]]
+  run claim m-auth "$OWNER_OK" "clusterName: prod"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run claim m-auth-bad ', controller: true'
+  [ "$status" -ne 0 ]
+  [[ $output == *'denied the request'* ]]
+  # Not one of the apiserver's calls was refused.
+  [ "$(_unauthenticated no_certificate)" = 0 ]
+  [ "$(_unauthenticated invalid_certificate)" = 0 ]
+  [ "$(_unauthenticated name_not_allowed)" = 0 ]
+  _restart_webhook
+}
+
+@test "--require-client-cert: a direct caller without the apiserver's certificate gets no review, and is logged and counted" {
+  [[ -f ${PK_E2E_WEBHOOK_CLIENT_CA:-} ]]
+  pool secret-pool '{addresses: ["10.80.0.0/24"], prefix: 24}'
+  # Without client authentication, a forged review names the other pool
+  # (once the webhook's cache has it).
+  pk_wait_for -t 20 "a forged review to name secret-pool" _direct_names secret-pool
+  _restart_webhook --claim-enforcement=deny --client-ca-file "$PK_E2E_WEBHOOK_CLIENT_CA" \
+    --require-client-cert --client-cert-allowed-names poolkeeper-e2e-apiserver
+  # No certificate: 401, no review, no pool named.
+  run _direct "$PK_TMP/none.json"
+  [ "$output" = 401 ]
+  cat "$PK_TMP/none.json"
+  ! grep -q 'secret-pool\|10.80.0\|forged-1\|response' "$PK_TMP/none.json"
+  # A certificate from another CA (the plane's admin, which the apiserver itself trusts): 401.
+  run _direct "$PK_TMP/admin.json" --cert "$PK_E2E_STATE/pki/admin.crt" --key "$PK_E2E_STATE/pki/admin.key"
+  [ "$output" = 401 ]
+  ! grep -q 'secret-pool\|forged-1' "$PK_TMP/admin.json"
+  [ "$(_unauthenticated no_certificate)" = 1 ]
+  [ "$(_unauthenticated invalid_certificate)" = 1 ]
+  grep -q 'request refused: the client is not authenticated' "$PK_E2E_LOG_DIR/webhook.log"
+  # The apiserver's own certificate is the one that gets an answer.
+  run _direct "$PK_TMP/apiserver.json" --cert "$PK_E2E_STATE/pki/apiserver-webhook-client.crt" \
+    --key "$PK_E2E_STATE/pki/apiserver-webhook-client.key"
+  [ "$output" = 200 ]
+  grep -q 'forged-1' "$PK_TMP/apiserver.json"
   _restart_webhook
 }

@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "tenant.h"
+
 #include "admission.h"
 #include "api.h"
 #include "cache.h"
@@ -502,22 +504,6 @@ static void test_admission_over_the_cache(void **state)
 
 /* ---- what a tenant's claims and an oversized object cost ---- */
 
-/* n finalizers of another party, 277 bytes each (a hostile tenant's 1.19 MB claims), with
- * poolkeeper's own at index `at` (none when at is n or more). */
-static void add_finalizers(json_t *obj, size_t n, size_t at)
-{
-	json_t *list = json_array();
-	for (size_t i = 0; i < n; i++) {
-		char f[278];
-		int w = snprintf(f, sizeof(f), "tenant.example.com/hold-%zu-", i);
-		while (w < 277)
-			f[w++] = 'x';
-		f[277] = '\0';
-		json_array_append_new(list, json_string(i == at ? PK_CLAIM_FINALIZER : f));
-	}
-	json_object_set_new(json_object_get(obj, "metadata"), "finalizers", list);
-}
-
 static size_t text_size(const json_t *o)
 {
 	char *t = json_dumps(o, JSON_COMPACT);
@@ -545,7 +531,7 @@ static void test_long_finalizer_lists(void **state)
 	json_t *o = NULL;
 	/* a claim of poolkeeper's with 4,300 other finalizers: its own is kept, and where */
 	json_t *c = claim("a", "m-1", "nodes");
-	add_finalizers(c, 4300, 2150);
+	assert_true(pk_test_set_tenant_finalizers(c, 4300, 2150, PK_CLAIM_FINALIZER));
 	assert_true(text_size(c) > 1100000);
 	ev_put(f, PK_CACHE_CLAIMS, c);
 	assert_int_equal(pk_cache_get_claim(f->c, "a", "m-1", &o, &err), PK_OK);
@@ -577,7 +563,7 @@ static void test_foreign_claims_keep_their_identity(void **state)
 	json_object_set_new(pk_json_path(c, "spec", "poolRef"), "kind",
 	                    json_string("InClusterIPPool"));
 	json_object_set_new(json_object_get(c, "metadata"), "resourceVersion", json_string("7"));
-	add_finalizers(c, 4300, 4300);
+	assert_true(pk_test_set_tenant_finalizers(c, 4300, 4300, PK_CLAIM_FINALIZER));
 	/* the whole claim gives the same verdict as none */
 	claim_check(c, got, sizeof(got));
 	assert_string_equal(got, want);

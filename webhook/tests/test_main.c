@@ -190,6 +190,11 @@ static void test_bad_flags(void **state)
 	expect_usage_error(WITH("--webhook-bind-address"), "--webhook-bind-address",
 	                   "needs a value");
 	expect_usage_error(WITH("stray"), "stray", NULL);
+	expect_usage_error(WITH("--require-client-cert"),
+	                   "--require-client-cert needs --client-ca-file", NULL);
+	expect_usage_error(WITH("--client-cert-allowed-names=kube-apiserver"),
+	                   "--client-cert-allowed-names", "needs --client-ca-file");
+	expect_usage_error(WITH("--require-client-cert=maybe"), "--require-client-cert", "maybe");
 	expect_usage_error((const char *const[]){"--tls-private-key-file", pki.key, NULL},
 	                   "--tls-cert-file", NULL);
 	expect_usage_error((const char *const[]){"--tls-cert-file", pki.cert, NULL},
@@ -230,6 +235,34 @@ static void test_bad_files(void **state)
 	                    "--tls-private-key-file", pki.cert, NULL};
 	assert_int_equal(run(a3, err, sizeof(err), NULL, 0), 1);
 	assert_non_null(strstr(err, "private key file"));
+	/* A client CA that is missing or not PEM stops the start, naming the file. */
+	const char *a4[] = {"--tls-cert-file",
+	                    pki.cert,
+	                    "--tls-private-key-file",
+	                    pki.key,
+	                    "--client-ca-file",
+	                    missing,
+	                    "--webhook-bind-address=127.0.0.1:0",
+	                    "--health-probe-bind-address=127.0.0.1:0",
+	                    "--metrics-bind-address=0",
+	                    NULL};
+	assert_int_equal(run(a4, err, sizeof(err), NULL, 0), 1);
+	assert_non_null(strstr(err, "client CA file"));
+	assert_non_null(strstr(err, missing));
+	const char *a5[] = {"--tls-cert-file",
+	                    pki.cert,
+	                    "--tls-private-key-file",
+	                    pki.key,
+	                    "--client-ca-file",
+	                    pki.ca,
+	                    "--client-cert-allowed-names",
+	                    "kube-apiserver,,x",
+	                    "--webhook-bind-address=127.0.0.1:0",
+	                    "--health-probe-bind-address=127.0.0.1:0",
+	                    "--metrics-bind-address=0",
+	                    NULL};
+	assert_int_equal(run(a5, err, sizeof(err), NULL, 0), 1);
+	assert_non_null(strstr(err, "--client-cert-allowed-names: empty name"));
 }
 
 static void test_start_and_stop(void **state)
