@@ -508,3 +508,17 @@ _attacker() { grep -o "\b$1=[^ ]*" "$PHASE/attacker" | cut -d= -f2; }
   ((n == 100))
   attack_long_claims_gone "$TENANT"
 }
+
+@test "attack: 200 connections of forged claim reviews against a webhook that requires the apiserver's client certificate" {
+  [[ -f ${PK_E2E_WEBHOOK_CLIENT_CA:-} ]]
+  # As the chart's webhook.clientAuth can require it: the apiserver presents
+  # its certificate (the plane's AdmissionConfiguration), the attacker has none.
+  pk_stop webhook
+  pk_start_webhook webhook "$CERTS" --client-ca-file "$PK_E2E_WEBHOOK_CLIENT_CA" --require-client-cert
+  _attack forged-auth -mode forged -conns 200
+  _attack_end "forged /mutate reviews, 200 connections, client certificate required" "$(_attacker answered) answered ($(_attacker codes)), p50 $(_attacker p50_ms) ms"
+  # Every forged review was refused before its body was read.
+  [[ $(_attacker codes) =~ ^401:[0-9]+$ ]]
+  pk_stop webhook
+  pk_start_webhook webhook "$CERTS"
+}
