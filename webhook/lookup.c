@@ -1,9 +1,11 @@
 /* lookup.c - admission lookups from informer caches, with live reads until they are loaded. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api.h"
 #include "cache.h"
@@ -30,6 +32,16 @@ struct pk_lookup {
 	char ipaddress_version[16]; /* v1beta2, or v1beta1 on CAPI before 1.11 */
 	struct pk_cache *cache;     /* NULL: PK_LOOKUP_LIVE */
 	struct pk_kindmap *kinds;   /* owner kinds -> resources, from discovery */
+	struct pk_sarcache *sars;   /* SubjectAccessReview answers */
+	long long deadline_ns;      /* how long a review waits for its permission lookup */
+	/* the lookup threads and their queue */
+	pthread_mutex_t pool_lock;
+	pthread_cond_t pool_work;
+	struct ask *queue_head, *queue_tail;
+	unsigned queued, queue_max;
+	bool stopping;
+	pthread_t *threads;
+	unsigned nthreads; /* started */
 	struct pk_kube_informer *informers[PK_CACHE_KINDS];
 	atomic_bool announced; /* "caches loaded" was logged */
 };
@@ -182,73 +194,61 @@ static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj, 
 
 /* ---- owner references: discovery, the kind cache, and the SubjectAccessReview ---- */
 
-struct pk_kindmap {
+/*
+ * The two answer caches (owner kinds, SubjectAccessReviews) share one shape: string keys to an
+ * optional string value with an expiry, bounded, a full map dropping the entry closest to
+ * expiry (with one TTL per map that is the oldest).
+ */
+#define TTL_KEY_MAX 2048
+
+struct ttlmap {
 	pthread_mutex_t lock;
-	struct pk_strmap *map; /* "group/version kind" -> struct kind_entry */
+	struct pk_strmap *map; /* key -> struct ttl_entry */
 	size_t max;
-	long long ttl_ns, miss_ttl_ns;
 };
 
-struct kind_entry {
+struct ttl_entry {
 	long long expires_ns;
-	char *resource; /* NULL: discovery knows no such kind */
+	char *value; /* may be NULL */
 };
 
-static void kind_entry_free(void *v)
+static void ttl_entry_free(void *v)
 {
-	struct kind_entry *k = v;
+	struct ttl_entry *k = v;
 	if (k != NULL)
-		free(k->resource);
+		free(k->value);
 	free(k);
 }
 
-struct pk_kindmap *pk_kindmap_new(size_t max, long long ttl_ns, long long miss_ttl_ns)
+static bool ttlmap_init(struct ttlmap *m, size_t max)
 {
-	struct pk_kindmap *m = calloc(1, sizeof(*m));
-	if (m == NULL || (m->map = pk_strmap_new()) == NULL) {
-		free(m);
-		return NULL;
-	}
+	if ((m->map = pk_strmap_new()) == NULL)
+		return false;
 	pthread_mutex_init(&m->lock, NULL);
 	m->max = max > 0 ? max : 1;
-	m->ttl_ns = ttl_ns;
-	m->miss_ttl_ns = miss_ttl_ns;
-	return m;
+	return true;
 }
 
-void pk_kindmap_free(struct pk_kindmap *m)
+static void ttlmap_destroy(struct ttlmap *m)
 {
-	if (m == NULL)
-		return;
-	pk_strmap_free(m->map, kind_entry_free);
+	pk_strmap_free(m->map, ttl_entry_free);
 	pthread_mutex_destroy(&m->lock);
-	free(m);
 }
 
-/* "group/version kind": neither part holds a space once validated; NULL when too long. */
-static bool kind_key(const char *gv, const char *kind, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s %s", gv, kind);
-	return n > 0 && (size_t)n < len;
-}
+enum ttl_hit { TTL_NONE, TTL_NULL, TTL_VALUE };
 
-#define KIND_KEY_MAX 400
-
-enum pk_kindmap_hit pk_kindmap_get(struct pk_kindmap *m, const char *gv, const char *kind,
-                                   long long now_ns, char *buf, size_t len)
+/* A live entry's value copied into buf; one that does not fit is no hit. */
+static enum ttl_hit ttlmap_get(struct ttlmap *m, const char *key, long long now_ns, char *buf,
+                               size_t len)
 {
-	char key[KIND_KEY_MAX];
-	if (!kind_key(gv, kind, key, sizeof(key)))
-		return PK_KINDMAP_NONE;
-	enum pk_kindmap_hit hit = PK_KINDMAP_NONE;
+	enum ttl_hit hit = TTL_NONE;
 	pthread_mutex_lock(&m->lock);
-	const struct kind_entry *k = pk_strmap_get(m->map, key);
+	const struct ttl_entry *k = pk_strmap_get(m->map, key);
 	if (k != NULL && now_ns < k->expires_ns) {
-		if (k->resource == NULL) {
-			hit = PK_KINDMAP_MISSING;
-		} else if (snprintf(buf, len, "%s", k->resource) < (int)len) {
-			hit = PK_KINDMAP_FOUND;
-		}
+		if (k->value == NULL)
+			hit = TTL_NULL;
+		else if (snprintf(buf, len, "%s", k->value) < (int)len)
+			hit = TTL_VALUE;
 	}
 	pthread_mutex_unlock(&m->lock);
 	return hit;
@@ -263,7 +263,7 @@ struct victim {
 static void find_victim(void *ud, const char *key, void *value)
 {
 	struct victim *v = ud;
-	const struct kind_entry *k = value;
+	const struct ttl_entry *k = value;
 	if (v->key == NULL || k->expires_ns < v->expires_ns) {
 		v->key = key;
 		v->expires_ns = k->expires_ns;
@@ -271,49 +271,165 @@ static void find_victim(void *ud, const char *key, void *value)
 }
 
 /* Makes room for one new entry: a full map drops the entry closest to expiry. */
-static void kindmap_make_room(struct pk_kindmap *m)
+static void ttlmap_make_room(struct ttlmap *m)
 {
 	if (pk_strmap_len(m->map) < m->max)
 		return;
 	struct victim v = {0};
 	pk_strmap_foreach(m->map, find_victim, &v);
 	if (v.key != NULL) {
-		char key[KIND_KEY_MAX]; /* the map's key is freed by the removal */
+		char key[TTL_KEY_MAX]; /* the map's key is freed by the removal */
 		snprintf(key, sizeof(key), "%s", v.key);
-		kind_entry_free(pk_strmap_remove(m->map, key));
+		ttl_entry_free(pk_strmap_remove(m->map, key));
 	}
 }
 
-int pk_kindmap_put(struct pk_kindmap *m, const char *gv, const char *kind, const char *resource,
-                   long long now_ns)
+static int ttlmap_put(struct ttlmap *m, const char *key, const char *value, long long expires_ns)
 {
-	char key[KIND_KEY_MAX];
-	if (!kind_key(gv, kind, key, sizeof(key)))
-		return PK_ERR_NOMEM;
-	struct kind_entry *k = calloc(1, sizeof(*k));
-	if (k == NULL || (resource != NULL && (k->resource = strdup(resource)) == NULL)) {
-		kind_entry_free(k);
+	if (strlen(key) >= TTL_KEY_MAX)
+		return PK_ERR_TOO_BIG;
+	struct ttl_entry *k = calloc(1, sizeof(*k));
+	if (k == NULL || (value != NULL && (k->value = strdup(value)) == NULL)) {
+		ttl_entry_free(k);
 		return PK_ERR_NOMEM;
 	}
-	k->expires_ns = now_ns + (resource != NULL ? m->ttl_ns : m->miss_ttl_ns);
+	k->expires_ns = expires_ns;
 	pthread_mutex_lock(&m->lock);
 	if (pk_strmap_get(m->map, key) == NULL)
-		kindmap_make_room(m);
+		ttlmap_make_room(m);
 	void *old = NULL;
 	int rc = pk_strmap_put(m->map, key, k, &old);
 	pthread_mutex_unlock(&m->lock);
 	if (rc != PK_OK)
-		kind_entry_free(k);
-	kind_entry_free(old);
+		ttl_entry_free(k);
+	ttl_entry_free(old);
 	return rc;
 }
 
-size_t pk_kindmap_len(struct pk_kindmap *m)
+static size_t ttlmap_len(struct ttlmap *m)
 {
 	pthread_mutex_lock(&m->lock);
 	size_t n = pk_strmap_len(m->map);
 	pthread_mutex_unlock(&m->lock);
 	return n;
+}
+
+/* The kind map: "group/version kind" -> "N resource" (namespaced) or "C resource"
+ * (cluster-scoped), or NULL (no such kind). */
+struct pk_kindmap {
+	struct ttlmap m;
+	long long ttl_ns, miss_ttl_ns;
+};
+
+#define KIND_KEY_MAX 400
+
+struct pk_kindmap *pk_kindmap_new(size_t max, long long ttl_ns, long long miss_ttl_ns)
+{
+	struct pk_kindmap *m = calloc(1, sizeof(*m));
+	if (m == NULL || !ttlmap_init(&m->m, max)) {
+		free(m);
+		return NULL;
+	}
+	m->ttl_ns = ttl_ns;
+	m->miss_ttl_ns = miss_ttl_ns;
+	return m;
+}
+
+void pk_kindmap_free(struct pk_kindmap *m)
+{
+	if (m == NULL)
+		return;
+	ttlmap_destroy(&m->m);
+	free(m);
+}
+
+/* "group/version kind": neither part holds a space once validated; NULL when too long. */
+static bool kind_key(const char *gv, const char *kind, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s %s", gv, kind);
+	return n > 0 && (size_t)n < len;
+}
+
+enum pk_kindmap_hit pk_kindmap_get(struct pk_kindmap *m, const char *gv, const char *kind,
+                                   long long now_ns, char *buf, size_t len, bool *namespaced)
+{
+	char key[KIND_KEY_MAX], v[300];
+	*namespaced = true;
+	if (!kind_key(gv, kind, key, sizeof(key)))
+		return PK_KINDMAP_NONE;
+	switch (ttlmap_get(&m->m, key, now_ns, v, sizeof(v))) {
+	case TTL_NONE:
+		return PK_KINDMAP_NONE;
+	case TTL_NULL:
+		return PK_KINDMAP_MISSING;
+	case TTL_VALUE:
+		break;
+	}
+	if (snprintf(buf, len, "%s", v + 2) >= (int)len)
+		return PK_KINDMAP_NONE;
+	*namespaced = v[0] == 'N';
+	return PK_KINDMAP_FOUND;
+}
+
+int pk_kindmap_put(struct pk_kindmap *m, const char *gv, const char *kind, const char *resource,
+                   bool namespaced, long long now_ns)
+{
+	char key[KIND_KEY_MAX], v[300];
+	if (!kind_key(gv, kind, key, sizeof(key)))
+		return PK_ERR_NOMEM;
+	if (resource != NULL &&
+	    snprintf(v, sizeof(v), "%c %s", namespaced ? 'N' : 'C', resource) >= (int)sizeof(v))
+		return PK_ERR_TOO_BIG;
+	return ttlmap_put(&m->m, key, resource != NULL ? v : NULL,
+	                  now_ns + (resource != NULL ? m->ttl_ns : m->miss_ttl_ns));
+}
+
+size_t pk_kindmap_len(struct pk_kindmap *m)
+{
+	return ttlmap_len(&m->m);
+}
+
+/* The SubjectAccessReview answers: key -> "1" (allowed) or "0". */
+struct pk_sarcache {
+	struct ttlmap m;
+	long long ttl_ns;
+};
+
+struct pk_sarcache *pk_sarcache_new(size_t max, long long ttl_ns)
+{
+	struct pk_sarcache *c = calloc(1, sizeof(*c));
+	if (c == NULL || !ttlmap_init(&c->m, max)) {
+		free(c);
+		return NULL;
+	}
+	c->ttl_ns = ttl_ns;
+	return c;
+}
+
+void pk_sarcache_free(struct pk_sarcache *c)
+{
+	if (c == NULL)
+		return;
+	ttlmap_destroy(&c->m);
+	free(c);
+}
+
+enum pk_sarcache_hit pk_sarcache_get(struct pk_sarcache *c, const char *key, long long now_ns)
+{
+	char v[4];
+	if (ttlmap_get(&c->m, key, now_ns, v, sizeof(v)) != TTL_VALUE)
+		return PK_SARCACHE_NONE;
+	return v[0] == '1' ? PK_SARCACHE_ALLOWED : PK_SARCACHE_DENIED;
+}
+
+int pk_sarcache_put(struct pk_sarcache *c, const char *key, bool allowed, long long now_ns)
+{
+	return ttlmap_put(&c->m, key, allowed ? "1" : "0", now_ns + c->ttl_ns);
+}
+
+size_t pk_sarcache_len(struct pk_sarcache *c)
+{
+	return ttlmap_len(&c->m);
 }
 
 /* ---- validation of what a tenant's owner reference says ---- */
@@ -383,9 +499,10 @@ static int check_name(const char *name, struct pk_err *err)
 
 /* ---- discovery ---- */
 
-/* The resource of `kind` in a discovery document (an APIResourceList): the entry whose
- * kind matches and whose name is not a subresource ("vspherevms", not "vspherevms/status"). */
-static const char *resource_of(const json_t *list, const char *kind)
+/* The APIResource of `kind` in a discovery document (an APIResourceList): the entry whose
+ * kind matches and whose name is not a subresource ("vspherevms", not "vspherevms/status"),
+ * and fits the kind map. */
+static const json_t *resource_of(const json_t *list, const char *kind)
 {
 	size_t i;
 	const json_t *r;
@@ -393,9 +510,9 @@ static const char *resource_of(const json_t *list, const char *kind)
 	{
 		const char *k = pk_json_cstr_at(r, "kind");
 		const char *name = pk_json_cstr_at(r, "name");
-		if (k != NULL && name != NULL && name[0] != '\0' && strchr(name, '/') == NULL &&
-		    strcmp(k, kind) == 0)
-			return name;
+		if (k != NULL && name != NULL && name[0] != '\0' && strlen(name) < 256 &&
+		    strchr(name, '/') == NULL && strcmp(k, kind) == 0)
+			return r;
 	}
 	return NULL;
 }
@@ -425,44 +542,6 @@ int pk_lookup_owner_target(const char *ns, const char *api_version, const char *
 		snprintf(t->group_version, sizeof(t->group_version), "%s/%s", t->group, t->version);
 		snprintf(t->path, sizeof(t->path), "/apis/%s/%s", t->group, t->version);
 	}
-	return PK_OK;
-}
-
-/* The resource of the target's kind: cached, else read from discovery. *found false
- * when the group/version is not served or has no such kind. */
-static int owner_resource(struct pk_lookup *l, const struct pk_owner_target *t, const char *kind,
-                          char *res, size_t res_len, bool *found, struct pk_err *err)
-{
-	const char *gv = t->group_version;
-	long long now = pk_kube_now_ns();
-	switch (pk_kindmap_get(l->kinds, gv, kind, now, res, res_len)) {
-	case PK_KINDMAP_FOUND:
-		*found = true;
-		return PK_OK;
-	case PK_KINDMAP_MISSING:
-		*found = false;
-		return PK_OK;
-	case PK_KINDMAP_NONE:
-		break;
-	}
-	struct pk_kube_error e;
-	json_t *list = NULL;
-	enum pk_kube_reason rc =
-	    pk_kube_client_request(l->client, "GET", t->path, NULL, NULL, 0, 0, &list, &e);
-	if (rc != PK_KUBE_OK && rc != PK_KUBE_NOT_FOUND) {
-		char what[400];
-		snprintf(what, sizeof(what), "API discovery of %s", gv);
-		return failed(err, what, &e);
-	}
-	const char *r = rc == PK_KUBE_OK ? resource_of(list, kind) : NULL;
-	*found = r != NULL && strlen(r) < res_len;
-	if (*found)
-		snprintf(res, res_len, "%s", r);
-	/* not cached when memory runs out: asked again next time */
-	if (pk_kindmap_put(l->kinds, gv, kind, *found ? res : NULL, now) != PK_OK)
-		pk_log_warn("cannot cache an owner kind's resource: out of memory",
-		            PK_LOG_STR("kind", kind));
-	json_decref(list);
 	return PK_OK;
 }
 
@@ -513,60 +592,307 @@ static json_t *review_spec(const json_t *user_info, struct pk_err *err)
 	return spec;
 }
 
+/* ---- the permission lookup: off the listener's threads, within a deadline ---- */
+
+/*
+ * One permission question. The listener thread answers it from the caches when it can;
+ * else it queues it for a lookup thread and waits until the deadline. Whichever of the two
+ * lets go last frees it (refs, under the pool's lock): a lookup that ends after its review
+ * gave up still fills the caches for the next one.
+ */
+struct ask {
+	struct pk_owner_target t;
+	char kind[64];
+	char ns[64];
+	json_t *spec; /* the review's spec, without resourceAttributes (owned) */
+	long long deadline_ns;
+	/* the answer */
+	int rc;
+	bool allowed;
+	char rule[600];
+	struct pk_err err;
+	/* the pool's, under its lock */
+	int refs;
+	bool done;
+	pthread_cond_t cond;
+	struct ask *next;
+};
+
+static void ask_free(struct ask *a)
+{
+	if (a == NULL)
+		return;
+	json_decref(a->spec);
+	pthread_cond_destroy(&a->cond);
+	free(a);
+}
+
+/* A condition variable on the monotonic clock, which the deadlines use. */
+static void cond_init_monotonic(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+static int timed_out(struct pk_err *err, const char *what, const char *why)
+{
+	return pk_err_set(err, PK_ERR_TIMEOUT, "%s timed out: %s", what, why);
+}
+
+/* A request that failed: a timeout (the deadline, the rate limit, the server's) is
+ * PK_ERR_TIMEOUT, anything else PK_ERR_API. */
+static int request_failed(struct pk_err *err, const char *what, const struct pk_kube_error *e)
+{
+	if (e->reason == PK_KUBE_TIMEOUT)
+		return timed_out(err, what, e->message);
+	return pk_err_set(err, PK_ERR_API, "%s: %s (%s)", what, e->message,
+	                  pk_kube_reason_name(e->reason));
+}
+
+/* Discovery of the ask's group/version into the kind map. */
+static int discover(struct pk_lookup *l, struct ask *a, struct pk_err *err)
+{
+	const char *gv = a->t.group_version;
+	struct pk_kube_error e;
+	json_t *list = NULL;
+	enum pk_kube_reason rc = pk_kube_client_request_by(l->client, "GET", a->t.path, NULL, NULL,
+	                                                   0, a->deadline_ns, &list, &e);
+	if (rc != PK_KUBE_OK && rc != PK_KUBE_NOT_FOUND) {
+		char what[400];
+		snprintf(what, sizeof(what), "API discovery of %s", gv);
+		return request_failed(err, what, &e);
+	}
+	const json_t *r = rc == PK_KUBE_OK ? resource_of(list, a->kind) : NULL;
+	const char *res = pk_json_cstr_at(r, "name");
+	/* APIResource.namespaced: false for a cluster-scoped kind */
+	bool namespaced = !json_is_false(json_object_get(r, "namespaced"));
+	/* not cached when memory runs out: asked again next time */
+	if (pk_kindmap_put(l->kinds, gv, a->kind, res, namespaced, pk_kube_now_ns()) != PK_OK)
+		pk_log_warn("cannot cache an owner kind's resource", PK_LOG_STR("kind", a->kind));
+	json_decref(list);
+	return PK_OK;
+}
+
+/* The SubjectAccessReview itself; its answer goes into the cache under key. */
+static int review(struct pk_lookup *l, struct ask *a, const json_t *spec, const char *key,
+                  struct pk_err *err)
+{
+	json_t *sar = json_pack("{s:s, s:s, s:O}", "apiVersion",
+	                        PK_AUTHORIZATION_GROUP "/" PK_AUTHORIZATION_VERSION, "kind",
+	                        PK_SUBJECT_ACCESS_REVIEW_KIND, "spec", spec);
+	char *body = sar != NULL ? json_dumps(sar, JSON_COMPACT) : NULL;
+	json_decref(sar);
+	if (body == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	struct pk_kube_error e;
+	json_t *out = NULL;
+	enum pk_kube_reason kr = pk_kube_client_request_by(
+	    l->client, "POST",
+	    "/apis/" PK_AUTHORIZATION_GROUP "/" PK_AUTHORIZATION_VERSION
+	    "/" PK_SUBJECT_ACCESS_REVIEW_RESOURCE,
+	    "application/json", body, strlen(body), a->deadline_ns, &out, &e);
+	free(body);
+	if (kr != PK_KUBE_OK)
+		return request_failed(err, PK_SUBJECT_ACCESS_REVIEW_KIND, &e);
+	a->allowed = json_is_true(pk_json_path(out, "status", "allowed"));
+	json_decref(out);
+	/* a key too long to keep (or no memory) is asked every time */
+	if (key != NULL && pk_sarcache_put(l->sars, key, a->allowed, pk_kube_now_ns()) != PK_OK)
+		pk_log_debug("a SubjectAccessReview answer is not cached",
+		             PK_LOG_UINT("keyBytes", strlen(key)));
+	return PK_OK;
+}
+
+/*
+ * Answers a from the caches and, unless cached_only, from the API server. *pending set (and
+ * PK_OK) when cached_only and the caches do not hold the answer.
+ */
+static int answer(struct pk_lookup *l, struct ask *a, bool cached_only, bool *pending)
+{
+	const char *gv = a->t.group_version, *group = a->t.group;
+	const char *gname = group[0] != '\0' ? group : "\"\" (core)";
+	char res[256];
+	bool namespaced = true;
+	*pending = false;
+	enum pk_kindmap_hit hit =
+	    pk_kindmap_get(l->kinds, gv, a->kind, pk_kube_now_ns(), res, sizeof(res), &namespaced);
+	if (hit == PK_KINDMAP_NONE) {
+		if (cached_only) {
+			*pending = true;
+			return PK_OK;
+		}
+		int rc = discover(l, a, &a->err);
+		if (rc != PK_OK)
+			return rc;
+		hit = pk_kindmap_get(l->kinds, gv, a->kind, pk_kube_now_ns(), res, sizeof(res),
+		                     &namespaced);
+		if (hit == PK_KINDMAP_NONE) /* not cached (no memory): say what is known */
+			return pk_err_set(&a->err, PK_ERR_NOMEM,
+			                  "API discovery of %s: out of memory", gv);
+	}
+	if (hit == PK_KINDMAP_MISSING) {
+		snprintf(a->rule, sizeof(a->rule),
+		         "kind %s has no resource in API group %s version %s (API discovery)",
+		         a->kind, gname, a->t.version);
+		return PK_OK;
+	}
+	snprintf(a->rule, sizeof(a->rule), "update on %s/finalizers in API group %s", res, gname);
+	/*
+	 * As OwnerReferencesPermissionEnforcement asks: `update` of <resource>/finalizers, in the
+	 * claim's namespace unless the owner's kind is cluster-scoped (then in none). The owner's
+	 * name is left out, so that the answer holds for every owner of the kind and can be
+	 * cached: a grant limited to some resourceNames reads as not allowed.
+	 */
+	json_t *attrs =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "verb", "update", "group", group, "version",
+	              a->t.version, "resource", res, "subresource", "finalizers");
+	if (attrs != NULL && namespaced)
+		json_object_set_new(attrs, "namespace", json_string(a->ns));
+	json_t *spec = attrs != NULL ? json_deep_copy(a->spec) : NULL;
+	if (spec == NULL || json_object_set_new(spec, "resourceAttributes", attrs) != 0) {
+		json_decref(spec);
+		return pk_err_set(&a->err, PK_ERR_NOMEM, "out of memory");
+	}
+	/* the cache key: user, uid, groups, extra and the resource, as the review asks */
+	char *key = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+	int rc = PK_OK;
+	switch (key != NULL ? pk_sarcache_get(l->sars, key, pk_kube_now_ns()) : PK_SARCACHE_NONE) {
+	case PK_SARCACHE_ALLOWED:
+		a->allowed = true;
+		break;
+	case PK_SARCACHE_DENIED:
+		a->allowed = false;
+		break;
+	case PK_SARCACHE_NONE:
+		if (cached_only)
+			*pending = true;
+		else
+			rc = review(l, a, spec, key, &a->err);
+		break;
+	}
+	free(key);
+	json_decref(spec);
+	return rc;
+}
+
+/* A lookup thread: takes asks off the queue until the pool stops. */
+static void *lookup_thread(void *ud)
+{
+	struct pk_lookup *l = ud;
+	pthread_mutex_lock(&l->pool_lock);
+	for (;;) {
+		while (!l->stopping && l->queue_head == NULL)
+			pthread_cond_wait(&l->pool_work, &l->pool_lock);
+		struct ask *a = l->queue_head;
+		if (a == NULL)
+			break; /* stopping, nothing left */
+		l->queue_head = a->next;
+		if (l->queue_head == NULL)
+			l->queue_tail = NULL;
+		l->queued--;
+		bool stopping = l->stopping;
+		pthread_mutex_unlock(&l->pool_lock);
+
+		bool pending;
+		if (stopping)
+			a->rc =
+			    timed_out(&a->err, "the permission check", "the webhook is stopping");
+		else if (pk_kube_now_ns() >= a->deadline_ns)
+			a->rc = timed_out(&a->err, "the permission check",
+			                  "it waited in the lookup queue past its deadline");
+		else
+			a->rc = answer(l, a, false, &pending);
+
+		pthread_mutex_lock(&l->pool_lock);
+		a->done = true;
+		pthread_cond_signal(&a->cond);
+		if (--a->refs == 0)
+			ask_free(a);
+	}
+	pthread_mutex_unlock(&l->pool_lock);
+	return NULL;
+}
+
+/*
+ * Queues a for a lookup thread and waits for it until its deadline; true then, with the
+ * pool's lock held and a shared (a->done says whether the answer came). Never blocks on a
+ * full queue: false at once, a->rc the timeout, a still the caller's alone.
+ */
+static bool ask_and_wait(struct pk_lookup *l, struct ask *a)
+{
+	pthread_mutex_lock(&l->pool_lock);
+	if (l->stopping || l->queued >= l->queue_max) {
+		pthread_mutex_unlock(&l->pool_lock);
+		char why[128];
+		snprintf(why, sizeof(why), "the lookup queue is full (%u waiting)", l->queue_max);
+		a->rc = timed_out(&a->err, "the permission check", why);
+		return false;
+	}
+	a->refs = 2;
+	if (l->queue_tail != NULL)
+		l->queue_tail->next = a;
+	else
+		l->queue_head = a;
+	l->queue_tail = a;
+	l->queued++;
+	pthread_cond_signal(&l->pool_work);
+	struct timespec ts = {.tv_sec = (time_t)(a->deadline_ns / 1000000000LL),
+	                      .tv_nsec = (long)(a->deadline_ns % 1000000000LL)};
+	while (!a->done && pthread_cond_timedwait(&a->cond, &l->pool_lock, &ts) != ETIMEDOUT)
+		;
+	return true;
+}
+
 int pk_lookup_may_block_owner_deletion(void *ctx, const json_t *user_info, const char *ns,
                                        const char *api_version, const char *kind, const char *name,
                                        bool *allowed, char *rule, size_t rule_len,
                                        struct pk_err *err)
 {
 	struct pk_lookup *l = ctx;
-	struct pk_owner_target t;
-	char res[256];
 	*allowed = false;
 	if (rule_len > 0)
 		rule[0] = '\0';
-	int rc = pk_lookup_owner_target(ns, api_version, kind, name, &t, err);
-	if (rc != PK_OK)
-		return rc;
-	const char *group = t.group, *version = t.version;
-	json_t *spec = review_spec(user_info, err);
-	if (spec == NULL)
-		return PK_ERR_INVALID;
-
-	bool found = false;
-	if ((rc = owner_resource(l, &t, kind, res, sizeof(res), &found, err)) != PK_OK) {
-		json_decref(spec);
-		return rc;
-	}
-	const char *gname = group[0] != '\0' ? group : "\"\" (core)";
-	if (!found) {
-		snprintf(rule, rule_len,
-		         "kind %s has no resource in API group %s version %s (API discovery)", kind,
-		         gname, version);
-		json_decref(spec);
-		return PK_OK;
-	}
-	snprintf(rule, rule_len, "update on %s/finalizers in API group %s", res, gname);
-	json_object_set_new(spec, "resourceAttributes",
-	                    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "namespace", ns,
-	                              "verb", "update", "group", group, "version", version,
-	                              "resource", res, "subresource", "finalizers", "name", name));
-	json_t *review = json_pack("{s:s, s:s, s:o}", "apiVersion",
-	                           PK_AUTHORIZATION_GROUP "/" PK_AUTHORIZATION_VERSION, "kind",
-	                           PK_SUBJECT_ACCESS_REVIEW_KIND, "spec", spec);
-	struct pk_kube_ref r = {.group = PK_AUTHORIZATION_GROUP,
-	                        .version = PK_AUTHORIZATION_VERSION,
-	                        .resource = PK_SUBJECT_ACCESS_REVIEW_RESOURCE};
-	struct pk_kube_error e;
-	json_t *out = NULL;
-	if (review == NULL)
+	struct ask *a = calloc(1, sizeof(*a));
+	if (a == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	enum pk_kube_reason kr = pk_kube_client_create(l->client, &r, review, NULL, &out, &e);
-	json_decref(review);
-	if (kr != PK_KUBE_OK)
-		return failed(err, PK_SUBJECT_ACCESS_REVIEW_KIND, &e);
-	*allowed = json_is_true(pk_json_path(out, "status", "allowed"));
-	json_decref(out);
-	return PK_OK;
+	cond_init_monotonic(&a->cond);
+	int rc = pk_lookup_owner_target(ns, api_version, kind, name, &a->t, err);
+	if (rc == PK_OK && (a->spec = review_spec(user_info, err)) == NULL)
+		rc = PK_ERR_INVALID;
+	if (rc != PK_OK) {
+		ask_free(a);
+		return rc;
+	}
+	snprintf(a->kind, sizeof(a->kind), "%s", kind);
+	snprintf(a->ns, sizeof(a->ns), "%s", ns);
+	a->deadline_ns = pk_kube_now_ns() + l->deadline_ns;
+
+	bool pending = false;
+	a->rc = answer(l, a, true, &pending);
+	/* shared: a lookup thread has it, and the pool's lock is held */
+	bool shared = a->rc == PK_OK && pending && ask_and_wait(l, a);
+	if (shared && !a->done) {
+		/* the lookup thread may still be writing a's answer: not read */
+		char why[128];
+		snprintf(why, sizeof(why), "no answer within %lld ms", l->deadline_ns / 1000000LL);
+		rc = timed_out(err, "the permission check", why);
+	} else if ((rc = a->rc) == PK_OK) {
+		*allowed = a->allowed;
+		snprintf(rule, rule_len, "%s", a->rule);
+	} else {
+		*err = a->err;
+	}
+	if (!shared) {
+		ask_free(a);
+		return rc;
+	}
+	if (--a->refs == 0)
+		ask_free(a);
+	pthread_mutex_unlock(&l->pool_lock);
+	return rc;
 }
 
 /* ---- set-up ---- */
@@ -609,6 +935,28 @@ int pk_lookup_open(const char *kubeconfig, struct pk_lookup **out, struct pk_err
 int pk_lookup_open_mode(const char *kubeconfig, enum pk_lookup_mode mode, struct pk_lookup **out,
                         struct pk_err *err)
 {
+	const struct pk_lookup_opts o = {.mode = mode};
+	return pk_lookup_open_opts(kubeconfig, &o, out, err);
+}
+
+/* The lookup threads; err set when one cannot start. */
+static int start_pool(struct pk_lookup *l, unsigned n, struct pk_err *err)
+{
+	if ((l->threads = calloc(n, sizeof(*l->threads))) == NULL)
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	for (; l->nthreads < n; l->nthreads++) {
+		int e = pthread_create(&l->threads[l->nthreads], NULL, lookup_thread, l);
+		if (e != 0)
+			return pk_err_set(err, PK_ERR_NOMEM, "cannot start a lookup thread: %s",
+			                  strerror(e));
+	}
+	return PK_OK;
+}
+
+int pk_lookup_open_opts(const char *kubeconfig, const struct pk_lookup_opts *lo,
+                        struct pk_lookup **out, struct pk_err *err)
+{
+	enum pk_lookup_mode mode = lo->mode;
 	*out = NULL;
 	bool have_path = kubeconfig != NULL && kubeconfig[0] != '\0';
 	const char *env = getenv("KUBECONFIG");
@@ -620,6 +968,11 @@ int pk_lookup_open_mode(const char *kubeconfig, enum pk_lookup_mode mode, struct
 	if (l == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	atomic_init(&l->announced, false);
+	pthread_mutex_init(&l->pool_lock, NULL);
+	cond_init_monotonic(&l->pool_work);
+	l->deadline_ns =
+	    (lo->deadline_ms > 0 ? lo->deadline_ms : PK_LOOKUP_DEADLINE_MS) * 1000000LL;
+	l->queue_max = lo->queue > 0 ? lo->queue : PK_LOOKUP_QUEUE;
 	pk_log_kube_sink(&l->log);
 	struct pk_kube_config_opts co = {
 	    .path = have_path ? kubeconfig : NULL, .log = &l->log, .allow_exec = true};
@@ -654,10 +1007,16 @@ int pk_lookup_open_mode(const char *kubeconfig, enum pk_lookup_mode mode, struct
 		            PK_LOG_STR("error", e.message));
 	if (l->ipaddress_version[0] == '\0') /* not read, or served in neither */
 		snprintf(l->ipaddress_version, sizeof(l->ipaddress_version), "%s", PK_CAPI_V1BETA2);
-	if ((l->kinds = pk_kindmap_new(KINDMAP_MAX, KINDMAP_TTL_NS, KINDMAP_MISS_NS)) == NULL) {
+	long long sar_ttl_ns =
+	    (lo->sar_ttl_ms > 0 ? lo->sar_ttl_ms : PK_LOOKUP_SAR_TTL_MS) * 1000000LL;
+	if ((l->kinds = pk_kindmap_new(KINDMAP_MAX, KINDMAP_TTL_NS, KINDMAP_MISS_NS)) == NULL ||
+	    (l->sars = pk_sarcache_new(lo->sar_max > 0 ? lo->sar_max : PK_LOOKUP_SAR_MAX,
+	                               sar_ttl_ns)) == NULL) {
 		rc = pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
+	if ((rc = start_pool(l, lo->threads > 0 ? lo->threads : PK_LOOKUP_THREADS, err)) != PK_OK)
+		goto fail;
 	if (mode == PK_LOOKUP_CACHED && (rc = start_informers(l, err)) != PK_OK)
 		goto fail;
 	l->admission.ctx = l;
@@ -677,6 +1036,16 @@ void pk_lookup_close(struct pk_lookup *l)
 {
 	if (l == NULL)
 		return;
+	/* The lookup threads: what is queued is answered "stopping", then they end. */
+	pthread_mutex_lock(&l->pool_lock);
+	l->stopping = true;
+	pthread_cond_broadcast(&l->pool_work);
+	pthread_mutex_unlock(&l->pool_lock);
+	for (unsigned i = 0; i < l->nthreads; i++)
+		pthread_join(l->threads[i], NULL);
+	free(l->threads);
+	pthread_cond_destroy(&l->pool_work);
+	pthread_mutex_destroy(&l->pool_lock);
 	/* Every stop first, then the waits: they overlap. */
 	for (int k = 0; k < PK_CACHE_KINDS; k++)
 		pk_kube_informer_stop_begin(l->informers[k]);
@@ -687,6 +1056,7 @@ void pk_lookup_close(struct pk_lookup *l)
 		pk_kube_informer_free(l->informers[k]);
 	pk_cache_free(l->cache);
 	pk_kindmap_free(l->kinds);
+	pk_sarcache_free(l->sars);
 	pk_kube_client_free(l->watcher);
 	pk_kube_client_free(l->client);
 	pk_kube_config_free(l->cfg);

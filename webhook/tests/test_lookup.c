@@ -200,62 +200,64 @@ static void test_kindmap_expiry_and_bound(void **state)
 {
 	(void)state;
 	struct pk_kindmap *m = pk_kindmap_new(3, S(600), S(10));
+	bool nsd;
 	assert_non_null(m);
 	char res[64];
 	const char *gv = "infrastructure.cluster.x-k8s.io/v1beta1";
-	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", 0, res, sizeof(res)), PK_KINDMAP_NONE);
-	assert_int_equal(pk_kindmap_put(m, gv, "VSphereVM", "vspherevms", 0), PK_OK);
-	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", S(599), res, sizeof(res)),
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", 0, res, sizeof(res), &nsd),
+	                 PK_KINDMAP_NONE);
+	assert_int_equal(pk_kindmap_put(m, gv, "VSphereVM", "vspherevms", true, 0), PK_OK);
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", S(599), res, sizeof(res), &nsd),
 	                 PK_KINDMAP_FOUND);
 	assert_string_equal(res, "vspherevms");
 	/* the key is the group/version and the kind: neither alone */
 	assert_int_equal(pk_kindmap_get(m, "infrastructure.cluster.x-k8s.io/v1alpha1", "VSphereVM",
-	                                0, res, sizeof(res)),
+	                                0, res, sizeof(res), &nsd),
 	                 PK_KINDMAP_NONE);
-	assert_int_equal(pk_kindmap_get(m, gv, "VSphereMachine", 0, res, sizeof(res)),
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereMachine", 0, res, sizeof(res), &nsd),
 	                 PK_KINDMAP_NONE);
 	/* a resource name that does not fit the caller's buffer is not a hit */
 	char tiny[4];
-	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", 0, tiny, sizeof(tiny)),
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", 0, tiny, sizeof(tiny), &nsd),
 	                 PK_KINDMAP_NONE);
 	/* found: asked again after the TTL */
-	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", S(600), res, sizeof(res)),
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", S(600), res, sizeof(res), &nsd),
 	                 PK_KINDMAP_NONE);
 
 	/* missing: remembered briefly, so a CRD installed later is found */
-	assert_int_equal(pk_kindmap_put(m, gv, "Metal3Data", NULL, S(100)), PK_OK);
-	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(109), res, sizeof(res)),
+	assert_int_equal(pk_kindmap_put(m, gv, "Metal3Data", NULL, true, S(100)), PK_OK);
+	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(109), res, sizeof(res), &nsd),
 	                 PK_KINDMAP_MISSING);
-	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(110), res, sizeof(res)),
+	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(110), res, sizeof(res), &nsd),
 	                 PK_KINDMAP_NONE);
-	assert_int_equal(pk_kindmap_put(m, gv, "Metal3Data", "metal3datas", S(111)), PK_OK);
-	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(112), res, sizeof(res)),
+	assert_int_equal(pk_kindmap_put(m, gv, "Metal3Data", "metal3datas", true, S(111)), PK_OK);
+	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(112), res, sizeof(res), &nsd),
 	                 PK_KINDMAP_FOUND);
 	assert_string_equal(res, "metal3datas");
 	assert_int_equal(pk_kindmap_len(m), 2);
 
 	/* bounded: a fourth kind evicts the entry closest to expiry (VSphereVM, from t=0) */
-	assert_int_equal(pk_kindmap_put(m, gv, "OpenStackServer", "openstackservers", S(200)),
+	assert_int_equal(pk_kindmap_put(m, gv, "OpenStackServer", "openstackservers", true, S(200)),
 	                 PK_OK);
 	assert_int_equal(pk_kindmap_len(m), 3);
-	assert_int_equal(pk_kindmap_put(m, "v1", "ConfigMap", "configmaps", S(201)), PK_OK);
+	assert_int_equal(pk_kindmap_put(m, "v1", "ConfigMap", "configmaps", true, S(201)), PK_OK);
 	assert_int_equal(pk_kindmap_len(m), 3);
-	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", S(202), res, sizeof(res)),
+	assert_int_equal(pk_kindmap_get(m, gv, "VSphereVM", S(202), res, sizeof(res), &nsd),
 	                 PK_KINDMAP_NONE);
-	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(202), res, sizeof(res)),
+	assert_int_equal(pk_kindmap_get(m, gv, "Metal3Data", S(202), res, sizeof(res), &nsd),
 	                 PK_KINDMAP_FOUND);
-	assert_int_equal(pk_kindmap_get(m, "v1", "ConfigMap", S(202), res, sizeof(res)),
+	assert_int_equal(pk_kindmap_get(m, "v1", "ConfigMap", S(202), res, sizeof(res), &nsd),
 	                 PK_KINDMAP_FOUND);
 	/* refreshing a kind already held evicts nothing */
-	assert_int_equal(pk_kindmap_put(m, "v1", "ConfigMap", "configmaps", S(300)), PK_OK);
+	assert_int_equal(pk_kindmap_put(m, "v1", "ConfigMap", "configmaps", true, S(300)), PK_OK);
 	assert_int_equal(pk_kindmap_len(m), 3);
-	assert_int_equal(pk_kindmap_get(m, gv, "OpenStackServer", S(300), res, sizeof(res)),
+	assert_int_equal(pk_kindmap_get(m, gv, "OpenStackServer", S(300), res, sizeof(res), &nsd),
 	                 PK_KINDMAP_FOUND);
 	/* a key too long to hold is never stored */
 	char longkind[600];
 	memset(longkind, 'K', sizeof(longkind) - 1);
 	longkind[sizeof(longkind) - 1] = '\0';
-	assert_int_not_equal(pk_kindmap_put(m, gv, longkind, "x", 0), PK_OK);
+	assert_int_not_equal(pk_kindmap_put(m, gv, longkind, "x", true, 0), PK_OK);
 	assert_int_equal(pk_kindmap_len(m), 3);
 	pk_kindmap_free(m);
 	pk_kindmap_free(NULL);
