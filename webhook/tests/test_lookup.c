@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer_cache.h"
 #include "lookup.h"
 #include "proc.h"
 #include "rules.h"
@@ -170,14 +171,16 @@ static void test_owner_input_refused_before_any_request(void **state)
 
 	/* what is accepted is asked of exactly one discovery path */
 	struct pk_owner_target t;
-	assert_int_equal(pk_lookup_owner_target("ns", av_ok, "VSphereVM", "vm-1", &t, &err), PK_OK);
+	assert_int_equal(pk_permission_owner_target("ns", av_ok, "VSphereVM", "vm-1", &t, &err),
+	                 PK_OK);
 	assert_string_equal(t.path, "/apis/infrastructure.cluster.x-k8s.io/v1beta1");
 	assert_string_equal(t.group, "infrastructure.cluster.x-k8s.io");
 	assert_string_equal(t.version, "v1beta1");
-	assert_int_equal(pk_lookup_owner_target("ns", "v1", "ConfigMap", "cm", &t, &err), PK_OK);
+	assert_int_equal(pk_permission_owner_target("ns", "v1", "ConfigMap", "cm", &t, &err),
+	                 PK_OK);
 	assert_string_equal(t.path, "/api/v1");
 	assert_string_equal(t.group, "");
-	assert_int_equal(pk_lookup_owner_target("ns", "a.io/v1/x", "K", "n", &t, &err),
+	assert_int_equal(pk_permission_owner_target("ns", "a.io/v1/x", "K", "n", &t, &err),
 	                 PK_ERR_INVALID);
 	assert_string_equal(t.path, "");
 
