@@ -1,6 +1,5 @@
 /* permission.c - may the requester set blockOwnerDeletion: discovery and a SubjectAccessReview
  * on lookup threads, within a per-review deadline. */
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,7 +444,8 @@ static bool ask_and_wait(struct pk_permission *p, struct ask *a)
 	pthread_cond_signal(&p->pool_work);
 	struct timespec ts = {.tv_sec = (time_t)(a->deadline_ns / 1000000000LL),
 	                      .tv_nsec = (long)(a->deadline_ns % 1000000000LL)};
-	while (!a->done && pthread_cond_timedwait(&a->cond, &p->pool_lock, &ts) != ETIMEDOUT)
+	/* 0 is a wake-up (perhaps spurious); anything else, ETIMEDOUT above all, ends the wait */
+	while (!a->done && pthread_cond_timedwait(&a->cond, &p->pool_lock, &ts) == 0)
 		;
 	return true;
 }
