@@ -515,6 +515,7 @@ controller.leaderElection.retryPeriod=50ms|retryPeriod: 50ms is outside 100ms..1
 certs.selfSigned.caRenewBeforeDays=4000|certs.selfSigned.caRenewBeforeDays (4000) must be less than caValidityDays (3650)
 webhook.podDisruptionBudget.minAvailable=2|webhook.podDisruptionBudget.minAvailable (2) must be less than webhook.replicas (2)
 webhook.maxConnectionsPerSource=1001|webhook.maxConnectionsPerSource (1001) must not exceed webhook.maxConnections (1000)
+webhook.lookupDeadlineMs=10000|webhook.lookupDeadlineMs (10000) must be less than webhook.timeoutSeconds (10 s)
 EOF
   run _template --set controller.leaderElection.leaseDuration=1m30s --set controller.leaderElection.renewDeadline=1m \
     --set controller.leaderElection.retryPeriod=500ms --set webhook.replicas=3 --set webhook.podDisruptionBudget.minAvailable=2
