@@ -29,6 +29,7 @@ struct pk_permission {
 	pthread_mutex_t pool_lock;
 	pthread_cond_t pool_work;
 	struct ask *queue_head, *queue_tail;
+	struct ask *active; /* queued or running, through active_next: the ones to share */
 	unsigned queued, queue_max;
 	bool stopping;
 	pthread_t *threads;
@@ -208,6 +209,7 @@ struct ask {
 	char kind[64];
 	char ns[64];
 	json_t *spec; /* the review's spec, without resourceAttributes (owned) */
+	char *key;    /* its SubjectAccessReview's cache key, when known before it is queued */
 	long long deadline_ns;
 	/* the answer */
 	int rc;
@@ -217,8 +219,8 @@ struct ask {
 	/* the pool's, under its lock */
 	int refs;
 	bool done;
-	pthread_cond_t cond;
-	struct ask *next;
+	pthread_cond_t cond; /* broadcast when done: the asks sharing it wait on it too */
+	struct ask *next, *active_next;
 };
 
 static void ask_free(struct ask *a)
@@ -226,6 +228,7 @@ static void ask_free(struct ask *a)
 	if (a == NULL)
 		return;
 	json_decref(a->spec);
+	free(a->key);
 	pthread_cond_destroy(&a->cond);
 	free(a);
 }
@@ -370,9 +373,12 @@ static int answer(struct pk_permission *p, struct ask *a, bool cached_only, bool
 		a->allowed = false;
 		break;
 	case PK_SARCACHE_NONE:
-		if (cached_only)
+		if (cached_only) {
 			*pending = true;
-		else
+			free(a->key);
+			a->key = key; /* so that an identical question can share its answer */
+			key = NULL;
+		} else
 			rc = review(p, a, spec, key, &a->err);
 		break;
 	}
@@ -411,7 +417,13 @@ static void *lookup_thread(void *ud)
 
 		pthread_mutex_lock(&p->pool_lock);
 		a->done = true;
-		pthread_cond_signal(&a->cond);
+		pthread_cond_broadcast(&a->cond);
+		for (struct ask **pp = &p->active; *pp != NULL; pp = &(*pp)->active_next) {
+			if (*pp == a) {
+				*pp = a->active_next;
+				break;
+			}
+		}
 		if (--a->refs == 0)
 			ask_free(a);
 	}
@@ -419,20 +431,39 @@ static void *lookup_thread(void *ud)
 	return NULL;
 }
 
+/* Waits, under the pool's lock, until h is done or the deadline passes. */
+static void wait_done(struct pk_permission *p, struct ask *h, long long deadline_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000LL),
+	                      .tv_nsec = (long)(deadline_ns % 1000000000LL)};
+	/* 0 is a wake-up (perhaps spurious); anything else, ETIMEDOUT above all, ends the wait */
+	while (!h->done && pthread_cond_timedwait(&h->cond, &p->pool_lock, &ts) == 0)
+		;
+}
+
 /*
- * Queues a for a lookup thread and waits for it until its deadline; true then, with the
- * pool's lock held and a shared (a->done says whether the answer came). Never blocks on a
- * full queue: false at once, a->rc the timeout, a still the caller's alone.
+ * Has a answered by a lookup thread, waiting until its deadline: returns the ask that holds
+ * the answer, with the pool's lock held and a reference to it taken (h->done says whether
+ * the answer came). That is a itself, or an identical question already queued or running,
+ * whose answer a shares instead of asking again. Never blocks on a full queue: NULL at once,
+ * a->rc the timeout, a still the caller's alone.
  */
-static bool ask_and_wait(struct pk_permission *p, struct ask *a)
+static struct ask *ask_and_wait(struct pk_permission *p, struct ask *a)
 {
 	pthread_mutex_lock(&p->pool_lock);
+	for (struct ask *x = p->active; a->key != NULL && x != NULL; x = x->active_next) {
+		if (x->key != NULL && strcmp(x->key, a->key) == 0) {
+			x->refs++;
+			wait_done(p, x, a->deadline_ns);
+			return x;
+		}
+	}
 	if (p->stopping || p->queued >= p->queue_max) {
 		pthread_mutex_unlock(&p->pool_lock);
 		char why[128];
 		snprintf(why, sizeof(why), "the lookup queue is full (%u waiting)", p->queue_max);
 		a->rc = timed_out(&a->err, "the permission check", why);
-		return false;
+		return NULL;
 	}
 	a->refs = 2;
 	if (p->queue_tail != NULL)
@@ -441,13 +472,11 @@ static bool ask_and_wait(struct pk_permission *p, struct ask *a)
 		p->queue_head = a;
 	p->queue_tail = a;
 	p->queued++;
+	a->active_next = p->active;
+	p->active = a;
 	pthread_cond_signal(&p->pool_work);
-	struct timespec ts = {.tv_sec = (time_t)(a->deadline_ns / 1000000000LL),
-	                      .tv_nsec = (long)(a->deadline_ns % 1000000000LL)};
-	/* 0 is a wake-up (perhaps spurious); anything else, ETIMEDOUT above all, ends the wait */
-	while (!a->done && pthread_cond_timedwait(&a->cond, &p->pool_lock, &ts) == 0)
-		;
-	return true;
+	wait_done(p, a, a->deadline_ns);
+	return a;
 }
 
 int pk_permission_check(struct pk_permission *p, const json_t *user_info, const char *ns,
@@ -474,25 +503,30 @@ int pk_permission_check(struct pk_permission *p, const json_t *user_info, const 
 
 	bool pending = false;
 	a->rc = answer(p, a, true, &pending);
-	/* shared: a lookup thread has it, and the pool's lock is held */
-	bool shared = a->rc == PK_OK && pending && ask_and_wait(p, a);
-	if (shared && !a->done) {
-		/* the lookup thread may still be writing a's answer: not read */
+	/* h: the ask a lookup thread answers (a, or one a shares), the pool's lock held */
+	struct ask *h = a->rc == PK_OK && pending ? ask_and_wait(p, a) : NULL;
+	if (h != NULL && !h->done) {
+		/* the lookup thread may still be writing h's answer: not read */
 		char why[128];
 		snprintf(why, sizeof(why), "no answer within %lld ms", p->deadline_ns / 1000000LL);
 		rc = timed_out(err, "the permission check", why);
-	} else if ((rc = a->rc) == PK_OK) {
-		*allowed = a->allowed;
-		snprintf(rule, rule_len, "%s", a->rule);
 	} else {
-		*err = a->err;
+		const struct ask *from = h != NULL ? h : a;
+		if ((rc = from->rc) == PK_OK) {
+			*allowed = from->allowed;
+			snprintf(rule, rule_len, "%s", from->rule);
+		} else {
+			*err = from->err;
+		}
 	}
-	if (!shared) {
+	if (h == NULL) {
 		ask_free(a);
 		return rc;
 	}
-	if (--a->refs == 0)
-		ask_free(a);
+	if (h != a)
+		ask_free(a); /* never shared */
+	if (--h->refs == 0)
+		ask_free(h);
 	pthread_mutex_unlock(&p->pool_lock);
 	return rc;
 }

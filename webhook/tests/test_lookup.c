@@ -491,6 +491,35 @@ static void test_deadline_and_full_queue(void **state)
 	pk_lookup_close(l);
 }
 
+/* Identical questions asked at once share one SubjectAccessReview. */
+static void test_identical_questions_share_one_review(void **state)
+{
+	(void)state;
+	struct pk_lookup *l = NULL;
+	struct pk_err err = {{0}};
+	const struct pk_lookup_opts o = {.mode = PK_LOOKUP_LIVE,
+	                                 .permission = {.deadline_ms = 3000, .threads = 4}};
+	assert_int_equal(pk_lookup_open_opts(fake_kubeconfig, &o, &l, &err), PK_OK);
+	bool allowed;
+	/* discovery first, so that the questions below know their review before they queue */
+	assert_int_equal(ask(l, GRANTED, "prime", AV, "VSphereVM", "vm-1", &allowed, &err), PK_OK);
+	int before = atomic_load(&fake.reviews);
+	atomic_store(&fake.review_delay_ms, 400);
+	struct bg_ask b[3];
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++) {
+		b[i] = (struct bg_ask){.l = l, .ns = "shared"};
+		assert_int_equal(pthread_create(&t[i], NULL, bg_ask_main, &b[i]), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(b[i].rc, PK_OK);
+	}
+	assert_int_equal(atomic_load(&fake.reviews), before + 1);
+	atomic_store(&fake.review_delay_ms, 0);
+	pk_lookup_close(l);
+}
+
 static void test_sarcache_bound_and_expiry(void **state)
 {
 	(void)state;
@@ -564,6 +593,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reviews_cached_by_user_resource_and_namespace,
 	                                    api_setup, api_teardown),
 	    cmocka_unit_test_setup_teardown(test_deadline_and_full_queue, api_setup, api_teardown),
+	    cmocka_unit_test_setup_teardown(test_identical_questions_share_one_review, api_setup,
+	                                    api_teardown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
