@@ -15,8 +15,9 @@
  * bounded queue, and waits for the answer at most the per-review deadline. The requests
  * themselves, the client's rate limit included, are bounded by the same deadline. A full
  * queue or a passed deadline is PK_ERR_TIMEOUT at once: the review then goes on without
- * blockOwnerDeletion (admission.c says so in a warning). A lookup that ends after its review
- * stopped waiting still fills the caches, for the next review.
+ * blockOwnerDeletion (admission.c says so in a warning). A question identical to one queued
+ * or running shares its answer. A lookup that ends after its review stopped waiting still
+ * fills the caches, for the next review.
  *
  * Threading: pk_permission_check may be called from every server thread at once.
  */
