@@ -257,6 +257,7 @@ static void check_block_owner_deletion(const struct pk_admission_config *cfg,
 	char rule[600] = "", owner[NAME_TEXT_MAX], quser[300];
 	bool allowed = false;
 	struct pk_err err = {0};
+	int rc;
 
 	pk_text_quote(user ? user : "the requester", strlen(user ? user : "the requester"), quser,
 	              sizeof(quser));
@@ -269,8 +270,21 @@ static void check_block_owner_deletion(const struct pk_admission_config *cfg,
 		snprintf(rule, sizeof(rule),
 		         "poolkeeper-webhook cannot ask whether it may update the owner's "
 		         "finalizers");
-	} else if (lk->may_block_owner_deletion(lk->ctx, user_info, ns, api, kind, oname, &allowed,
-	                                        rule, sizeof(rule), &err) != PK_OK) {
+	} else if ((rc = lk->may_block_owner_deletion(lk->ctx, user_info, ns, api, kind, oname,
+	                                              &allowed, rule, sizeof(rule), &err)) ==
+	           PK_ERR_TIMEOUT) {
+		/* The lookup could not be answered within the review's deadline (permission.h):
+		 * the claim is admitted in time with controller only, as when it may not. */
+		plan->set_block_owner_deletion = false;
+		warn(v,
+		     "%s: blockOwnerDeletion was not set on the owner reference to %s: the check "
+		     "whether %s may update the finalizers of kind %s timed out (%s); poolkeeper "
+		     "sets it on the next claim",
+		     what, owner, quser, qk, err.msg);
+		if (cfg->count_repair != NULL)
+			cfg->count_repair(cfg->count_ctx, kind, "skipped:timeout");
+		return;
+	} else if (rc != PK_OK) {
 		allowed = false;
 		snprintf(rule, sizeof(rule), "the permission check failed: %s", err.msg);
 	} else if (allowed) {

@@ -47,8 +47,9 @@ struct pk_admission_lookup {
 	 * before it accepts blockOwnerDeletion: true. On PK_OK *allowed is set
 	 * and `rule` holds, for messages, the rule in words: "update on
 	 * vspherevms/finalizers in API group infrastructure.cluster.x-k8s.io"
-	 * (or, when the kind has no resource, why). NULL means "cannot ask":
-	 * repair then sets controller only, with a warning.
+	 * (or, when the kind has no resource, why). PK_ERR_TIMEOUT: no answer
+	 * within the review's deadline. NULL means "cannot ask". Each but
+	 * allowed: repair sets controller only, with a warning saying why.
 	 */
 	int (*may_block_owner_deletion)(void *ctx, const json_t *user_info, const char *ns,
 	                                const char *api_version, const char *kind, const char *name,
@@ -63,7 +64,8 @@ struct pk_admission_config {
 	/*
 	 * Called once per repair made by the mutating endpoint: owner_kind as
 	 * the reference says it (untrusted text), what is "controller",
-	 * "blockOwnerDeletion", "clusterName" or "skipped:permission". NULL: not
+	 * "blockOwnerDeletion", "clusterName", "skipped:permission" (may not set
+	 * it, or could not ask) or "skipped:timeout" (no answer in time). NULL: not
 	 * counted.
 	 */
 	void (*count_repair)(void *ctx, const char *owner_kind, const char *what);

@@ -1,9 +1,11 @@
 /* lookup.c - admission lookups from informer caches, with live reads until they are loaded. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api.h"
 #include "cache.h"
@@ -11,15 +13,13 @@
 #include "kube_informer.h"
 #include "log.h"
 #include "lookup.h"
+#include "permission.h"
 #include "parse.h"
 #include "rules.h"
 #include "strmap.h"
 
 /* Discovery answers: bounded, and a kind found is asked again after a while, a kind not
  * found soon, so a CRD installed (or changed) later is seen. */
-#define KINDMAP_MAX     512
-#define KINDMAP_TTL_NS  (10LL * 60 * 1000 * 1000 * 1000)
-#define KINDMAP_MISS_NS (10LL * 1000 * 1000 * 1000)
 
 struct pk_lookup {
 	struct pk_kube_config *cfg;
@@ -27,9 +27,9 @@ struct pk_lookup {
 	struct pk_kube_client *watcher; /* the informers' lists and watches */
 	struct pk_kube_log log;
 	struct pk_admission_lookup admission;
-	char ipaddress_version[16]; /* v1beta2, or v1beta1 on CAPI before 1.11 */
-	struct pk_cache *cache;     /* NULL: PK_LOOKUP_LIVE */
-	struct pk_kindmap *kinds;   /* owner kinds -> resources, from discovery */
+	char ipaddress_version[16];       /* v1beta2, or v1beta1 on CAPI before 1.11 */
+	struct pk_cache *cache;           /* NULL: PK_LOOKUP_LIVE */
+	struct pk_permission *permission; /* blockOwnerDeletion: discovery and reviews */
 	struct pk_kube_informer *informers[PK_CACHE_KINDS];
 	atomic_bool announced; /* "caches loaded" was logged */
 };
@@ -180,393 +180,14 @@ static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj, 
 	return live_get(l, &r, PK_CLAIM_KIND, obj, err);
 }
 
-/* ---- owner references: discovery, the kind cache, and the SubjectAccessReview ---- */
-
-struct pk_kindmap {
-	pthread_mutex_t lock;
-	struct pk_strmap *map; /* "group/version kind" -> struct kind_entry */
-	size_t max;
-	long long ttl_ns, miss_ttl_ns;
-};
-
-struct kind_entry {
-	long long expires_ns;
-	char *resource; /* NULL: discovery knows no such kind */
-};
-
-static void kind_entry_free(void *v)
-{
-	struct kind_entry *k = v;
-	if (k != NULL)
-		free(k->resource);
-	free(k);
-}
-
-struct pk_kindmap *pk_kindmap_new(size_t max, long long ttl_ns, long long miss_ttl_ns)
-{
-	struct pk_kindmap *m = calloc(1, sizeof(*m));
-	if (m == NULL || (m->map = pk_strmap_new()) == NULL) {
-		free(m);
-		return NULL;
-	}
-	pthread_mutex_init(&m->lock, NULL);
-	m->max = max > 0 ? max : 1;
-	m->ttl_ns = ttl_ns;
-	m->miss_ttl_ns = miss_ttl_ns;
-	return m;
-}
-
-void pk_kindmap_free(struct pk_kindmap *m)
-{
-	if (m == NULL)
-		return;
-	pk_strmap_free(m->map, kind_entry_free);
-	pthread_mutex_destroy(&m->lock);
-	free(m);
-}
-
-/* "group/version kind": neither part holds a space once validated; NULL when too long. */
-static bool kind_key(const char *gv, const char *kind, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s %s", gv, kind);
-	return n > 0 && (size_t)n < len;
-}
-
-#define KIND_KEY_MAX 400
-
-enum pk_kindmap_hit pk_kindmap_get(struct pk_kindmap *m, const char *gv, const char *kind,
-                                   long long now_ns, char *buf, size_t len)
-{
-	char key[KIND_KEY_MAX];
-	if (!kind_key(gv, kind, key, sizeof(key)))
-		return PK_KINDMAP_NONE;
-	enum pk_kindmap_hit hit = PK_KINDMAP_NONE;
-	pthread_mutex_lock(&m->lock);
-	const struct kind_entry *k = pk_strmap_get(m->map, key);
-	if (k != NULL && now_ns < k->expires_ns) {
-		if (k->resource == NULL) {
-			hit = PK_KINDMAP_MISSING;
-		} else if (snprintf(buf, len, "%s", k->resource) < (int)len) {
-			hit = PK_KINDMAP_FOUND;
-		}
-	}
-	pthread_mutex_unlock(&m->lock);
-	return hit;
-}
-
-/* The entry closest to expiry (one that has expired, if any, is closest). */
-struct victim {
-	const char *key;
-	long long expires_ns;
-};
-
-static void find_victim(void *ud, const char *key, void *value)
-{
-	struct victim *v = ud;
-	const struct kind_entry *k = value;
-	if (v->key == NULL || k->expires_ns < v->expires_ns) {
-		v->key = key;
-		v->expires_ns = k->expires_ns;
-	}
-}
-
-/* Makes room for one new entry: a full map drops the entry closest to expiry. */
-static void kindmap_make_room(struct pk_kindmap *m)
-{
-	if (pk_strmap_len(m->map) < m->max)
-		return;
-	struct victim v = {0};
-	pk_strmap_foreach(m->map, find_victim, &v);
-	if (v.key != NULL) {
-		char key[KIND_KEY_MAX]; /* the map's key is freed by the removal */
-		snprintf(key, sizeof(key), "%s", v.key);
-		kind_entry_free(pk_strmap_remove(m->map, key));
-	}
-}
-
-int pk_kindmap_put(struct pk_kindmap *m, const char *gv, const char *kind, const char *resource,
-                   long long now_ns)
-{
-	char key[KIND_KEY_MAX];
-	if (!kind_key(gv, kind, key, sizeof(key)))
-		return PK_ERR_NOMEM;
-	struct kind_entry *k = calloc(1, sizeof(*k));
-	if (k == NULL || (resource != NULL && (k->resource = strdup(resource)) == NULL)) {
-		kind_entry_free(k);
-		return PK_ERR_NOMEM;
-	}
-	k->expires_ns = now_ns + (resource != NULL ? m->ttl_ns : m->miss_ttl_ns);
-	pthread_mutex_lock(&m->lock);
-	if (pk_strmap_get(m->map, key) == NULL)
-		kindmap_make_room(m);
-	void *old = NULL;
-	int rc = pk_strmap_put(m->map, key, k, &old);
-	pthread_mutex_unlock(&m->lock);
-	if (rc != PK_OK)
-		kind_entry_free(k);
-	kind_entry_free(old);
-	return rc;
-}
-
-size_t pk_kindmap_len(struct pk_kindmap *m)
-{
-	pthread_mutex_lock(&m->lock);
-	size_t n = pk_strmap_len(m->map);
-	pthread_mutex_unlock(&m->lock);
-	return n;
-}
-
-/* ---- validation of what a tenant's owner reference says ---- */
-
-static int bad_field(struct pk_err *err, const char *field, const char *v, const char *why)
-{
-	char q[300];
-	pk_text_quote(v != NULL ? v : "", v != NULL ? strlen(v) : 0, q, sizeof(q));
-	return pk_err_set(err, PK_ERR_INVALID, "%s \"%s\": %s", field, q, why);
-}
-
-/* apiVersion "group/version" or "version" (the core group) into group and version. */
-static int split_api_version(const char *av, char *group, size_t glen, char *version, size_t vlen,
-                             struct pk_err *err)
-{
-	static const char field[] = "owner reference apiVersion";
-	const char *slash = av != NULL ? strchr(av, '/') : NULL;
-	const char *v = slash != NULL ? slash + 1 : av;
-	size_t gn = slash != NULL ? (size_t)(slash - av) : 0;
-	if (av == NULL || av[0] == '\0')
-		return bad_field(err, field, av,
-		                 "must be GROUP/VERSION, or VERSION for the core group");
-	if (gn >= glen || strlen(v) >= vlen)
-		return bad_field(err, field, av, "is too long");
-	memcpy(group, av, gn);
-	group[gn] = '\0';
-	snprintf(version, vlen, "%s", v);
-	struct pk_err why = {{0}};
-	if (slash != NULL && pk_parse_dns_name(group, true, &why) != PK_OK)
-		return bad_field(err, field, av, "its group must be a DNS subdomain name");
-	if (pk_parse_dns_name(version, false, &why) != PK_OK)
-		return bad_field(err, field, av,
-		                 "its version must be a DNS label (v1, v1beta1, ...)");
-	return PK_OK;
-}
-
-/* A kind: as the apiserver allows for a CRD, a DNS-1035 label once lower-cased (at most
- * 63 of letters, digits and '-', starting with a letter, ending with a letter or digit). */
-static int check_kind(const char *kind, struct pk_err *err)
-{
-	size_t n = kind != NULL ? strlen(kind) : 0;
-	bool ok = n > 0 && n <= 63;
-	for (size_t i = 0; ok && i < n; i++) {
-		char c = kind[i];
-		bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-		bool digit = c >= '0' && c <= '9';
-		ok = alpha || (i > 0 && digit) || (i > 0 && i < n - 1 && c == '-');
-	}
-	return ok ? PK_OK
-	          : bad_field(err, "owner reference kind", kind,
-	                      "must be at most 63 letters, digits and '-', starting with a letter");
-}
-
-/* An object name as the apiserver accepts one in a path segment: not ".", "..", nor
- * holding '/' or '%'; at most 253 bytes of printable ASCII. */
-static int check_name(const char *name, struct pk_err *err)
-{
-	size_t n = name != NULL ? strlen(name) : 0;
-	bool ok = n > 0 && n <= 253 && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
-	for (size_t i = 0; ok && i < n; i++)
-		ok = name[i] > ' ' && name[i] < 0x7f && name[i] != '/' && name[i] != '%';
-	return ok ? PK_OK
-	          : bad_field(err, "owner reference name", name,
-	                      "must be an object name (at most 253 printable characters, no '/' "
-	                      "or '%', not \".\" or \"..\")");
-}
-
-/* ---- discovery ---- */
-
-/* The resource of `kind` in a discovery document (an APIResourceList): the entry whose
- * kind matches and whose name is not a subresource ("vspherevms", not "vspherevms/status"). */
-static const char *resource_of(const json_t *list, const char *kind)
-{
-	size_t i;
-	const json_t *r;
-	json_array_foreach(json_object_get(list, "resources"), i, r)
-	{
-		const char *k = pk_json_cstr_at(r, "kind");
-		const char *name = pk_json_cstr_at(r, "name");
-		if (k != NULL && name != NULL && name[0] != '\0' && strchr(name, '/') == NULL &&
-		    strcmp(k, kind) == 0)
-			return name;
-	}
-	return NULL;
-}
-
-int pk_lookup_owner_target(const char *ns, const char *api_version, const char *kind,
-                           const char *name, struct pk_owner_target *t, struct pk_err *err)
-{
-	struct pk_err why = {{0}};
-	memset(t, 0, sizeof(*t));
-	if (pk_parse_dns_name(ns, false, &why) != PK_OK)
-		return bad_field(err, "namespace", ns, "must be a namespace name");
-	int rc = split_api_version(api_version, t->group, sizeof(t->group), t->version,
-	                           sizeof(t->version), err);
-	if (rc == PK_OK)
-		rc = check_kind(kind, err);
-	if (rc == PK_OK)
-		rc = check_name(name, err);
-	if (rc != PK_OK) {
-		memset(t, 0, sizeof(*t));
-		return rc;
-	}
-	/* validated: no '/', '?', '%', '#', space or ".." can reach the path */
-	if (t->group[0] == '\0') {
-		snprintf(t->group_version, sizeof(t->group_version), "%s", t->version);
-		snprintf(t->path, sizeof(t->path), "/api/%s", t->version);
-	} else {
-		snprintf(t->group_version, sizeof(t->group_version), "%s/%s", t->group, t->version);
-		snprintf(t->path, sizeof(t->path), "/apis/%s/%s", t->group, t->version);
-	}
-	return PK_OK;
-}
-
-/* The resource of the target's kind: cached, else read from discovery. *found false
- * when the group/version is not served or has no such kind. */
-static int owner_resource(struct pk_lookup *l, const struct pk_owner_target *t, const char *kind,
-                          char *res, size_t res_len, bool *found, struct pk_err *err)
-{
-	const char *gv = t->group_version;
-	long long now = pk_kube_now_ns();
-	switch (pk_kindmap_get(l->kinds, gv, kind, now, res, res_len)) {
-	case PK_KINDMAP_FOUND:
-		*found = true;
-		return PK_OK;
-	case PK_KINDMAP_MISSING:
-		*found = false;
-		return PK_OK;
-	case PK_KINDMAP_NONE:
-		break;
-	}
-	struct pk_kube_error e;
-	json_t *list = NULL;
-	enum pk_kube_reason rc =
-	    pk_kube_client_request(l->client, "GET", t->path, NULL, NULL, 0, 0, &list, &e);
-	if (rc != PK_KUBE_OK && rc != PK_KUBE_NOT_FOUND) {
-		char what[400];
-		snprintf(what, sizeof(what), "API discovery of %s", gv);
-		return failed(err, what, &e);
-	}
-	const char *r = rc == PK_KUBE_OK ? resource_of(list, kind) : NULL;
-	*found = r != NULL && strlen(r) < res_len;
-	if (*found)
-		snprintf(res, res_len, "%s", r);
-	/* not cached when memory runs out: asked again next time */
-	if (pk_kindmap_put(l->kinds, gv, kind, *found ? res : NULL, now) != PK_OK)
-		pk_log_warn("cannot cache an owner kind's resource: out of memory",
-		            PK_LOG_STR("kind", kind));
-	json_decref(list);
-	return PK_OK;
-}
-
-/* ---- the SubjectAccessReview ---- */
-
-/* Copies the strings of src (an array) into a new array; other items are left out. */
-static json_t *string_array(const json_t *src)
-{
-	json_t *out = json_array();
-	size_t i;
-	const json_t *v;
-	json_array_foreach(src, i, v)
-	{
-		const char *str = pk_json_cstr(v);
-		if (str != NULL)
-			json_array_append_new(out, json_string(str));
-	}
-	return out;
-}
-
-/* spec of a SubjectAccessReview for user_info's user. NULL (err set) without a username. */
-static json_t *review_spec(const json_t *user_info, struct pk_err *err)
-{
-	const char *user = pk_json_cstr_at(user_info, "username");
-	if (user == NULL || user[0] == '\0') {
-		pk_err_set(err, PK_ERR_INVALID, "request.userInfo.username: missing");
-		return NULL;
-	}
-	json_t *spec = json_pack("{s:s}", "user", user);
-	const char *uid = pk_json_cstr_at(user_info, "uid");
-	if (uid != NULL && uid[0] != '\0')
-		json_object_set_new(spec, "uid", json_string(uid));
-	json_t *groups = json_object_get(user_info, "groups");
-	if (json_is_array(groups))
-		json_object_set_new(spec, "groups", string_array(groups));
-	json_t *extra = json_object_get(user_info, "extra");
-	if (json_is_object(extra)) {
-		json_t *x = json_object();
-		const char *k;
-		json_t *v;
-		json_object_foreach(extra, k, v)
-		{
-			if (json_is_array(v))
-				json_object_set_new(x, k, string_array(v));
-		}
-		json_object_set_new(spec, "extra", x);
-	}
-	return spec;
-}
-
 int pk_lookup_may_block_owner_deletion(void *ctx, const json_t *user_info, const char *ns,
                                        const char *api_version, const char *kind, const char *name,
                                        bool *allowed, char *rule, size_t rule_len,
                                        struct pk_err *err)
 {
-	struct pk_lookup *l = ctx;
-	struct pk_owner_target t;
-	char res[256];
-	*allowed = false;
-	if (rule_len > 0)
-		rule[0] = '\0';
-	int rc = pk_lookup_owner_target(ns, api_version, kind, name, &t, err);
-	if (rc != PK_OK)
-		return rc;
-	const char *group = t.group, *version = t.version;
-	json_t *spec = review_spec(user_info, err);
-	if (spec == NULL)
-		return PK_ERR_INVALID;
-
-	bool found = false;
-	if ((rc = owner_resource(l, &t, kind, res, sizeof(res), &found, err)) != PK_OK) {
-		json_decref(spec);
-		return rc;
-	}
-	const char *gname = group[0] != '\0' ? group : "\"\" (core)";
-	if (!found) {
-		snprintf(rule, rule_len,
-		         "kind %s has no resource in API group %s version %s (API discovery)", kind,
-		         gname, version);
-		json_decref(spec);
-		return PK_OK;
-	}
-	snprintf(rule, rule_len, "update on %s/finalizers in API group %s", res, gname);
-	json_object_set_new(spec, "resourceAttributes",
-	                    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "namespace", ns,
-	                              "verb", "update", "group", group, "version", version,
-	                              "resource", res, "subresource", "finalizers", "name", name));
-	json_t *review = json_pack("{s:s, s:s, s:o}", "apiVersion",
-	                           PK_AUTHORIZATION_GROUP "/" PK_AUTHORIZATION_VERSION, "kind",
-	                           PK_SUBJECT_ACCESS_REVIEW_KIND, "spec", spec);
-	struct pk_kube_ref r = {.group = PK_AUTHORIZATION_GROUP,
-	                        .version = PK_AUTHORIZATION_VERSION,
-	                        .resource = PK_SUBJECT_ACCESS_REVIEW_RESOURCE};
-	struct pk_kube_error e;
-	json_t *out = NULL;
-	if (review == NULL)
-		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	enum pk_kube_reason kr = pk_kube_client_create(l->client, &r, review, NULL, &out, &e);
-	json_decref(review);
-	if (kr != PK_KUBE_OK)
-		return failed(err, PK_SUBJECT_ACCESS_REVIEW_KIND, &e);
-	*allowed = json_is_true(pk_json_path(out, "status", "allowed"));
-	json_decref(out);
-	return PK_OK;
+	const struct pk_lookup *l = ctx;
+	return pk_permission_check(l->permission, user_info, ns, api_version, kind, name, allowed,
+	                           rule, rule_len, err);
 }
 
 /* ---- set-up ---- */
@@ -609,6 +230,14 @@ int pk_lookup_open(const char *kubeconfig, struct pk_lookup **out, struct pk_err
 int pk_lookup_open_mode(const char *kubeconfig, enum pk_lookup_mode mode, struct pk_lookup **out,
                         struct pk_err *err)
 {
+	const struct pk_lookup_opts o = {.mode = mode};
+	return pk_lookup_open_opts(kubeconfig, &o, out, err);
+}
+
+int pk_lookup_open_opts(const char *kubeconfig, const struct pk_lookup_opts *lo,
+                        struct pk_lookup **out, struct pk_err *err)
+{
+	enum pk_lookup_mode mode = lo->mode;
 	*out = NULL;
 	bool have_path = kubeconfig != NULL && kubeconfig[0] != '\0';
 	const char *env = getenv("KUBECONFIG");
@@ -654,10 +283,8 @@ int pk_lookup_open_mode(const char *kubeconfig, enum pk_lookup_mode mode, struct
 		            PK_LOG_STR("error", e.message));
 	if (l->ipaddress_version[0] == '\0') /* not read, or served in neither */
 		snprintf(l->ipaddress_version, sizeof(l->ipaddress_version), "%s", PK_CAPI_V1BETA2);
-	if ((l->kinds = pk_kindmap_new(KINDMAP_MAX, KINDMAP_TTL_NS, KINDMAP_MISS_NS)) == NULL) {
-		rc = pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	if ((rc = pk_permission_new(l->client, &lo->permission, &l->permission, err)) != PK_OK)
 		goto fail;
-	}
 	if (mode == PK_LOOKUP_CACHED && (rc = start_informers(l, err)) != PK_OK)
 		goto fail;
 	l->admission.ctx = l;
@@ -677,6 +304,8 @@ void pk_lookup_close(struct pk_lookup *l)
 {
 	if (l == NULL)
 		return;
+	/* the lookup threads first: they use the client */
+	pk_permission_free(l->permission);
 	/* Every stop first, then the waits: they overlap. */
 	for (int k = 0; k < PK_CACHE_KINDS; k++)
 		pk_kube_informer_stop_begin(l->informers[k]);
@@ -686,7 +315,6 @@ void pk_lookup_close(struct pk_lookup *l)
 	for (int k = 0; k < PK_CACHE_KINDS; k++)
 		pk_kube_informer_free(l->informers[k]);
 	pk_cache_free(l->cache);
-	pk_kindmap_free(l->kinds);
 	pk_kube_client_free(l->watcher);
 	pk_kube_client_free(l->client);
 	pk_kube_config_free(l->cfg);

@@ -41,8 +41,13 @@ enum {
 	F_CLIENT_CA,
 	F_REQUIRE_CLIENT,
 	F_CLIENT_NAMES,
+	F_LOOKUP_DEADLINE,
 	F_COUNT,
 };
+
+/* A number as the flag table's default text. */
+#define TEXT_(n) #n
+#define TEXT(n)  TEXT_(n)
 
 static const struct pk_flag flags[F_COUNT] = {
     [F_CERT] = {"tls-cert-file", 0, PK_FLAG_STRING, NULL, "FILE",
@@ -80,6 +85,11 @@ static const struct pk_flag flags[F_COUNT] = {
     [F_CLIENT_NAMES] = {"client-cert-allowed-names", 0, PK_FLAG_STRING, NULL, "CN,CN",
                         "subject CNs a client certificate may have (others get 403); "
                         "empty: any the CA signed; needs --client-ca-file"},
+    [F_LOOKUP_DEADLINE] = {"lookup-deadline-ms", 0, PK_FLAG_UINT, TEXT(PK_PERMISSION_DEADLINE_MS),
+                           "10..30000",
+                           "how long a review waits for its permission lookup (discovery, "
+                           "SubjectAccessReview) before it repairs without blockOwnerDeletion; "
+                           "keep it well under the registrations' timeoutSeconds"},
 };
 
 #define PROGRAM "poolkeeper-webhook"
@@ -95,6 +105,7 @@ struct options {
 	unsigned poll_seconds;
 	unsigned grace_seconds;
 	struct pk_client_auth_config client_auth; /* ca_file NULL: no client certificates */
+	struct pk_lookup_opts lookup;
 };
 
 /* The flags into the options (pk_daemon_options_fn): what the table cannot check. */
@@ -117,6 +128,8 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 		                  "(%u), got %u",
 		                  o->server.max_connections, o->server.max_connections_per_source);
 	o->grace_seconds = (unsigned)pk_flags_get_num(vals, F_GRACE);
+	o->lookup.mode = PK_LOOKUP_CACHED;
+	o->lookup.permission.deadline_ms = (long)pk_flags_get_num(vals, F_LOOKUP_DEADLINE);
 	int rc;
 	struct pk_httpd_probes_config pc = {0};
 	if ((rc = pk_flags_get_hostport(flags, vals, F_WEBHOOK_ADDR, &o->server.webhook_address,
@@ -171,7 +184,7 @@ struct daemon {
 static bool api_access(struct daemon *dm)
 {
 	struct pk_err err = {{0}};
-	if (pk_lookup_open(dm->o.kubeconfig, &dm->lookup, &err) != PK_OK) {
+	if (pk_lookup_open_opts(dm->o.kubeconfig, &dm->o.lookup, &dm->lookup, &err) != PK_OK) {
 		pk_log_error("cannot set up API access", PK_LOG_STR("error", err.msg));
 		return false;
 	}

@@ -25,11 +25,11 @@ struct histogram {
 
 /* Repairs, by owner kind: rows 0..PK_METRICS_REPAIR_KINDS-1 are kinds in the order first
  * seen, the last row is "other". */
-#define NREPAIRS  4
+#define NREPAIRS  5
 #define OTHER_ROW PK_METRICS_REPAIR_KINDS
-static const char *const repair_names[NREPAIRS] = {"controller", "blockOwnerDeletion",
-                                                   "clusterName", "skipped:permission"};
-#define SKIPPED_PERMISSION 3
+static const char *const repair_names[NREPAIRS] = {
+    "controller", "blockOwnerDeletion", "clusterName", "skipped:permission", "skipped:timeout"};
+#define SKIPPED_PERMISSION 3 /* the first "skipped:": the rest are reasons */
 
 struct repair_row {
 	char kind[64];
@@ -346,8 +346,10 @@ static void render_repairs(struct text *t, const struct pk_metrics *m)
 	           "blockOwnerDeletion left unset on a claim's owner reference, by the owner's "
 	           "kind and why.");
 	for (size_t i = 0; i < nrows; i++)
-		add_sample(t, SKIPPED, "owner_kind", m->repairs[rows[i]].kind, "reason",
-		           "permission", load(&m->repairs[rows[i]].n[SKIPPED_PERMISSION]));
+		for (int w = SKIPPED_PERMISSION; w < NREPAIRS; w++)
+			add_sample(t, SKIPPED, "owner_kind", m->repairs[rows[i]].kind, "reason",
+			           repair_names[w] + strlen("skipped:"),
+			           load(&m->repairs[rows[i]].n[w]));
 }
 
 void pk_metrics_set_oversized_source(struct pk_metrics *m, unsigned long long (*fn)(void *ud),

@@ -62,8 +62,9 @@ void pk_metrics_set_cert_expiry(struct pk_metrics *m, int64_t not_after);
  * pk_admission_config, with count_ctx the struct pk_metrics. owner_kind is
  * the reference's kind as sent (untrusted; NULL or "" count as "other");
  * what is "controller", "blockOwnerDeletion" or "clusterName" (a repair
- * made) or "skipped:permission" (blockOwnerDeletion left out: the requester
- * may not set it). Any other `what` is not counted.
+ * made), "skipped:permission" (blockOwnerDeletion left out: the requester
+ * may not set it) or "skipped:timeout" (left out: the permission check had
+ * no answer within the review's deadline). Any other `what` is not counted.
  */
 #define PK_METRICS_REPAIR_KINDS 64
 void pk_metrics_count_repair(void *m, const char *owner_kind, const char *what);

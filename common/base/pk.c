@@ -43,6 +43,8 @@ const char *pk_rc_name(int rc)
 		return "API request failed";
 	case PK_ERR_IO:
 		return "I/O error";
+	case PK_ERR_TIMEOUT:
+		return "timed out";
 	}
 	return "unknown";
 }

@@ -35,6 +35,7 @@ enum pk_rc {
 	PK_ERR_TOO_BIG = -8,      /* input over a cap (bytes, depth, count); pk_err names the cap */
 	PK_ERR_API = -9,          /* an API request failed; struct pk_kube_error says why */
 	PK_ERR_IO = -10,          /* a system call on a file failed; the caller has its errno */
+	PK_ERR_TIMEOUT = -11,     /* no answer before a deadline; pk_err says what was waited for */
 };
 
 #define PK_ERR_MSG_MAX 512

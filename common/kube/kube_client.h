@@ -284,6 +284,18 @@ PK_MUST_CHECK enum pk_kube_reason pk_kube_client_request(struct pk_kube_client *
                                                          size_t body_len, long timeout_ms,
                                                          json_t **out, struct pk_kube_error *e);
 
+/*
+ * pk_kube_client_request with a deadline instead of a timeout: deadline_ns (the clock of
+ * pk_kube_now_ns) bounds the whole call: the wait for the client rate limit, each attempt
+ * (its timeout is cut to what is left) and the pauses before retries. A call that cannot end
+ * by then is PK_KUBE_TIMEOUT, and a rate-limit token it would have waited past the deadline
+ * for is not taken. deadline_ns <= 0: no deadline.
+ */
+PK_MUST_CHECK enum pk_kube_reason
+pk_kube_client_request_by(struct pk_kube_client *c, const char *method, const char *path,
+                          const char *content_type, const char *body, size_t body_len,
+                          long long deadline_ns, json_t **out, struct pk_kube_error *e);
+
 /* Called with each piece of a streamed 200 answer as it arrives; returns 0
  * to go on, anything else to stop (the stream then ends PK_KUBE_CANCELLED).
  * Called once with (NULL, 0) when the 200 answer's headers have arrived, and

@@ -60,7 +60,8 @@ struct call {
 	const char *content_type;
 	const char *body;
 	size_t body_len;
-	long timeout_ms; /* 0: client default; < 0: none (streams) */
+	long timeout_ms;       /* 0: client default; < 0: none (streams) */
+	long long deadline_ns; /* > 0: the whole call, limiter and retries too, ends by then */
 	pk_kube_stream_fn *fn;
 	void *ud;
 	const atomic_int *stop;

@@ -71,6 +71,26 @@ long long pk_kube_ratelimit_reserve(struct pk_kube_ratelimit *rl)
 	return wait;
 }
 
+bool pk_kube_ratelimit_reserve_within(struct pk_kube_ratelimit *rl, long long max_wait_ns,
+                                      long long *wait_ns)
+{
+	*wait_ns = 0;
+	if (rl->qps <= 0)
+		return true;
+	pthread_mutex_lock(&rl->mu);
+	refill(rl, rl->clock(rl->clock_ud));
+	long long wait = 0;
+	if (rl->tokens < 1.0)
+		wait = (long long)((1.0 - rl->tokens) * 1e9 / rl->qps + 0.5);
+	bool ok = wait <= max_wait_ns;
+	if (ok) {
+		rl->tokens -= 1.0;
+		*wait_ns = wait;
+	}
+	pthread_mutex_unlock(&rl->mu);
+	return ok;
+}
+
 bool pk_kube_ratelimit_try(struct pk_kube_ratelimit *rl)
 {
 	if (rl->qps <= 0)

@@ -40,6 +40,12 @@ void pk_kube_ratelimit_free(struct pk_kube_ratelimit *rl);
  * before using it (0 when one was available). */
 long long pk_kube_ratelimit_reserve(struct pk_kube_ratelimit *rl);
 
+/* Takes one token only when the caller would wait for it at most max_wait_ns: then true
+ * and *wait_ns the wait (0 when one was available). Otherwise false and nothing is taken,
+ * so a caller with a deadline does not pay for a token it will not use. */
+bool pk_kube_ratelimit_reserve_within(struct pk_kube_ratelimit *rl, long long max_wait_ns,
+                                      long long *wait_ns);
+
 /* Takes one token only when one is available now. */
 bool pk_kube_ratelimit_try(struct pk_kube_ratelimit *rl);
 

@@ -375,19 +375,56 @@ static struct outcome judge(struct pk_kube_client *c, const struct call *k, stru
 	return o;
 }
 
-/* Logs the retry and sleeps before it (the server's wait, capped, or a backoff). */
-static void retry_pause(struct pk_kube_client *c, const struct call *k, unsigned attempt,
-                        const struct outcome *o, long code)
+/* How long to wait before retry `attempt`: the server's wait, capped, or a backoff. */
+static long long retry_wait_ns(const struct pk_kube_client *c, unsigned attempt,
+                               const struct outcome *o)
 {
 	long long wait = o->wait_ns;
 	if (wait > c->retry_after_max_s * 1000000000LL)
 		wait = c->retry_after_max_s * 1000000000LL;
 	if (wait == 0)
 		wait = pk_kube_backoff_ns(attempt, c->backoff_base_ms, c->backoff_max_ms);
+	return wait;
+}
+
+/* Logs the retry and sleeps before it. */
+static void retry_pause(struct pk_kube_client *c, const struct call *k, unsigned attempt,
+                        const struct outcome *o, long code, long long wait)
+{
 	pk_kube_logf(&c->log, PK_KUBE_LOG_INFO,
 	             "kube %s %s: %s (HTTP %ld), retry %u of %d in %lld ms", k->method, k->path,
 	             pk_kube_reason_name(o->rc), code, attempt + 1, c->retries, wait / 1000000LL);
 	pk_kube_nap(k->stop, wait);
+}
+
+/*
+ * The wait for a rate-limit token, bounded by k's deadline: PK_KUBE_OK and the call's own
+ * timeout cut to what is left of the deadline in *timeout_ms, or PK_KUBE_TIMEOUT (nothing
+ * taken from the limiter) when the token or the answer could not come in time.
+ */
+static enum pk_kube_reason wait_for_token(struct pk_kube_client *c, const struct call *k,
+                                          long *timeout_ms, struct pk_kube_error *e)
+{
+	*timeout_ms = k->timeout_ms;
+	if (k->deadline_ns <= 0 || k->timeout_ms < 0) {
+		pk_kube_sleep_ns(pk_kube_ratelimit_reserve(c->rl));
+		return PK_KUBE_OK;
+	}
+	/* at least a millisecond must be left for the request itself */
+	long long left = k->deadline_ns - pk_kube_now_ns() - 1000000LL, wait = 0;
+	if (left < 0)
+		return pk_kube_error_set(e, PK_KUBE_TIMEOUT, 0, "%s %s: its deadline passed",
+		                         k->method, k->path);
+	if (!pk_kube_ratelimit_reserve_within(c->rl, left, &wait))
+		return pk_kube_error_set(e, PK_KUBE_TIMEOUT, 0,
+		                         "%s %s: the client rate limit would hold it past its "
+		                         "deadline",
+		                         k->method, k->path);
+	pk_kube_sleep_ns(wait);
+	long left_ms = (long)((k->deadline_ns - pk_kube_now_ns()) / 1000000LL);
+	long own = k->timeout_ms > 0 ? k->timeout_ms : c->timeout_ms;
+	*timeout_ms = left_ms < 1 ? 1 : (left_ms < own ? left_ms : own);
+	return PK_KUBE_OK;
 }
 
 enum pk_kube_reason pk_kube_client_perform(struct pk_kube_client *c, const struct call *k,
@@ -408,18 +445,21 @@ enum pk_kube_reason pk_kube_client_perform(struct pk_kube_client *c, const struc
 		if (k->stop != NULL && atomic_load(k->stop))
 			return pk_kube_error_set(e, PK_KUBE_CANCELLED, 0, "%s %s: stopped",
 			                         k->method, k->path);
-		pk_kube_sleep_ns(pk_kube_ratelimit_reserve(c->rl));
+		struct call kk = *k; /* this attempt's timeout, cut to the deadline */
+		enum pk_kube_reason rc = wait_for_token(c, k, &kk.timeout_ms, e);
+		if (rc != PK_KUBE_OK)
+			return rc;
 		struct curl_slist *hdrs;
 		struct resp r;
 		CURLcode cc = CURLE_OK;
 		long code = 0;
 		char errbuf[CURL_ERROR_SIZE] = "";
-		enum pk_kube_reason rc = request_headers(c, k, &hdrs, e);
+		rc = request_headers(c, &kk, &hdrs, e);
 		if (rc == PK_KUBE_OK)
-			rc = exchange(c, k, url, hdrs, &r, &cc, &code, errbuf, e);
+			rc = exchange(c, &kk, url, hdrs, &r, &cc, &code, errbuf, e);
 		if (rc != PK_KUBE_OK)
 			return rc;
-		struct outcome o = judge(c, k, &r, cc, code, errbuf, reauthed, e);
+		struct outcome o = judge(c, &kk, &r, cc, code, errbuf, reauthed, e);
 		if (o.ok) {
 			if (k->overflowed != NULL)
 				*k->overflowed = r.scanning;
@@ -438,7 +478,11 @@ enum pk_kube_reason pk_kube_client_perform(struct pk_kube_client *c, const struc
 		}
 		if (!o.retry || attempt >= (unsigned)c->retries)
 			return o.rc;
-		retry_pause(c, k, attempt, &o, code);
+		long long wait = retry_wait_ns(c, attempt, &o);
+		/* a retry that could not end by the deadline is not made */
+		if (k->deadline_ns > 0 && pk_kube_now_ns() + wait >= k->deadline_ns)
+			return o.rc;
+		retry_pause(c, k, attempt, &o, code, wait);
 	}
 }
 
@@ -486,6 +530,21 @@ enum pk_kube_reason pk_kube_client_request(struct pk_kube_client *c, const char 
 	                 .body = body,
 	                 .body_len = body_len,
 	                 .timeout_ms = timeout_ms};
+	return pk_kube_client_call_json(c, &k, out, e);
+}
+
+enum pk_kube_reason pk_kube_client_request_by(struct pk_kube_client *c, const char *method,
+                                              const char *path, const char *content_type,
+                                              const char *body, size_t body_len,
+                                              long long deadline_ns, json_t **out,
+                                              struct pk_kube_error *e)
+{
+	struct call k = {.method = method,
+	                 .path = path,
+	                 .content_type = content_type,
+	                 .body = body,
+	                 .body_len = body_len,
+	                 .deadline_ns = deadline_ns};
 	return pk_kube_client_call_json(c, &k, out, e);
 }
 

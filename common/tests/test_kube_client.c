@@ -1337,6 +1337,64 @@ static void test_threads(void **state)
 	assert_int_equal(srv.nreq, 200);
 }
 
+/* A call with a deadline ends by it: a slow answer, a retry that would pass it, and a rate
+ * limit that would hold it past it (that one sends nothing and takes no token). */
+static void test_deadline(void **state)
+{
+	(void)state;
+	json_t *obj = NULL;
+	struct pk_kube_error e;
+	cur = r_slow; /* the first answer takes 1.5 s */
+	long long t0 = pk_kube_now_ns();
+	assert_int_equal(pk_kube_client_request_by(cli, "GET", "/api/v1", NULL, NULL, 0,
+	                                           t0 + 300000000LL, &obj, &e),
+	                 PK_KUBE_TIMEOUT);
+	assert_true(pk_kube_now_ns() - t0 < 1000000000LL);
+	assert_null(obj);
+	fs_sleep_ms(1300); /* the server answers one connection at a time */
+	fs_reset(&srv);
+	/* a 503 asking for 1 s before the retry: not retried past a 500 ms deadline */
+	cur = r_503_retry_after;
+	t0 = pk_kube_now_ns();
+	assert_int_equal(pk_kube_client_request_by(cli, "GET", "/api/v1", NULL, NULL, 0,
+	                                           t0 + 500000000LL, &obj, &e),
+	                 PK_KUBE_SERVER_ERROR);
+	assert_true(pk_kube_now_ns() - t0 < 500000000LL);
+	assert_int_equal(srv.nreq, 1);
+	fs_reset(&srv);
+	/* a deadline that has passed sends nothing */
+	cur = r_ok;
+	assert_int_equal(pk_kube_client_request_by(cli, "GET", "/api/v1", NULL, NULL, 0,
+	                                           pk_kube_now_ns() - 1, &obj, &e),
+	                 PK_KUBE_TIMEOUT);
+	assert_non_null(strstr(e.message, "deadline"));
+	assert_int_equal(srv.nreq, 0);
+
+	/* the rate limit: 2/s, burst 1; the first goes, the second would wait 500 ms */
+	struct pk_kube_client_opts o = {.qps = 2, .burst = 1};
+	struct pk_kube_client *k;
+	struct pk_err err;
+	assert_int_equal(pk_kube_client_new(cfg, &o, &k, &err), PK_OK);
+	t0 = pk_kube_now_ns();
+	assert_int_equal(pk_kube_client_request_by(k, "GET", "/api/v1", NULL, NULL, 0,
+	                                           t0 + 200000000LL, &obj, &e),
+	                 PK_KUBE_OK);
+	json_decref(obj);
+	assert_int_equal(pk_kube_client_request_by(k, "GET", "/api/v1", NULL, NULL, 0,
+	                                           pk_kube_now_ns() + 200000000LL, &obj, &e),
+	                 PK_KUBE_TIMEOUT);
+	assert_non_null(strstr(e.message, "rate limit"));
+	assert_true(pk_kube_now_ns() - t0 < 150000000LL); /* refused at once, not after a wait */
+	assert_int_equal(srv.nreq, 1);
+	/* the refused call took no token: the next one waits only the first's 500 ms */
+	assert_int_equal(pk_kube_client_request_by(k, "GET", "/api/v1", NULL, NULL, 0,
+	                                           pk_kube_now_ns() + 2000000000LL, &obj, &e),
+	                 PK_KUBE_OK);
+	json_decref(obj);
+	assert_true(pk_kube_now_ns() - t0 < 900000000LL);
+	pk_kube_client_free(k);
+}
+
 static void test_rate_limit_applies(void **state)
 {
 	(void)state;
@@ -1790,6 +1848,7 @@ int main(void)
 	    T(test_stream),
 	    T(test_threads),
 	    T(test_rate_limit_applies),
+	    T(test_deadline),
 	    T(test_request_stats),
 	    T(test_sslkeylogfile_cleared),
 	    T(test_tls_trusts_only_the_named_ca),

@@ -56,6 +56,33 @@ static void test_try(void **state)
 	pk_kube_ratelimit_free(rl);
 }
 
+/* A caller with a deadline: a token it would wait past the deadline for is not taken, so
+ * the callers behind it do not wait for a request that was never sent. */
+static void test_reserve_within(void **state)
+{
+	(void)state;
+	long long now = 0, wait = -1;
+	struct pk_kube_ratelimit *rl = pk_kube_ratelimit_new(10, 1, fake_now, &now);
+	assert_true(pk_kube_ratelimit_reserve_within(rl, 0, &wait));
+	assert_int_equal(wait, 0);
+	/* the next token is 100 ms away: refused within 99 ms, and nothing is taken */
+	for (int i = 0; i < 5; i++) {
+		assert_false(pk_kube_ratelimit_reserve_within(rl, 99 * MS, &wait));
+		assert_int_equal(wait, 0);
+	}
+	assert_true(pk_kube_ratelimit_reserve_within(rl, 100 * MS, &wait));
+	assert_int_equal(wait, 100 * MS);
+	/* that reservation counts: the one after waits 200 ms */
+	assert_false(pk_kube_ratelimit_reserve_within(rl, 199 * MS, &wait));
+	assert_int_equal(pk_kube_ratelimit_reserve(rl), 200 * MS);
+	pk_kube_ratelimit_free(rl);
+	/* unlimited: always at once */
+	rl = pk_kube_ratelimit_new(0, 1, fake_now, &now);
+	assert_true(pk_kube_ratelimit_reserve_within(rl, 0, &wait));
+	assert_int_equal(wait, 0);
+	pk_kube_ratelimit_free(rl);
+}
+
 static void test_long_run_rate(void **state)
 {
 	(void)state;
@@ -95,9 +122,8 @@ static void test_unlimited_and_tiny_burst(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_burst_then_rate),
-	    cmocka_unit_test(test_try),
-	    cmocka_unit_test(test_long_run_rate),
+	    cmocka_unit_test(test_burst_then_rate),          cmocka_unit_test(test_try),
+	    cmocka_unit_test(test_reserve_within),           cmocka_unit_test(test_long_run_rate),
 	    cmocka_unit_test(test_unlimited_and_tiny_burst),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

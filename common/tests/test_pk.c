@@ -31,6 +31,7 @@ static void test_rc_texts(void **state)
 	    {PK_ERR_TOO_BIG, "too big"},
 	    {PK_ERR_API, "API request failed"},
 	    {PK_ERR_IO, "I/O error"},
+	    {PK_ERR_TIMEOUT, "timed out"},
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		assert_string_equal(pk_rc_name(v[i].rc), v[i].text);

@@ -503,6 +503,7 @@ webhook.podDisruptionBudget.minAvailable=2|webhook.podDisruptionBudget.minAvaila
 webhook.maxConnectionsPerSource=1001|webhook.maxConnectionsPerSource (1001) must not exceed webhook.maxConnections (1000)
 networkPolicy.enabled=true|networkPolicy.enabled: set networkPolicy.webhookFrom
 webhook.clientAuth.enabled=true|set exactly one of webhook.clientAuth.ca.secret.name, ca.configMap.name or ca.pem
+webhook.lookupDeadlineMs=10000|webhook.lookupDeadlineMs (10000) must be less than webhook.timeoutSeconds (10 s)
 EOF
   run _template --set webhook.clientAuth.enabled=true --set webhook.clientAuth.ca.secret.name=a \
     --set webhook.clientAuth.ca.configMap.name=b

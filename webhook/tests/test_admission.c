@@ -24,7 +24,7 @@ struct world {
 	bool fail;         /* every lookup fails */
 	bool fail_claims;  /* get_claim fails */
 	/* may_block_owner_deletion: its answer, and what it was asked */
-	enum { PERM_ALLOW, PERM_REFUSE, PERM_FAIL } perm;
+	enum { PERM_ALLOW, PERM_REFUSE, PERM_FAIL, PERM_TIMEOUT } perm;
 	char asked[512];
 	char counted[512]; /* count_repair calls, "Kind:what " each */
 };
@@ -126,6 +126,9 @@ static int may_block_owner_deletion(void *ctx, const json_t *user_info, const ch
 	         name);
 	if (w->perm == PERM_FAIL)
 		return pk_err_set(err, PK_ERR_INVALID, "SubjectAccessReview: connection refused");
+	if (w->perm == PERM_TIMEOUT)
+		return pk_err_set(err, PK_ERR_TIMEOUT,
+		                  "the permission check timed out: no answer within 500 ms");
 	*allowed = w->perm == PERM_ALLOW;
 	snprintf(rule, rule_len, "update on vspherevms/finalizers in API group %s", "g.example");
 	return PK_OK;
@@ -1071,6 +1074,36 @@ static void test_repair_permission(void **state)
 	json_decref(c);
 }
 
+/* A permission check with no answer in time: the claim is still admitted at once, with
+ * controller only, a warning naming the owner kind and the timeout, and a count. */
+static void test_repair_permission_timeout(void **state)
+{
+	(void)state;
+	W.perm = PERM_TIMEOUT;
+	W.counted[0] = '\0';
+	json_t *c = provider_claim("[" CAPV_REF "]", NULL);
+	struct answer m, v;
+	admit(&CFG_REPAIR, c, &m, &v);
+	assert_string_equal(
+	    m.patch,
+	    "[{\"op\":\"test\",\"path\":\"/metadata/ownerReferences/0/uid\",\"value\":"
+	    "\"6f1c\"},{\"op\":\"add\",\"path\":\"/metadata/ownerReferences/0/controller\","
+	    "\"value\":true}," CLUSTER_NAME_PATCH "]");
+	assert_non_null(strstr(
+	    m.warnings, "IPAddressClaim team-a/vm-1-0-0: blockOwnerDeletion was not set on "
+	                "the owner reference to VSphereVM \"vm-1\": the check whether " REQUESTER
+	                " may update the finalizers of kind VSphereVM timed out (the "
+	                "permission check timed out: no answer within 500 ms)"));
+	assert_null(strstr(m.warnings, "may not set"));
+	assert_string_equal(
+	    W.counted, "VSphereVM:skipped:timeout VSphereVM:controller VSphereVM:clusterName ");
+	assert_allowed(&v);
+	done(&m);
+	done(&v);
+	json_decref(c);
+	W.perm = PERM_ALLOW;
+}
+
 static void test_repair_updates_and_foreign_claims(void **state)
 {
 	(void)state;
@@ -1562,6 +1595,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_repair_provider_shapes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_repair_not_repaired, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_repair_permission, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_repair_permission_timeout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_repair_updates_and_foreign_claims, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_unknown_pool_kind, setup, teardown),

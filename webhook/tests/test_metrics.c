@@ -133,6 +133,8 @@ static void test_repairs(void **state)
 	pk_metrics_count_repair(m, "VSphereVM", "blockOwnerDeletion");
 	pk_metrics_count_repair(m, "Metal3Data", "clusterName");
 	pk_metrics_count_repair(m, "OpenStackServer", "skipped:permission");
+	pk_metrics_count_repair(m, "VSphereVM", "skipped:timeout");
+	pk_metrics_count_repair(m, "VSphereVM", "skipped:timeout");
 	/* untrusted kinds never become label values of their own */
 	pk_metrics_count_repair(m, "Bad\"Kind\n", "controller");
 	pk_metrics_count_repair(m, "with-dash", "controller");
@@ -151,6 +153,7 @@ static void test_repairs(void **state)
 	assert_int_equal(pk_metrics_get_repairs(m, "VSphereVM", "clusterName"), 0);
 	assert_int_equal(pk_metrics_get_repairs(m, "Metal3Data", "clusterName"), 1);
 	assert_int_equal(pk_metrics_get_repairs(m, "OpenStackServer", "skipped:permission"), 1);
+	assert_int_equal(pk_metrics_get_repairs(m, "VSphereVM", "skipped:timeout"), 2);
 	assert_int_equal(pk_metrics_get_repairs(m, "other", "controller"), 4);
 	assert_int_equal(pk_metrics_get_repairs(m, "other", "clusterName"), 1);
 	assert_int_equal(pk_metrics_get_repairs(m, "with-dash", "controller"), 0);
@@ -168,6 +171,11 @@ static void test_repairs(void **state)
 	               "\"OpenStackServer\",reason=\"permission\"} 1");
 	expect_line(t, "poolkeeper_webhook_claim_repairs_skipped_total{owner_kind=\"VSphereVM\","
 	               "reason=\"permission\"} 0");
+	/* a permission check with no answer within the review's deadline */
+	expect_line(t, "poolkeeper_webhook_claim_repairs_skipped_total{owner_kind=\"VSphereVM\","
+	               "reason=\"timeout\"} 2");
+	expect_line(t, "poolkeeper_webhook_claim_repairs_skipped_total{owner_kind="
+	               "\"OpenStackServer\",reason=\"timeout\"} 0");
 	expect_no(t, "Bad");
 	expect_no(t, "with-dash");
 	expect_no(t, "repair=\"skipped");
