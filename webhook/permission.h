@@ -41,6 +41,12 @@
 #define PK_PERMISSION_QUEUE       64    /* questions waiting for one of them */
 #define PK_PERMISSION_SAR_TTL_MS  10000 /* a SubjectAccessReview answer, allowed or not, is kept */
 #define PK_PERMISSION_SAR_MAX     1024  /* answers kept at most (the oldest goes first) */
+/* After a lookup missed its deadline, questions that are neither cached nor already being
+ * asked are not queued for this long: each is answered at once as a timeout. A flood of
+ * reviews whose lookups cannot be answered in time (forged ones, each with a user of its
+ * own) then holds no listener thread for a deadline apiece, and the apiserver's reviews
+ * behind them are answered in time. */
+#define PK_PERMISSION_SHED_MS 1000
 
 struct pk_permission_opts {
 	long deadline_ms; /* 0: PK_PERMISSION_DEADLINE_MS */

@@ -491,6 +491,48 @@ static void test_deadline_and_full_queue(void **state)
 	pk_lookup_close(l);
 }
 
+/* After a lookup missed its deadline, a new question is a timeout at once for
+ * PK_PERMISSION_SHED_MS, not a wait of a deadline; a cached answer is still an answer; then
+ * questions are asked again. */
+static void test_missed_deadline_sheds_new_questions(void **state)
+{
+	(void)state;
+	struct pk_lookup *l = NULL;
+	struct pk_err err = {{0}};
+	const struct pk_lookup_opts o = {.mode = PK_LOOKUP_LIVE,
+	                                 .permission = {.deadline_ms = 600}};
+	assert_int_equal(pk_lookup_open_opts(fake_kubeconfig, &o, &l, &err), PK_OK);
+	bool allowed = false;
+	/* a prompt answer, cached */
+	assert_int_equal(ask(l, GRANTED, "ns-0", AV, "VSphereVM", "vm-1", &allowed, &err), PK_OK);
+	assert_true(allowed);
+
+	atomic_store(&fake.review_delay_ms, 1200);
+	long long t0 = pk_kube_now_ns();
+	assert_int_equal(ask(l, GRANTED, "ns-1", AV, "VSphereVM", "vm-1", &allowed, &err),
+	                 PK_ERR_TIMEOUT);
+	assert_true(pk_kube_now_ns() - t0 >= MS(550));
+	int before = atomic_load(&fake.reviews);
+	t0 = pk_kube_now_ns();
+	assert_int_equal(ask(l, REFUSED, "ns-2", AV, "VSphereVM", "vm-1", &allowed, &err),
+	                 PK_ERR_TIMEOUT);
+	long long took = pk_kube_now_ns() - t0;
+	print_message("shed answer in %lld ms\n", took / 1000000LL);
+	assert_true(took < MS(300)); /* at once, not at the 600 ms deadline */
+	assert_non_null(strstr(err.msg, "missed their deadline"));
+	assert_int_equal(atomic_load(&fake.reviews), before); /* not asked */
+	/* the cached answer needs no lookup */
+	assert_int_equal(ask(l, GRANTED, "ns-0", AV, "VSphereVM", "vm-1", &allowed, &err), PK_OK);
+	assert_true(allowed);
+
+	fs_sleep_ms(1300); /* the slow review done, the shedding over */
+	atomic_store(&fake.review_delay_ms, 0);
+	assert_int_equal(ask(l, REFUSED, "ns-2", AV, "VSphereVM", "vm-1", &allowed, &err), PK_OK);
+	assert_false(allowed);
+	assert_int_equal(atomic_load(&fake.reviews), before + 1);
+	pk_lookup_close(l);
+}
+
 /* Identical questions asked at once share one SubjectAccessReview. */
 static void test_identical_questions_share_one_review(void **state)
 {
@@ -593,6 +635,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reviews_cached_by_user_resource_and_namespace,
 	                                    api_setup, api_teardown),
 	    cmocka_unit_test_setup_teardown(test_deadline_and_full_queue, api_setup, api_teardown),
+	    cmocka_unit_test_setup_teardown(test_missed_deadline_sheds_new_questions, api_setup,
+	                                    api_teardown),
 	    cmocka_unit_test_setup_teardown(test_identical_questions_share_one_review, api_setup,
 	                                    api_teardown),
 	};
