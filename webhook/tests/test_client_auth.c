@@ -89,7 +89,8 @@ static void issue(struct testpki *p, const char *cn, char out[2][400], const cha
 static bool copy_file(const char *from, const char *to)
 {
 	char cmd[2048];
-	int n = snprintf(cmd, sizeof(cmd), "cp '%s' '%s.new' && mv '%s.new' '%s'", from, to, to, to);
+	int n =
+	    snprintf(cmd, sizeof(cmd), "cp '%s' '%s.new' && mv '%s.new' '%s'", from, to, to, to);
 	return n > 0 && (size_t)n < sizeof(cmd) && testpki_run(cmd);
 }
 
