@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lookup.h"
+#include "permission.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct pk_owner_target t;
 	struct pk_err err = {{0}};
-	int rc = pk_lookup_owner_target(part[0], part[1], part[2], part[3], &t, &err);
+	int rc = pk_permission_owner_target(part[0], part[1], part[2], part[3], &t, &err);
 	if (rc == PK_OK) {
 		check_path(&t);
 	} else {
