@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -40,6 +42,18 @@ static inline bool pk_test_set_tenant_finalizers(json_t *obj, size_t n, size_t a
 	json_t *list = pk_test_tenant_finalizers(n, at, own);
 	return list != NULL &&
 	       json_object_set_new(json_object_get(obj, "metadata"), "finalizers", list) == 0;
+}
+
+/* The bytes of o as compact JSON text: what a tenant's object costs on the wire, beside what
+ * a cache keeps of it (aborts when memory runs out). */
+static inline size_t pk_test_json_text_size(const json_t *o)
+{
+	char *t = json_dumps(o, JSON_COMPACT);
+	if (t == NULL)
+		abort();
+	size_t n = strlen(t);
+	free(t);
+	return n;
 }
 
 #endif

@@ -84,15 +84,6 @@ static const char *const CLAIM =
     "'status':{'addressRef':{'name':'m-1'},'conditions':[{'type':'Ready','status':'True',"
     "'reason':'Allocated','message':'','lastTransitionTime':'2026-01-01T00:00:00Z'}]}}";
 
-static size_t text_size(const json_t *o)
-{
-	char *t = json_dumps(o, JSON_COMPACT);
-	assert_non_null(t);
-	size_t n = strlen(t);
-	free(t);
-	return n;
-}
-
 /* Runs the transform with the log going to a file; *logged gets what it wrote. */
 static void *keep_logged(void *(*keep)(void *, const json_t *), struct pk_cache *c, const json_t *o,
                          char *logged, size_t len)
@@ -115,13 +106,13 @@ static void test_claim_under_long_finalizers(void **state)
 	struct fixture *f = *state;
 	json_t *claim = load(CLAIM);
 	assert_true(pk_test_set_tenant_finalizers(claim, 4300, 2150, PK_CLAIM_FINALIZER));
-	assert_true(text_size(claim) > 1190000);
+	assert_true(pk_test_json_text_size(claim) > 1190000);
 	char logged[1024];
 	void *item = keep_logged(pk_cache_keep_claim, &f->cache, claim, logged, sizeof(logged));
 	assert_non_null(item);
 	assert_string_equal(logged, "");
 	json_t *k = pk_cache_item_json(item);
-	assert_true(text_size(k) < 600);
+	assert_true(pk_test_json_text_size(k) < 600);
 	assert_json(pk_json_path(k, "metadata", "finalizers"),
 	            "[2150,'ipam.poolkeeper.io/release-address',2149]");
 	/* what a pass reads is all there: its finalizer, and where it sits */

@@ -794,15 +794,6 @@ static void test_nul_strings_kept_whole(void **state)
 
 /* ---- a tenant's long finalizer lists and other providers' claims ---- */
 
-static size_t text_size(const json_t *o)
-{
-	char *t = json_dumps(o, JSON_COMPACT);
-	assert_non_null(t);
-	size_t n = strlen(t);
-	free(t);
-	return n;
-}
-
 static void test_long_finalizer_list(void **state)
 {
 	(void)state;
@@ -813,10 +804,10 @@ static void test_long_finalizer_list(void **state)
 		load_all(&w);
 		assert_true(
 		    pk_test_set_tenant_finalizers(w.claim, 4300, at[i], PK_CLAIM_FINALIZER));
-		assert_true(text_size(w.claim) > 1190000);
+		assert_true(pk_test_json_text_size(w.claim) > 1190000);
 		trim_all(&w, &t);
 		/* the recorded claim trims to 700 bytes of text: a few more for the run lengths */
-		size_t n = text_size(t.claim);
+		size_t n = pk_test_json_text_size(t.claim);
 		if (n > 800)
 			fail_msg("%s: trimmed to %zu bytes", context, n);
 		assert_int_equal(pk_objects_has_finalizer(t.claim, PK_CLAIM_FINALIZER),

@@ -504,15 +504,6 @@ static void test_admission_over_the_cache(void **state)
 
 /* ---- what a tenant's claims and an oversized object cost ---- */
 
-static size_t text_size(const json_t *o)
-{
-	char *t = json_dumps(o, JSON_COMPACT);
-	assert_non_null(t);
-	size_t n = strlen(t);
-	free(t);
-	return n;
-}
-
 /* The IPAddress check's verdict on an address naming the claim, as words. */
 static void claim_check(const json_t *claim, char *buf, size_t len)
 {
@@ -532,11 +523,11 @@ static void test_long_finalizer_lists(void **state)
 	/* a claim of poolkeeper's with 4,300 other finalizers: its own is kept, and where */
 	json_t *c = claim("a", "m-1", "nodes");
 	assert_true(pk_test_set_tenant_finalizers(c, 4300, 2150, PK_CLAIM_FINALIZER));
-	assert_true(text_size(c) > 1100000);
+	assert_true(pk_test_json_text_size(c) > 1100000);
 	ev_put(f, PK_CACHE_CLAIMS, c);
 	assert_int_equal(pk_cache_get_claim(f->c, "a", "m-1", &o, &err), PK_OK);
 	assert_non_null(o);
-	assert_true(text_size(o) < 600);
+	assert_true(pk_test_json_text_size(o) < 600);
 	char *fins = json_dumps(pk_json_path(o, "metadata", "finalizers"), JSON_COMPACT);
 	assert_string_equal(fins, "[2150,\"" PK_CLAIM_FINALIZER "\",2149]");
 	free(fins);
