@@ -48,6 +48,7 @@ struct slot {
 	size_t body;       /* READING, BUSY: body bytes handed to the handler */
 	size_t charge;     /* bytes of the memory budget it holds (see charge_of) */
 	bool shut;         /* shut down by us; libmicrohttpd has yet to close it */
+	bool counted;      /* counted in its source's open connections */
 	unsigned long spared; /* the victim search that passed it over */
 };
 
@@ -62,6 +63,14 @@ struct pk_httpd {
 	bool watchdog_running;
 	pthread_t watchdog;
 	struct slot list; /* circular, in accept order */
+	/* Open (not shut down) connections per source: open addressing, linear
+	 * probing, `nsources` slots (a power of two, at least twice the
+	 * connections there can be); open == 0 marks a free slot. */
+	struct source_count {
+		struct source src;
+		unsigned open;
+	} *sources;
+	size_t nsources, nused;
 	unsigned open, shut;
 	unsigned long search; /* victim searches so far */
 	unsigned long long accepted, refused, evicted, timed_out, over_memory;
@@ -85,6 +94,8 @@ static double deadline(const struct pk_httpd *h, const struct slot *s)
 	return s->phase == READING && s->body_by < at ? s->body_by : at;
 }
 
+static void count_close(struct pk_httpd *h, struct slot *s);
+
 /* Called with h->mu held. */
 static void shut_slot(struct pk_httpd *h, struct slot *s)
 {
@@ -92,6 +103,7 @@ static void shut_slot(struct pk_httpd *h, struct slot *s)
 	(void)shutdown(s->fd, SHUT_RDWR);
 	s->shut = true;
 	h->shut++;
+	count_close(h, s);
 }
 
 static struct slot *slot_of(struct MHD_Connection *conn)
@@ -212,14 +224,77 @@ static bool same_source(const struct source *a, const struct source *b)
 	       memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
 }
 
+static size_t source_hash(const struct source *src)
+{
+	/* FNV-1a over the family and the address. */
+	uint64_t x = 1469598103934665603ull ^ src->family;
+	x *= 1099511628211ull;
+	for (size_t i = 0; i < sizeof(src->addr); i++) {
+		x ^= src->addr[i];
+		x *= 1099511628211ull;
+	}
+	return (size_t)(x ^ (x >> 32));
+}
+
+/* src's slot in the table: its own, or the free one where it would go. Called with h->mu held. */
+static struct source_count *source_slot(const struct pk_httpd *h, const struct source *src)
+{
+	size_t mask = h->nsources - 1;
+	for (size_t i = source_hash(src) & mask;; i = (i + 1) & mask) {
+		struct source_count *c = &h->sources[i];
+		if (c->open == 0 || same_source(&c->src, src))
+			return c;
+	}
+}
+
 /* Connections open (not shut down) from src. Called with h->mu held. */
 static unsigned from_source(const struct pk_httpd *h, const struct source *src)
 {
-	unsigned n = 0;
-	for (const struct slot *s = h->list.next; s != &h->list; s = s->next)
-		if (!s->shut && same_source(&s->from, src))
-			n++;
-	return n;
+	return src->family != 0 ? source_slot(h, src)->open : 0;
+}
+
+/* A connection of s's source opened; an unknown source is not counted. Called with h->mu held. */
+static void count_open(struct pk_httpd *h, struct slot *s)
+{
+	if (s->from.family == 0)
+		return;
+	struct source_count *c = source_slot(h, &s->from);
+	if (c->open == 0) {
+		/* Never full, so every probe ends; beyond what can be open, uncounted. */
+		if (2 * (h->nused + 1) > h->nsources)
+			return;
+		h->nused++;
+		c->src = s->from;
+	}
+	c->open++;
+	s->counted = true;
+}
+
+/*
+ * A counted connection shut down or closed. A slot that frees up is
+ * refilled from the run after it (backward-shift deletion), so no probe
+ * sequence is broken. Called with h->mu held.
+ */
+static void count_close(struct pk_httpd *h, struct slot *s)
+{
+	if (!s->counted)
+		return;
+	s->counted = false;
+	struct source_count *c = source_slot(h, &s->from);
+	if (c->open == 0 || --c->open > 0)
+		return;
+	h->nused--;
+	size_t mask = h->nsources - 1;
+	size_t hole = (size_t)(c - h->sources);
+	for (size_t i = (hole + 1) & mask; h->sources[i].open != 0; i = (i + 1) & mask) {
+		size_t home = source_hash(&h->sources[i].src) & mask;
+		/* Moves back only an entry whose home is not between the hole and it. */
+		if (((i - home) & mask) >= ((i - hole) & mask)) {
+			h->sources[hole] = h->sources[i];
+			h->sources[i].open = 0;
+			hole = i;
+		}
+	}
 }
 
 /*
@@ -248,14 +323,33 @@ static int evict_rank(const struct slot *s, double t)
 }
 
 /*
+ * Whether s goes before victim, both of rank r. Within a rank the one that
+ * has been in its phase longest goes first, except among connections
+ * without a request in progress (rank 2) when any source may lose one:
+ * there the source holding most connections goes first, so a client that
+ * opens many pushes out its own before the few of another (the
+ * apiserver's kept-alive connections). Called with h->mu held.
+ */
+static bool goes_before(const struct pk_httpd *h, const struct slot *s, const struct slot *victim,
+                        int r, bool any_source)
+{
+	if (r == 2 && any_source) {
+		unsigned a = from_source(h, &s->from), b = from_source(h, &victim->from);
+		if (a != b)
+			return a > b;
+	}
+	return s->since < victim->since;
+}
+
+/*
  * The connection to shut down for a new one; with `of` set, one of that
  * source's. The lowest rank goes first (stalled bodies before idle
  * kept-alive connections, which an attacker's new connections would
- * otherwise push out), within a rank the one that has been in its phase
- * longest. Among the eight first, one whose bytes are not waiting unread in
- * the kernel goes first: a client with unread bytes is one the listener has
- * not caught up with, more likely a prompt client than a slow one. Called
- * with h->mu held; NULL when no candidate may go.
+ * otherwise push out), within a rank as goes_before says. Among the eight
+ * first, one whose bytes are not waiting unread in the kernel goes first:
+ * a client with unread bytes is one the listener has not caught up with,
+ * more likely a prompt client than a slow one. Called with h->mu held;
+ * NULL when no candidate may go.
  */
 static struct slot *pick_victim(struct pk_httpd *h, const struct source *of)
 {
@@ -269,7 +363,8 @@ static struct slot *pick_victim(struct pk_httpd *h, const struct source *of)
 			int r = s->shut || s->spared == h->search ? -1 : evict_rank(s, t);
 			if (r < 0 || (of != NULL && !same_source(&s->from, of)))
 				continue;
-			if (victim == NULL || r < best || (r == best && s->since < victim->since)) {
+			if (victim == NULL || r < best ||
+			    (r == best && goes_before(h, s, victim, r, of == NULL))) {
 				victim = s;
 				best = r;
 			}
@@ -405,6 +500,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		s->phase = WAITING;
 		s->since = now_seconds();
 		pthread_mutex_lock(&h->mu);
+		count_open(h, s);
 		s->prev = h->list.prev;
 		s->next = &h->list;
 		h->list.prev->next = s;
@@ -428,6 +524,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	h->open--;
 	if (s->shut)
 		h->shut--;
+	count_close(h, s);
 	pthread_mutex_unlock(&h->mu);
 	free(s);
 	*socket_context = NULL;
@@ -610,6 +707,7 @@ static void free_httpd(struct pk_httpd *h)
 	}
 	pthread_cond_destroy(&h->wake);
 	pthread_mutex_destroy(&h->mu);
+	free(h->sources);
 	free(h);
 }
 
@@ -652,6 +750,17 @@ int pk_httpd_start(const struct pk_httpd_config *cfg, struct pk_httpd **out, str
 	h->cfg = *cfg;
 	h->cfg.limits = pk_httpd_limits_resolve(&cfg->limits);
 	h->list.prev = h->list.next = &h->list;
+	/* Connections there can be: the limit, and one more per pool thread that accepts at the
+	 * same instant (on_accept); twice that, as a power of two. */
+	size_t most = (size_t)h->cfg.limits.max_connections + (cfg->threads > 1 ? cfg->threads : 1);
+	h->nsources = 16;
+	while (h->nsources < 2 * most)
+		h->nsources *= 2;
+	h->sources = calloc(h->nsources, sizeof(*h->sources));
+	if (h->sources == NULL) {
+		free(h);
+		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+	}
 	atomic_init(&h->started, false);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);

@@ -22,8 +22,9 @@
  *   - a connection limit that never queues: at max_connections, a new
  *     connection takes the place of another, which is shut down: first a
  *     stalled one (its body, or a new connection's headers, not in
- *     PK_HTTPD_STALL_GRACE after they began), then the one that has waited
- *     longest without a request in progress (idle, or new); among the
+ *     PK_HTTPD_STALL_GRACE after they began), then one without a request
+ *     in progress (idle, or new): of the source that holds most
+ *     connections, the one that has waited longest; among the
  *     eight first, one without bytes waiting unread goes first (unread
  *     bytes mean the listener is behind, not the client). When every
  *     connection has a request in progress (and none is stalled), the new

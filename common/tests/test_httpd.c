@@ -517,6 +517,59 @@ static void test_stalled_evicted_first(void **state)
 	pk_httpd_stop(h);
 }
 
+/*
+ * At the limit, with nothing stalled, the room comes from the source that
+ * holds most connections: a client opening new connections (not yet
+ * stalled) pushes out its own, never the older kept-alive connection of
+ * another source (the apiserver's between reviews).
+ */
+static void test_busiest_source_makes_room(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd_limits l = {.max_connections = 4,
+	                            .header_timeout = 30,
+	                            .request_timeout = 20,
+	                            .idle_timeout = 30,
+	                            .connection_memory = 8192};
+	struct pk_httpd *h = start_limited(&e, &l);
+	uint16_t port = pk_httpd_port(h);
+	char buf[2048];
+	int kept = dial_from(port, "127.0.0.2");
+	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(kept, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	usleep(50 * 1000);
+	int many[5];
+	for (int i = 0; i < 3; i++) {
+		many[i] = dial_from(port, "127.0.0.3");
+		usleep(50 * 1000);
+	}
+	/* Two more from the busy source, and one from a third: each time the busy
+	 * source's oldest goes. */
+	many[3] = dial_from(port, "127.0.0.3");
+	assert_true(closed_within(many[0], 1.0));
+	many[4] = dial_from(port, "127.0.0.3");
+	assert_true(closed_within(many[1], 1.0));
+	int third = dial_from(port, "127.0.0.4");
+	assert_true(closed_within(many[2], 1.0));
+	assert_false(closed_within(many[3], 0.05));
+	assert_false(closed_within(many[4], 0.05));
+	assert_false(closed_within(third, 0.05));
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.evicted, 3);
+	/* The kept-alive connection was never touched. */
+	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(kept, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	close(kept);
+	close(third);
+	for (int i = 0; i < 5; i++)
+		close(many[i]);
+	pk_httpd_stop(h);
+}
+
 static const struct pk_httpd_limits budget_limits = {.max_connections = 16,
                                                      .header_timeout = 30,
                                                      .request_timeout = 30,
@@ -870,6 +923,7 @@ int main(void)
 	    cmocka_unit_test(test_limit_makes_room),
 	    cmocka_unit_test(test_limit_closes_at_once),
 	    cmocka_unit_test(test_stalled_evicted_first),
+	    cmocka_unit_test(test_busiest_source_makes_room),
 	    cmocka_unit_test(test_memory_budget_headers),
 	    cmocka_unit_test(test_memory_budget_bodies),
 	    cmocka_unit_test(test_per_source_defaults),
