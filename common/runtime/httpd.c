@@ -28,17 +28,11 @@ enum phase {
 	IDLE,    /* kept alive between requests */
 };
 
-/* A connection's source: its peer's IP address, IPv4-mapped IPv6 as IPv4. */
-struct source {
-	sa_family_t family; /* AF_INET, AF_INET6; 0: unknown (never limited) */
-	uint8_t addr[16];
-};
-
 /* One open connection (libmicrohttpd's socket context). */
 struct slot {
 	struct slot *prev, *next;
 	int fd;
-	struct source from;
+	struct pk_httpd_source from;
 	enum phase phase;
 	double since;      /* when the phase began (READING, BUSY: the headers), monotonic s */
 	double body_by;    /* READING: when the body must be in */
@@ -62,15 +56,8 @@ struct pk_httpd {
 	bool stopping;
 	bool watchdog_running;
 	pthread_t watchdog;
-	struct slot list; /* circular, in accept order */
-	/* Open (not shut down) connections per source: open addressing, linear
-	 * probing, `nsources` slots (a power of two, at least twice the
-	 * connections there can be); open == 0 marks a free slot. */
-	struct source_count {
-		struct source src;
-		unsigned open;
-	} *sources;
-	size_t nsources, nused;
+	struct slot list;                      /* circular, in accept order */
+	struct pk_httpd_source_counts sources; /* open (not shut down) connections per source */
 	unsigned open, shut;
 	unsigned long search; /* victim searches so far */
 	unsigned long long accepted, refused, evicted, timed_out, over_memory;
@@ -196,105 +183,19 @@ static void begin_request(struct pk_httpd *h, struct slot *s, struct MHD_Connect
 	pthread_mutex_unlock(&h->mu);
 }
 
-static struct source source_of(const struct sockaddr *sa)
-{
-	struct source src = {0};
-	if (sa == NULL)
-		return src;
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
-		src.family = AF_INET;
-		memcpy(src.addr, &in->sin_addr, 4);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
-		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
-			src.family = AF_INET;
-			memcpy(src.addr, in6->sin6_addr.s6_addr + 12, 4);
-		} else {
-			src.family = AF_INET6;
-			memcpy(src.addr, &in6->sin6_addr, 16);
-		}
-	}
-	return src;
-}
-
-static bool same_source(const struct source *a, const struct source *b)
-{
-	return a->family != 0 && a->family == b->family &&
-	       memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
-}
-
-static size_t source_hash(const struct source *src)
-{
-	/* FNV-1a over the family and the address. */
-	uint64_t x = 1469598103934665603ull ^ src->family;
-	x *= 1099511628211ull;
-	for (size_t i = 0; i < sizeof(src->addr); i++) {
-		x ^= src->addr[i];
-		x *= 1099511628211ull;
-	}
-	return (size_t)(x ^ (x >> 32));
-}
-
-/* src's slot in the table: its own, or the free one where it would go. Called with h->mu held. */
-static struct source_count *source_slot(const struct pk_httpd *h, const struct source *src)
-{
-	size_t mask = h->nsources - 1;
-	for (size_t i = source_hash(src) & mask;; i = (i + 1) & mask) {
-		struct source_count *c = &h->sources[i];
-		if (c->open == 0 || same_source(&c->src, src))
-			return c;
-	}
-}
-
-/* Connections open (not shut down) from src. Called with h->mu held. */
-static unsigned from_source(const struct pk_httpd *h, const struct source *src)
-{
-	return src->family != 0 ? source_slot(h, src)->open : 0;
-}
-
 /* A connection of s's source opened; an unknown source is not counted. Called with h->mu held. */
 static void count_open(struct pk_httpd *h, struct slot *s)
 {
-	if (s->from.family == 0)
-		return;
-	struct source_count *c = source_slot(h, &s->from);
-	if (c->open == 0) {
-		/* Never full, so every probe ends; beyond what can be open, uncounted. */
-		if (2 * (h->nused + 1) > h->nsources)
-			return;
-		h->nused++;
-		c->src = s->from;
-	}
-	c->open++;
-	s->counted = true;
+	s->counted = pk_httpd_source_counts_add(&h->sources, &s->from);
 }
 
-/*
- * A counted connection shut down or closed. A slot that frees up is
- * refilled from the run after it (backward-shift deletion), so no probe
- * sequence is broken. Called with h->mu held.
- */
+/* A counted connection shut down or closed. Called with h->mu held. */
 static void count_close(struct pk_httpd *h, struct slot *s)
 {
 	if (!s->counted)
 		return;
 	s->counted = false;
-	struct source_count *c = source_slot(h, &s->from);
-	if (c->open == 0 || --c->open > 0)
-		return;
-	h->nused--;
-	size_t mask = h->nsources - 1;
-	size_t hole = (size_t)(c - h->sources);
-	for (size_t i = (hole + 1) & mask; h->sources[i].open != 0; i = (i + 1) & mask) {
-		size_t home = source_hash(&h->sources[i].src) & mask;
-		/* Moves back only an entry whose home is not between the hole and it. */
-		if (((i - home) & mask) >= ((i - hole) & mask)) {
-			h->sources[hole] = h->sources[i];
-			h->sources[i].open = 0;
-			hole = i;
-		}
-	}
+	pk_httpd_source_counts_remove(&h->sources, &s->from);
 }
 
 /*
@@ -334,7 +235,8 @@ static bool goes_before(const struct pk_httpd *h, const struct slot *s, const st
                         int r, bool any_source)
 {
 	if (r == 2 && any_source) {
-		unsigned a = from_source(h, &s->from), b = from_source(h, &victim->from);
+		unsigned a = pk_httpd_source_counts_get(&h->sources, &s->from),
+		         b = pk_httpd_source_counts_get(&h->sources, &victim->from);
 		if (a != b)
 			return a > b;
 	}
@@ -342,29 +244,47 @@ static bool goes_before(const struct pk_httpd *h, const struct slot *s, const st
 }
 
 /*
- * The connection to shut down for a new one; with `of` set, one of that
- * source's. The lowest rank goes first (stalled bodies before idle
- * kept-alive connections, which an attacker's new connections would
- * otherwise push out), within a rank as goes_before says. Among the eight
- * first, one whose bytes are not waiting unread in the kernel goes first:
- * a client with unread bytes is one the listener has not caught up with,
- * more likely a prompt client than a slow one. Called with h->mu held;
- * NULL when no candidate may go.
+ * Whether a new connection from `by`, which holds `held`, may take s's
+ * place at rank r. A stalled connection (rank 0, 1) goes for anyone. One
+ * without a request in progress goes only for its own source or for one
+ * that holds fewer: a client whose connections all have requests in
+ * progress (bodies within their grace) never pushes out the kept-alive
+ * connection of a source that holds fewer, such as the apiserver's.
+ * Called with h->mu held.
  */
-static struct slot *pick_victim(struct pk_httpd *h, const struct source *of)
+static bool may_take(const struct pk_httpd *h, const struct slot *s, int r,
+                     const struct pk_httpd_source *by, unsigned held)
+{
+	return r < 2 || pk_httpd_source_same(&s->from, by) ||
+	       pk_httpd_source_counts_get(&h->sources, &s->from) > held;
+}
+
+/*
+ * The connection to shut down for a new one from `by`; with `own` set, one
+ * of that source's. The lowest rank goes first (stalled bodies before idle
+ * kept-alive connections, which an attacker's new connections would
+ * otherwise push out), within a rank as goes_before says, and only what
+ * may_take allows. Among the eight first, one whose bytes are not waiting
+ * unread in the kernel goes first: a client with unread bytes is one the
+ * listener has not caught up with, more likely a prompt client than a slow
+ * one. Called with h->mu held; NULL when no candidate may go.
+ */
+static struct slot *pick_victim(struct pk_httpd *h, const struct pk_httpd_source *by, bool own)
 {
 	struct slot *first = NULL;
 	double t = now_seconds();
+	unsigned held = pk_httpd_source_counts_get(&h->sources, by);
 	h->search++;
 	for (int tries = 0; tries < 8; tries++) {
 		struct slot *victim = NULL;
 		int best = -1;
 		for (struct slot *s = h->list.next; s != &h->list; s = s->next) {
 			int r = s->shut || s->spared == h->search ? -1 : evict_rank(s, t);
-			if (r < 0 || (of != NULL && !same_source(&s->from, of)))
+			if (r < 0 || (own && !pk_httpd_source_same(&s->from, by)) ||
+			    !may_take(h, s, r, by, held))
 				continue;
 			if (victim == NULL || r < best ||
-			    (r == best && goes_before(h, s, victim, r, of == NULL))) {
+			    (r == best && goes_before(h, s, victim, r, !own))) {
 				victim = s;
 				best = r;
 			}
@@ -442,7 +362,7 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 {
 	(void)addrlen;
 	struct pk_httpd *h = cls;
-	struct source src = source_of(addr);
+	struct pk_httpd_source src = pk_httpd_source_from(addr);
 	const char *why = NULL;
 	pthread_mutex_lock(&h->mu);
 	if (h->charged >= h->cfg.limits.memory_budget) {
@@ -457,15 +377,16 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 			why = "the connections hold their memory budget";
 		}
 	}
-	bool at_share = from_source(h, &src) >= h->cfg.limits.per_source;
+	bool at_share = pk_httpd_source_counts_get(&h->sources, &src) >= h->cfg.limits.per_source;
 	if (why == NULL && (at_share || h->open - h->shut >= h->cfg.limits.max_connections)) {
-		struct slot *victim = pick_victim(h, at_share ? &src : NULL);
+		struct slot *victim = pick_victim(h, &src, at_share);
 		if (victim != NULL) {
 			shut_slot(h, victim);
 			h->evicted++;
 		} else {
-			why = at_share ? "every connection of its source has a request in progress"
-			               : "every connection has a request in progress";
+			why = at_share
+			          ? "every connection of its source has a request in progress"
+			          : "every connection it may replace has a request in progress";
 		}
 	}
 	if (why != NULL)
@@ -494,9 +415,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		if (s == NULL)
 			return; /* untracked: libmicrohttpd's own idle timeout still applies */
 		s->fd = ci->connect_fd;
-		const union MHD_ConnectionInfo *ai =
-		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		s->from = source_of(ai != NULL ? ai->client_addr : NULL);
+		s->from = pk_httpd_source_of(conn);
 		s->phase = WAITING;
 		s->since = now_seconds();
 		pthread_mutex_lock(&h->mu);
@@ -707,7 +626,7 @@ static void free_httpd(struct pk_httpd *h)
 	}
 	pthread_cond_destroy(&h->wake);
 	pthread_mutex_destroy(&h->mu);
-	free(h->sources);
+	pk_httpd_source_counts_free(&h->sources);
 	free(h);
 }
 
@@ -753,13 +672,10 @@ int pk_httpd_start(const struct pk_httpd_config *cfg, struct pk_httpd **out, str
 	/* Connections there can be: the limit, and one more per pool thread that accepts at the
 	 * same instant (on_accept); twice that, as a power of two. */
 	size_t most = (size_t)h->cfg.limits.max_connections + (cfg->threads > 1 ? cfg->threads : 1);
-	h->nsources = 16;
-	while (h->nsources < 2 * most)
-		h->nsources *= 2;
-	h->sources = calloc(h->nsources, sizeof(*h->sources));
-	if (h->sources == NULL) {
+	int rc = pk_httpd_source_counts_init(&h->sources, most, err);
+	if (rc != PK_OK) {
 		free(h);
-		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+		return rc;
 	}
 	atomic_init(&h->started, false);
 	pthread_condattr_t ca;

@@ -23,12 +23,13 @@
  *     connection takes the place of another, which is shut down: first a
  *     stalled one (its body, or a new connection's headers, not in
  *     PK_HTTPD_STALL_GRACE after they began), then one without a request
- *     in progress (idle, or new): of the source that holds most
- *     connections, the one that has waited longest; among the
- *     eight first, one without bytes waiting unread goes first (unread
- *     bytes mean the listener is behind, not the client). When every
- *     connection has a request in progress (and none is stalled), the new
- *     one is closed at once;
+ *     in progress (idle, or new) of the new connection's own source or of
+ *     one that holds more connections than it: of the source that holds
+ *     most, the one that has waited longest; among the eight first, one
+ *     without bytes waiting unread goes first (unread bytes mean the
+ *     listener is behind, not the client). When no connection may go (each
+ *     has a request in progress, none is stalled, or the idle ones are
+ *     another source's that holds fewer), the new one is closed at once;
  *   - one memory budget for all connections: each holds the bytes received
  *     for its request's headers (a new connection's TLS handshake
  *     included) and, once they are in, its announced body up to
@@ -54,8 +55,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <microhttpd.h>
+
+#include "httpd_source.h"
 
 #include "parse.h"
 #include "pk.h"

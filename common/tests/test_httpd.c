@@ -570,6 +570,54 @@ static void test_busiest_source_makes_room(void **state)
 	pk_httpd_stop(h);
 }
 
+/*
+ * At the limit, a client whose connections all have a request in progress
+ * (bodies within their grace) may not push out the idle kept-alive
+ * connection of a source that holds fewer: its new connection is closed at
+ * once, and the kept-alive one still serves. A new connection of the
+ * source with fewer may take the busy client's place once one of its
+ * connections is idle.
+ */
+static void test_busy_source_spares_fewer(void **state)
+{
+	(void)state;
+	struct echo e = {0};
+	struct pk_httpd_limits l = {.max_connections = 4,
+	                            .header_timeout = 30,
+	                            .request_timeout = 20,
+	                            .idle_timeout = 30,
+	                            .body_timeout = 20,
+	                            .connection_memory = 8192};
+	struct pk_httpd *h = start_limited(&e, &l);
+	uint16_t port = pk_httpd_port(h);
+	char buf[2048];
+	int kept = dial_from(port, "127.0.0.2");
+	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(kept, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	int busy[4];
+	for (int i = 0; i < 3; i++) {
+		busy[i] = dial_from(port, "127.0.0.3");
+		say(busy[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nx");
+	}
+	usleep(100 * 1000);
+	busy[3] = dial_from(port, "127.0.0.3");
+	assert_true(closed_within(busy[3], 1.0));
+	for (int i = 0; i < 3; i++)
+		assert_false(closed_within(busy[i], 0.05));
+	struct pk_httpd_stats s;
+	pk_httpd_get_stats(h, &s);
+	assert_int_equal(s.evicted, 0);
+	assert_int_equal(s.refused, 1);
+	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(kept, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	close(kept);
+	for (int i = 0; i < 4; i++)
+		close(busy[i]);
+	pk_httpd_stop(h);
+}
+
 static const struct pk_httpd_limits budget_limits = {.max_connections = 16,
                                                      .header_timeout = 30,
                                                      .request_timeout = 30,
@@ -924,6 +972,7 @@ int main(void)
 	    cmocka_unit_test(test_limit_closes_at_once),
 	    cmocka_unit_test(test_stalled_evicted_first),
 	    cmocka_unit_test(test_busiest_source_makes_room),
+	    cmocka_unit_test(test_busy_source_spares_fewer),
 	    cmocka_unit_test(test_memory_budget_headers),
 	    cmocka_unit_test(test_memory_budget_bodies),
 	    cmocka_unit_test(test_per_source_defaults),
