@@ -18,6 +18,7 @@
 #include <pthread.h>
 
 #include "buf.h"
+#include "fair_pool.h"
 #include "httpd.h"
 #include "log.h"
 
@@ -34,6 +35,7 @@
 struct pk_server {
 	struct pk_server_config cfg;
 	struct pk_httpd *webhook;
+	struct pk_fair_pool *reviews; /* the reviews' threads, fair between sources */
 	struct pk_httpd_probes *probes;
 	uint16_t ports[3];
 	atomic_bool ready;
@@ -43,6 +45,7 @@ struct pk_server {
 	char too_big_json[96];      /* the 413 body, naming the limit */
 	char too_deep_json[200];    /* the 413 body of a parse over its memory budget */
 	char busy_json[200];        /* the 503 body when large bodies use their allowance */
+	char late_json[160];        /* the 503 body of a review that waited past request_timeout */
 	/* Refusals for want of a client certificate: logged at most once a second. */
 	atomic_llong auth_log_second;
 	atomic_ullong auth_log_suppressed;
@@ -50,6 +53,9 @@ struct pk_server {
 
 /* One admission request, from its headers to its answer (MHD's con_cls). */
 struct request {
+	struct pk_fair_job job; /* first: the review's turn on s->reviews */
+	struct pk_server *s;
+	struct MHD_Connection *conn; /* suspended while the review waits or runs */
 	struct timespec start;
 	enum pk_admission_endpoint endpoint;
 	struct pk_buf body; /* capped at PK_ADMISSION_MAX_BODY */
@@ -59,6 +65,14 @@ struct request {
 	bool too_big;
 	bool late;   /* body still arriving after request_timeout */
 	bool costly; /* used enough memory to be worth handing back afterwards */
+	bool queued; /* handed to s->reviews; the connection is suspended */
+	/* The review's answer, once `answered` (a review thread sets them, then resumes the
+	 * connection; the listener sends them). */
+	bool answered;
+	unsigned status;
+	char *answer;      /* owned JSON text; NULL: it could not be encoded */
+	const char *fixed; /* a constant answer instead */
+	enum pk_metrics_result result;
 };
 
 /* The body kept, as text ("" when none was). */
@@ -171,17 +185,6 @@ static enum MHD_Result send_error(struct pk_server *s, struct MHD_Connection *co
 	                   "application/json", allow);
 }
 
-static enum MHD_Result send_json(struct pk_server *s, struct MHD_Connection *conn, unsigned status,
-                                 json_t *doc)
-{
-	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-	if (text == NULL)
-		return send_error(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
-		                  "{\"error\":\"cannot encode the response\"}", NULL);
-	/* jansson allocates with malloc (budget_malloc ends in malloc). */
-	return send_buffer(s, conn, status, text, strlen(text), true, "application/json", NULL);
-}
-
 /* ---- the admission listener ---- */
 
 /* The Content-Length the client announced (libmicrohttpd has checked its syntax), or -1. */
@@ -211,9 +214,89 @@ static enum pk_metrics_result result_of(int status, const json_t *resp)
 	return json_is_true(allowed) ? PK_METRICS_ALLOWED : PK_METRICS_DENIED;
 }
 
+/*
+ * The review itself, on one of s->reviews' threads: the parse's memory
+ * check, the admission module's answer, encoded. Then the connection is
+ * resumed, and libmicrohttpd calls webhook_access again to send it; rq is
+ * not touched after that.
+ */
+static void review_run(struct pk_fair_job *job, enum pk_fair_turn turn)
+{
+	struct request *rq = (struct request *)(void *)job;
+	struct pk_server *s = rq->s;
+	rq->result = PK_METRICS_ERROR;
+	if (turn == PK_FAIR_STOPPING) {
+		rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		rq->fixed = "{\"error\":\"poolkeeper-webhook is stopping; retry\"}";
+	} else if (turn == PK_FAIR_SHED) {
+		/* Its source holds most of what waits: its newest review makes room. */
+		rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		rq->fixed = "{\"error\":\"too many reviews from this client are waiting; retry\"}";
+	} else if (seconds_since(&rq->start) > (double)s->cfg.request_timeout) {
+		/* Waited its turn past the apiserver's patience: not worth reviewing. */
+		rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		rq->fixed = s->late_json;
+	} else {
+		/* A body of PK_SERVER_SMALL_BODY bytes cannot need the budget (72 bytes of
+		 * parse per byte of text at worst): only larger ones are parsed twice. */
+		size_t peak = 0;
+		bool fits = rq->body.len <= PK_SERVER_SMALL_BODY ||
+		            parse_fits(body_text(rq), rq->body.len, &peak);
+		rq->costly = peak > PK_SERVER_PARSE_BUDGET / 8;
+		if (!fits) {
+			pk_log_debug("admission request refused: parsing it takes too much memory",
+			             PK_LOG_UINT("bytes", rq->body.len));
+			rq->status = MHD_HTTP_CONTENT_TOO_LARGE;
+			rq->fixed = s->too_deep_json;
+		} else {
+			int status = 500;
+			json_t *resp = NULL;
+			pk_admission_review(s->cfg.admission, rq->endpoint, body_text(rq),
+			                    rq->body.len, &status, &resp);
+			rq->status = (unsigned)status;
+			rq->result = result_of(status, resp);
+			/* jansson allocates with malloc (budget_malloc ends in malloc). */
+			rq->answer = resp != NULL ? json_dumps(resp, JSON_COMPACT) : NULL;
+			if (rq->answer == NULL) {
+				rq->status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+				rq->result = PK_METRICS_ERROR;
+				rq->fixed = "{\"error\":\"cannot encode the response\"}";
+			}
+			if (status != 200)
+				pk_log_debug(
+				    "admission request refused", PK_LOG_INT("status", status),
+				    PK_LOG_STR("endpoint", rq->endpoint == PK_ADMISSION_MUTATE
+				                               ? "mutate"
+				                               : "validate"));
+			json_decref(resp);
+		}
+	}
+	rq->answered = true;
+	MHD_resume_connection(rq->conn);
+}
+
+/*
+ * The body is in. What needs no review is answered here; the review waits
+ * its source's turn for one of s->reviews' threads, the connection
+ * suspended, so a client with many requests never holds the listener's
+ * threads, nor the apiserver's requests behind its own.
+ */
 static enum MHD_Result finish_request(struct pk_server *s, struct MHD_Connection *conn,
                                       struct request *rq)
 {
+	if (rq->answered) {
+		enum MHD_Result ret =
+		    rq->answer != NULL
+		        ? send_buffer(s, conn, rq->status, rq->answer, strlen(rq->answer), true,
+		                      "application/json", NULL)
+		        : send_error(s, conn, rq->status, rq->fixed, NULL);
+		rq->answer = NULL; /* the response owns it now */
+		pk_metrics_observe_request(s->cfg.metrics, rq->endpoint, rq->result,
+		                           seconds_since(&rq->start));
+		return ret;
+	}
+	if (rq->queued)
+		return MHD_YES; /* still waiting for its turn */
 	if (rq->too_big) {
 		pk_metrics_observe_request(s->cfg.metrics, rq->endpoint, PK_METRICS_ERROR,
 		                           seconds_since(&rq->start));
@@ -226,33 +309,16 @@ static enum MHD_Result finish_request(struct pk_server *s, struct MHD_Connection
 		                  "{\"error\":\"request body took longer than the read timeout\"}",
 		                  NULL);
 	}
-	/* A body of PK_SERVER_SMALL_BODY bytes cannot need the budget (72 bytes of
-	 * parse per byte of text at worst): only larger ones are parsed twice. */
-	size_t peak = 0;
-	bool fits =
-	    rq->body.len <= PK_SERVER_SMALL_BODY || parse_fits(body_text(rq), rq->body.len, &peak);
-	rq->costly = peak > PK_SERVER_PARSE_BUDGET / 8;
-	if (!fits) {
-		pk_metrics_observe_request(s->cfg.metrics, rq->endpoint, PK_METRICS_ERROR,
-		                           seconds_since(&rq->start));
-		pk_log_debug("admission request refused: parsing it takes too much memory",
-		             PK_LOG_UINT("bytes", rq->body.len));
-		return send_error(s, conn, MHD_HTTP_CONTENT_TOO_LARGE, s->too_deep_json, NULL);
-	}
-	int status = 500;
-	json_t *resp = NULL;
-	pk_admission_review(s->cfg.admission, rq->endpoint, body_text(rq), rq->body.len, &status,
-	                    &resp);
-	enum MHD_Result ret = send_json(s, conn, (unsigned)status, resp);
-	pk_metrics_observe_request(s->cfg.metrics, rq->endpoint, result_of(status, resp),
-	                           seconds_since(&rq->start));
-	if (status != 200)
-		pk_log_debug("admission request refused", PK_LOG_INT("status", status),
-		             PK_LOG_STR("endpoint", rq->endpoint == PK_ADMISSION_MUTATE
-		                                        ? "mutate"
-		                                        : "validate"));
-	json_decref(resp);
-	return ret;
+	rq->s = s;
+	rq->conn = conn;
+	rq->job.run = review_run;
+	rq->job.bytes = sizeof(*rq) + rq->body.cap;
+	rq->queued = true;
+	struct pk_httpd_source src = pk_httpd_source_of(conn);
+	/* Suspended first: the review may finish, and resume it, before push returns. */
+	MHD_suspend_connection(conn);
+	pk_fair_pool_push(s->reviews, &src, &rq->job);
+	return MHD_YES;
 }
 
 /* Keeps the body in memory up to the admission cap; counts and drops the rest. */
@@ -459,6 +525,7 @@ static void webhook_completed(void *cls, struct MHD_Connection *conn, void **con
 	bool costly = rq->costly || rq->body.cap > PK_ADMISSION_MAX_BODY / 4;
 	atomic_fetch_sub(&s->large_bodies, rq->reserved);
 	pk_buf_free(&rq->body);
+	free(rq->answer);
 	free(rq);
 	atomic_fetch_sub(&s->in_flight, 1);
 	/* glibc keeps what a thread freed in that thread's arena; a large
@@ -527,7 +594,7 @@ static int start_webhook(struct pk_server *s, struct pk_err *err)
 	               .request_timeout = 2 * c->request_timeout,
 	               .idle_timeout = c->idle_timeout,
 	               .connection_memory = c->connection_memory},
-	    .mhd_flags = MHD_USE_TLS,
+	    .mhd_flags = MHD_USE_TLS | MHD_ALLOW_SUSPEND_RESUME,
 	    .options = tls,
 	    .handler = webhook_access,
 	    .completed = webhook_completed,
@@ -540,6 +607,8 @@ static int start_webhook(struct pk_server *s, struct pk_err *err)
 
 static void stop_all(struct pk_server *s)
 {
+	/* Every suspended connection is resumed (answered) before its daemon stops. */
+	pk_fair_pool_stop(s->reviews);
 	pk_httpd_stop(s->webhook);
 	pk_httpd_probes_stop(s->probes);
 	pk_certs_set_active(NULL);
@@ -581,7 +650,17 @@ int pk_server_start(const struct pk_server_config *cfg, struct pk_server **out, 
 	static pthread_once_t budget_once = PTHREAD_ONCE_INIT;
 	pthread_once(&budget_once, install_budget);
 
-	int rc = start_webhook(s, err);
+	snprintf(s->late_json, sizeof(s->late_json),
+	         "{\"error\":\"the review waited its turn longer than %u s; retry\"}",
+	         cfg->request_timeout);
+	unsigned reviewers = cfg->review_threads ? cfg->review_threads
+	                                         : PK_SERVER_REVIEWERS_PER_CORE * default_threads();
+	if (reviewers > PK_SERVER_REVIEWERS_MAX)
+		reviewers = PK_SERVER_REVIEWERS_MAX;
+	int rc = pk_fair_pool_start("webhook reviews", reviewers, PK_SERVER_WAITING_BYTES,
+	                            &s->reviews, err);
+	if (rc == PK_OK)
+		rc = start_webhook(s, err);
 	struct pk_httpd_probes_config pc = {.health_address = cfg->health_address,
 	                                    .metrics_address = cfg->metrics_address,
 	                                    .metrics_off = cfg->metrics_off,

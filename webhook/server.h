@@ -34,8 +34,17 @@
  *
  * Fairness (the listener module's, httpd.h): at most
  * `max_connections_per_source` connections from one IP address, stalled
- * connections evicted before idle kept-alive ones, and one memory budget
- * for the connections' headers and bodies.
+ * connections evicted before idle kept-alive ones (then the busiest
+ * source's first), and one memory budget for the connections' headers and
+ * bodies. The reviews themselves run on `review_threads` threads of their
+ * own (fair_pool.h), never on the listener's: each waits in its source's
+ * line, the connection suspended, and the source served least recently
+ * goes next, so one client's flood of reviews (each perhaps waiting for a
+ * permission lookup) keeps neither the listener nor the apiserver's
+ * reviews waiting behind it. A review that waited past `request_timeout`
+ * is answered 503 unreviewed, and so is the newest review of the source
+ * whose waiting reviews hold most once all of them hold more than
+ * PK_SERVER_WAITING_BYTES.
  */
 #ifndef PK_WEBHOOK_SERVER_H
 #define PK_WEBHOOK_SERVER_H
@@ -71,6 +80,13 @@
 #define PK_SERVER_LARGE_BODIES (12u * 1024u * 1024u)
 /* Accept to the first request's headers, at most (the apiserver sends them at once). */
 #define PK_SERVER_HEADER_TIMEOUT 5
+/* Review threads by default: two per core (a review may wait up to the lookup deadline),
+ * at most PK_SERVER_REVIEWERS_MAX. */
+#define PK_SERVER_REVIEWERS_PER_CORE 2
+#define PK_SERVER_REVIEWERS_MAX      32
+/* Bytes the reviews waiting for a review thread may hold, their bodies included; past it the
+ * newest review of the source holding most is answered 503 at once. */
+#define PK_SERVER_WAITING_BYTES (16u * 1024u * 1024u)
 
 struct pk_server_config {
 	struct pk_hostport webhook_address; /* port 0: any free port (see pk_server_port) */
@@ -78,6 +94,7 @@ struct pk_server_config {
 	struct pk_hostport metrics_address;
 	bool metrics_off;                    /* no metrics listener */
 	unsigned threads;                    /* webhook thread pool; 0: one per core */
+	unsigned review_threads;             /* threads that run reviews; 0: the default */
 	unsigned max_connections;            /* webhook connections at once */
 	unsigned max_connections_per_source; /* from one IP address; 0: the listener's default */
 	size_t connection_memory;            /* per-connection buffer (headers and read chunks) */

@@ -75,6 +75,7 @@ PK_TEST_UNUSED static int setup(void **state)
 	struct pk_server_config cfg;
 	on_loopback(&cfg, "127.0.0.1");
 	cfg.threads = 2;
+	cfg.review_threads = 4;
 	cfg.admission = &f.admission;
 	cfg.certs = f.certs;
 	cfg.metrics = f.metrics;
