@@ -49,6 +49,7 @@
 #include "bench_kube.h"
 #include "decide.h"
 #include "flags.h"
+#include "incluster.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_informer.h"
@@ -558,12 +559,13 @@ static void baseline_address(void *ud, long i)
 	struct pk_kube_error e;
 	char text[INET_ADDRSTRLEN];
 	address_text(i, text, sizeof(text));
-	struct pk_ipaddress_spec spec = {.api_version = PK_CAPI_IPAM_GROUP "/" CLAIM_VERSION,
-	                                 .address = text,
-	                                 .prefix = prefix,
-	                                 .pool_kind = PK_POOL_KIND,
-	                                 .pool_name = POOL_NAME,
-	                                 .pool_uid = b->pool_uid};
+	struct pk_ipaddress_spec spec = {
+	    .api_version = PK_CAPI_IPAM_GROUP "/" CLAIM_VERSION,
+	    .address = text,
+	    .prefix = prefix,
+	    .pool_kind = pk_incluster_kind(pk_json_path(claim, "spec", "poolRef")),
+	    .pool_name = POOL_NAME,
+	    .pool_uid = b->pool_uid};
 	json_t *obj = pk_objects_ipaddress(claim, &spec);
 	if (obj == NULL)
 		fail_oom();

@@ -29,17 +29,11 @@
 #include "address.h"
 #include "decide.h"
 #include "pk.h"
+#include "pool_kind.h"
 #include "work_key.h"
 #include "writer.h"
 
 struct pk_kube_object_ref;
-
-/* A pool resource the backend serves: the controller watches it and keys its work on it. */
-struct pk_pool_kind {
-	const char *kind; /* "IPPool" */
-	const char *group, *version, *resource;
-	bool namespaced; /* false: a poolRef from any namespace names the one pool */
-};
 
 /* What the controller offers a backend (all borrowed; valid while the controller lives). */
 struct pk_backend_host {
@@ -96,11 +90,12 @@ struct pk_release_note {
 };
 
 struct pk_backend_ops {
-	/* The pool kinds served (static); the controller watches each. */
+	/* The pool kinds served (static, pool_kind.h); the controller watches each. */
 	const struct pk_pool_kind *(*kinds)(void *self, size_t *n);
 	/* Whether a poolRef names a pool of this backend. */
 	bool (*serves)(void *self, const json_t *pool_ref);
-	/* The claim's pool (its poolRef, seen from the claim's namespace). PK_ERR_NOMEM. */
+	/* The claim's pool (its poolRef, seen from the claim's namespace); out->facts.kind is the
+	 * kind of the backend's that the poolRef names, NULL when none. PK_ERR_NOMEM. */
 	int (*fetch_pool)(void *self, const json_t *claim, struct pk_pool_view *out);
 	/* Facts the backend adds before an IPAddress of the claim's is adopted: whether it is
 	 * one the pool hands out and no other IPAddress holds (pk_claim_facts_check_address). */

@@ -11,7 +11,6 @@
 #include "json.h"
 #include "kube.h"
 #include "log.h"
-#include "rules.h"
 #include "strmap.h"
 #include "trim.h"
 
@@ -90,13 +89,13 @@ static void *keep(struct pk_cache *c, const char *kind, const json_t *o, json_t 
 	return k;
 }
 
-/* A claim on another provider's pool keeps its identity only (trim.h), no hashes or flags:
- * the scans never select it, and its pass decides "not ours". */
+/* A claim on a pool no backend of ours serves keeps its identity only (trim.h), no hashes or
+ * flags: the scans never select it, and its pass decides "not ours". */
 void *pk_cache_keep_claim(void *ud, const json_t *o)
 {
 	struct pk_cache *c = ud;
 	const json_t *ref = json_object_get(json_object_get(o, "spec"), "poolRef");
-	if (!pk_rules_is_poolkeeper_pool_ref(ref))
+	if (!c->backend->ops->serves(c->backend->self, ref))
 		return keep(c, PK_CLAIM_KIND, o, pk_trim_foreign_claim(o), 0, 0, 0);
 	const char *ns = pk_json_meta_cstr(o, "namespace");
 	char pk[PK_OBJECT_KEY_MAX], ck[PK_OBJECT_KEY_MAX];

@@ -149,8 +149,7 @@ static void pool_text(const json_t *pool, char *buf, size_t len)
 static int create_address(struct pass *p, const struct pk_address_lease *l, json_t **created)
 {
 	const json_t *claim = p->v.claim, *pool = p->pool.obj;
-	const char *kind =
-	    pk_json_cstr_at(json_object_get(json_object_get(claim, "spec"), "poolRef"), "kind");
+	const struct pk_pool_kind *kind = p->pool.facts.kind;
 	char api[64], where[330], msg[PK_ERR_MSG_MAX];
 	claim_api(p->r, api, sizeof(api));
 	pool_text(pool, where, sizeof(where));
@@ -181,7 +180,7 @@ static int create_address(struct pass *p, const struct pk_address_lease *l, json
 		pk_log_info("address allocated", PK_LOG_STR("claim", p->key),
 		            PK_LOG_STR("address", l->address), PK_LOG_STR("pool", p->pool.key));
 		snprintf(msg, sizeof(msg), "address %s allocated from %s %s", l->address,
-		         kind ? kind : "pool", where);
+		         kind != NULL ? kind->kind : "pool", where);
 		claim_event(p, claim, false, "AddressAllocated", "Allocate", msg);
 		return PK_OK;
 	}

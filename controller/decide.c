@@ -165,8 +165,8 @@ static void decide_allocate(const struct pk_claim_facts *f, struct pk_claim_deci
 	}
 	if (!f->pool_in_scope) {
 		set(d, PK_ACT_NOT_READY, "PoolNotReady",
-		    "%s serves claims of its own namespace only; use a GlobalIPPool to share "
-		    "addresses across namespaces",
+		    "%s serves claims of its own namespace only; a pool of a cluster-scoped kind "
+		    "shares addresses across namespaces",
 		    f->pool_text);
 		return;
 	}
@@ -251,13 +251,13 @@ const char *pk_claim_cluster_name(const json_t *claim)
 	return pk_rules_claim_cluster_name(claim, &from_label);
 }
 
-void pk_pool_facts_from(const json_t *claim, const json_t *pool, struct pk_pool_facts *out)
+void pk_pool_facts_from(const json_t *claim, const struct pk_pool_kind *kind, const json_t *pool,
+                        struct pk_pool_facts *out)
 {
 	const char *ns = pk_json_meta_cstr(claim, "namespace");
-	const char *kind = pk_json_cstr_path(claim, "spec", "poolRef", "kind");
-	bool global = kind != NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
-	out->served = pk_rules_is_poolkeeper_pool_ref(
-	    json_object_get(json_object_get(claim, "spec"), "poolRef"));
+	bool global = kind != NULL && !kind->namespaced;
+	out->kind = kind;
+	out->served = kind != NULL;
 	if (pool == NULL)
 		out->state = PK_POOL_MISSING;
 	else if (deleting(pool))
@@ -271,22 +271,24 @@ void pk_pool_facts_from(const json_t *claim, const json_t *pool, struct pk_pool_
 	    global || pool == NULL || (pool_ns != NULL && ns != NULL && strcmp(pool_ns, ns) == 0);
 }
 
-void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_named,
-                         const json_t *cluster, const json_t *address, struct pk_claim_facts *f)
+void pk_claim_facts_from(const json_t *claim, const struct pk_pool_kind *kind, const json_t *pool,
+                         bool cluster_named, const json_t *cluster, const json_t *address,
+                         struct pk_claim_facts *f)
 {
 	struct pk_pool_facts p;
-	pk_pool_facts_from(claim, pool, &p);
+	pk_pool_facts_from(claim, kind, pool, &p);
 	pk_claim_facts_build(claim, &p, cluster_named, cluster, address, f);
 }
 
-/* The texts for messages: pool, Cluster and claim. */
-static void facts_texts(const json_t *claim, struct pk_claim_facts *f)
+/* The texts for messages: pool (its namespace only for a namespaced kind), Cluster and claim. */
+static void facts_texts(const json_t *claim, const struct pk_pool_facts *pool,
+                        struct pk_claim_facts *f)
 {
 	const json_t *md = json_object_get(claim, "metadata");
 	const json_t *ref = json_object_get(json_object_get(claim, "spec"), "poolRef");
 	const char *ns = pk_json_cstr_at(md, "namespace"), *name = pk_json_cstr_at(md, "name");
 	const char *kind = pk_json_cstr_at(ref, "kind"), *pool_name = pk_json_cstr_at(ref, "name");
-	bool global = kind != NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
+	bool global = pool->kind != NULL && !pool->kind->namespaced;
 	snprintf(f->pool_text, sizeof(f->pool_text), "%s %s%s%s", kind ? kind : "pool",
 	         global ? "" : (ns ? ns : ""), global ? "" : "/", pool_name ? pool_name : "?");
 	const char *cname = pk_claim_cluster_name(claim);
@@ -304,10 +306,11 @@ static void facts_texts(const json_t *claim, struct pk_claim_facts *f)
  * it instead of deleting it (attemptToDeleteItem's "solid owners" branch, kube-controller-
  * manager pkg/controller/garbagecollector/garbagecollector.go). Left as foreign, its address
  * would be held for ever. It is the claim's by every other sign: named like the claim,
- * its spec.claimRef names the claim and its spec.poolRef the claim's poolkeeper pool, and
- * no other controller owns it.
+ * its spec.claimRef names the claim and its spec.poolRef the claim's pool (of the kind its
+ * backend serves), and no other controller owns it.
  */
-static bool left_by_collector(const json_t *claim, const json_t *address)
+static bool left_by_collector(const json_t *claim, const struct pk_pool_kind *kind,
+                              const json_t *address)
 {
 	const json_t *amd = json_object_get(address, "metadata");
 	const char *name = pk_json_meta_cstr(claim, "name");
@@ -321,7 +324,10 @@ static bool left_by_collector(const json_t *claim, const json_t *address)
 		if (json_is_true(json_object_get(c, "controller")))
 			return false;
 	}
-	if (!pk_rules_is_poolkeeper_pool_ref(pk_json_path(address, "spec", "poolRef")))
+	const json_t *ref = pk_json_path(address, "spec", "poolRef");
+	const char *group = pk_json_cstr_at(ref, "apiGroup"), *k = pk_json_cstr_at(ref, "kind");
+	if (kind == NULL || group == NULL || k == NULL || strcmp(group, kind->group) != 0 ||
+	    strcmp(k, kind->kind) != 0)
 		return false;
 	struct pk_violations vs;
 	pk_violations_init(&vs);
@@ -345,7 +351,7 @@ void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
 	f->paused = annotated(claim, PK_PAUSED_ANNOTATION); /* CAPI's HasPaused: the key alone */
 	f->address_delete_for_move =
 	    address != NULL && annotated(address, PK_DELETE_FOR_MOVE_ANNOTATION);
-	facts_texts(claim, f);
+	facts_texts(claim, pool, f);
 
 	/* Bound: status.addressRef names the IPAddress and Ready is True. */
 	const json_t *status = json_object_get(claim, "status");
@@ -381,7 +387,7 @@ void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
 			owned = true;
 	}
 	if (!owned && f->deleting)
-		owned = left_by_collector(claim, address);
+		owned = left_by_collector(claim, pool->kind, address);
 	if (!owned)
 		f->address = PK_ADDRESS_FOREIGN;
 	else

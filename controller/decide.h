@@ -50,6 +50,7 @@
 
 #include "api.h"
 #include "pk.h"
+#include "pool_kind.h"
 
 /* The claim's Ready reason while the IPAddress named like it is not adopted. */
 #define PK_REASON_INCONSISTENT "InconsistentIPAddress"
@@ -132,17 +133,21 @@ const char *pk_claim_action_name(enum pk_claim_action a);
 
 /* What a claim's pool contributes to its facts (a pool backend's view of it). */
 struct pk_pool_facts {
-	bool served; /* the poolRef names a pool kind of the backend's (f->ours) */
+	const struct pk_pool_kind *kind; /* the backend's kind the poolRef names; NULL: none */
+	bool served;                     /* kind != NULL (f->ours) */
 	enum pk_pool_state state;
 	bool in_scope; /* an IPPool serves only its own namespace */
 };
 
 /*
- * The pool's facts from the pool object (NULL: missing) for the claim:
- * missing, deleting, paused or active (a backend says INVALID when it
- * cannot use an active pool's spec). Pure.
+ * The pool's facts from the pool object (NULL: missing) for the claim,
+ * whose poolRef names `kind` of a backend's (NULL: of none): missing,
+ * deleting, paused or active (a backend says INVALID when it cannot use an
+ * active pool's spec), and in scope (a pool of a kind not namespaced
+ * serves every namespace). Pure.
  */
-void pk_pool_facts_from(const json_t *claim, const json_t *pool, struct pk_pool_facts *out);
+void pk_pool_facts_from(const json_t *claim, const struct pk_pool_kind *kind, const json_t *pool,
+                        struct pk_pool_facts *out);
 
 /*
  * The facts from the objects as read from the API (any may be NULL when
@@ -154,8 +159,9 @@ void pk_claim_facts_build(const json_t *claim, const struct pk_pool_facts *pool,
                           const json_t *cluster, const json_t *address, struct pk_claim_facts *f);
 
 /* pk_claim_facts_build with the pool's facts from pk_pool_facts_from. */
-void pk_claim_facts_from(const json_t *claim, const json_t *pool, bool cluster_named,
-                         const json_t *cluster, const json_t *address, struct pk_claim_facts *f);
+void pk_claim_facts_from(const json_t *claim, const struct pk_pool_kind *kind, const json_t *pool,
+                         bool cluster_named, const json_t *cluster, const json_t *address,
+                         struct pk_claim_facts *f);
 
 struct pk_pool;
 

@@ -189,18 +189,22 @@ json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec
 	const char *ns = pk_json_cstr_at(md, "namespace");
 	const char *uid = pk_json_cstr_at(md, "uid");
 	const char *claim_api = pk_json_cstr_at(claim, "apiVersion");
-	if (name == NULL || ns == NULL || uid == NULL || s->pool_uid == NULL)
+	char pool_api[320]; /* group (at most 253) "/" version */
+	if (name == NULL || ns == NULL || uid == NULL || s->pool_uid == NULL ||
+	    s->pool_kind == NULL ||
+	    (size_t)snprintf(pool_api, sizeof(pool_api), "%s/%s", s->pool_kind->group,
+	                     s->pool_kind->version) >= sizeof(pool_api))
 		return NULL;
 	json_t *owners =
 	    json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}, {s:s, s:s, s:s, s:s, s:b, s:b}]",
 	              "apiVersion", claim_api ? claim_api : s->api_version, "kind", PK_CLAIM_KIND,
 	              "name", name, "uid", uid, "controller", 1, "blockOwnerDeletion", 1,
-	              "apiVersion", PK_POOL_API_VERSION, "kind", s->pool_kind, "name", s->pool_name,
+	              "apiVersion", pool_api, "kind", s->pool_kind->kind, "name", s->pool_name,
 	              "uid", s->pool_uid, "controller", 0, "blockOwnerDeletion", 1);
 	json_t *spec =
 	    json_pack("{s:s, s:i, s:{s:s}, s:{s:s, s:s, s:s}}", "address", s->address, "prefix",
 	              (int)s->prefix, "claimRef", "name", name, "poolRef", "apiGroup",
-	              PK_POOL_GROUP, "kind", s->pool_kind, "name", s->pool_name);
+	              s->pool_kind->group, "kind", s->pool_kind->kind, "name", s->pool_name);
 	if (owners == NULL || spec == NULL) {
 		json_decref(owners);
 		json_decref(spec);

@@ -23,6 +23,7 @@
 #include "allocator.h"
 #include "meta.h"
 #include "pk.h"
+#include "pool_kind.h"
 
 /* [test uid, add finalizer] (with the list absent, [test uid, test the list is absent,
  * add the list]); NULL when obj already has it (or has no uid). No resourceVersion test:
@@ -68,8 +69,8 @@ struct pk_ipaddress_spec {
 	const char *api_version; /* "ipam.cluster.x-k8s.io/v1beta2" */
 	const char *address;     /* text */
 	unsigned prefix;
-	const char *gateway; /* NULL: none */
-	const char *pool_kind;
+	const char *gateway;                  /* NULL: none */
+	const struct pk_pool_kind *pool_kind; /* spec.poolRef and the pool's owner reference */
 	const char *pool_name;
 	const char *pool_uid;
 };

@@ -27,6 +27,7 @@
 
 #include "allocator.h"
 #include "decide.h"
+#include "incluster.h"
 #include "jpack.h"
 #include "objects.h"
 #include "pool.h"
@@ -69,6 +70,12 @@ static bool no_nul(const json_t *s)
 	return json_is_string(s) && strlen(json_string_value(s)) == json_string_length(s);
 }
 
+/* The in-process backend's kind that the claim's poolRef names (incluster.h). */
+static const struct pk_pool_kind *kind_of(const json_t *claim)
+{
+	return pk_incluster_kind(pk_json_path(claim, "spec", "poolRef"));
+}
+
 struct world {
 	const json_t *claim, *pool, *cluster, *address;
 	const char *others[OTHERS_MAX];
@@ -91,8 +98,8 @@ static void decide(const struct world *w, struct pk_pool *p, struct outcome *o)
 	o->pool_valid = w->pool != NULL &&
 	                pk_pool_decode(json_object_get(w->pool, "spec"), p, &v) == PK_OK &&
 	                p->usable != NULL;
-	pk_claim_facts_from(w->claim, w->pool, pk_claim_cluster_name(w->claim) != NULL, w->cluster,
-	                    w->address, &o->f);
+	pk_claim_facts_from(w->claim, kind_of(w->claim), w->pool,
+	                    pk_claim_cluster_name(w->claim) != NULL, w->cluster, w->address, &o->f);
 	if (o->f.pool == PK_POOL_ACTIVE && !o->pool_valid)
 		o->f.pool = PK_POOL_INVALID;
 	/* taken: the record of held addresses shows the address on another IPAddress */
@@ -174,7 +181,7 @@ static void allocate(const struct world *w, const struct pk_pool *p)
 		    .address = text,
 		    .prefix = p->has_prefix ? p->prefix : pk_address_bits(p->family),
 		    .gateway = p->has_gateway ? gw : NULL,
-		    .pool_kind = json_string_value(json_object_get(ref, "kind")),
+		    .pool_kind = kind_of(w->claim),
 		    .pool_name = json_string_value(json_object_get(ref, "name")),
 		    .pool_uid = "pool-uid"};
 		json_t *made = s.pool_kind != NULL && s.pool_name != NULL

@@ -52,6 +52,7 @@ static int fb_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *o
 	memset(out, 0, sizeof(*out));
 	out->facts.served =
 	    fb_serves(self, json_object_get(json_object_get(claim, "spec"), "poolRef"));
+	out->facts.kind = out->facts.served ? &fb_kinds[0] : NULL;
 	out->facts.state = b->state;
 	out->facts.in_scope = true;
 	snprintf(out->key, sizeof(out->key), "IPPool/ns/pool");

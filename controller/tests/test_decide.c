@@ -12,8 +12,16 @@
 #include <cmocka.h>
 
 #include "decide.h"
+#include "incluster.h"
+#include "json.h"
 #include "json_fixture.h"
 #include "pool.h"
+
+/* The in-process backend's kind that the claim's poolRef names (incluster.h). */
+static const struct pk_pool_kind *kind_of(const json_t *claim)
+{
+	return pk_incluster_kind(pk_json_path(claim, "spec", "poolRef"));
+}
 
 /* A claim that is ours, has its finalizer, in an active cluster and pool, with no address yet. */
 static struct pk_claim_facts base(void)
@@ -223,7 +231,7 @@ static const struct row rows[] = {
      "being deleted"},
     {"an invalid pool: not ready", pool_invalid, PK_ACT_NOT_READY, "PoolNotReady", "invalid"},
     {"an IPPool of another namespace", out_of_scope, PK_ACT_NOT_READY, "PoolNotReady",
-     "GlobalIPPool"},
+     "serves claims of its own namespace only; a pool of a cluster-scoped kind"},
     {"an existing IPAddress owned by the claim is adopted, not reallocated", adopt,
      PK_ACT_SET_READY, "Allocated", NULL},
     {"a bound claim needs nothing", bound, PK_ACT_NONE, "Allocated", NULL},
@@ -363,7 +371,7 @@ static void test_facts_from_objects(void **state)
 {
 	const struct facts_objs *o = *state;
 	struct pk_claim_facts f;
-	pk_claim_facts_from(o->claim, o->pool, true, o->cluster, o->addr, &f);
+	pk_claim_facts_from(o->claim, kind_of(o->claim), o->pool, true, o->cluster, o->addr, &f);
 	assert_true(f.ours && f.has_finalizer && f.bound && f.pool_in_scope);
 	assert_false(f.deleting || f.delete_for_move);
 	assert_int_equal(f.cluster, PK_CLUSTER_ACTIVE);
@@ -391,7 +399,8 @@ static void test_facts_cluster_paused(void **state)
 	struct pk_claim_facts f;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		json_t *paused = load(cases[i].cluster);
-		pk_claim_facts_from(o->claim, o->pool, true, paused, o->addr, &f);
+		pk_claim_facts_from(o->claim, kind_of(o->claim), o->pool, true, paused, o->addr,
+		                    &f);
 		if (f.cluster != cases[i].want)
 			fail_msg("%s: cluster %d, want %d", cases[i].cluster, f.cluster,
 			         cases[i].want);
@@ -408,13 +417,13 @@ static void test_facts_address_owner(void **state)
 	json_t *other =
 	    load("{'metadata':{'name':'m-1','ownerReferences':[{'kind':'IPAddressClaim',"
 	         "'name':'m-1','uid':'u-other','controller':true}]}}");
-	pk_claim_facts_from(o->claim, o->pool, true, o->cluster, other, &f);
+	pk_claim_facts_from(o->claim, kind_of(o->claim), o->pool, true, o->cluster, other, &f);
 	assert_int_equal(f.address, PK_ADDRESS_FOREIGN);
 	json_decref(other);
 	json_t *going = load("{'metadata':{'name':'m-1','deletionTimestamp':'2026-11-30T00:00:00Z',"
 	                     "'ownerReferences':[{'kind':'IPAddressClaim','uid':'u-claim',"
 	                     "'controller':true}]}}");
-	pk_claim_facts_from(o->claim, NULL, true, NULL, going, &f);
+	pk_claim_facts_from(o->claim, kind_of(o->claim), NULL, true, NULL, going, &f);
 	assert_int_equal(f.cluster, PK_CLUSTER_MISSING);
 	assert_int_equal(f.pool, PK_POOL_MISSING);
 	assert_int_equal(f.address, PK_ADDRESS_OURS_DELETING);
@@ -432,7 +441,7 @@ static void test_facts_claim_variants(void **state)
 	    load("{'metadata':{" CLAIM_MD ",'labels':{'cluster.x-k8s.io/cluster-name':'old'},"
 	         "'annotations':{'clusterctl.cluster.x-k8s.io/delete-for-move':''},"
 	         "'deletionTimestamp':'2026-11-30T00:00:00Z'},'spec':{" POOLREF "}}");
-	pk_claim_facts_from(claim, o->pool, true, o->cluster, NULL, &f);
+	pk_claim_facts_from(claim, kind_of(claim), o->pool, true, o->cluster, NULL, &f);
 	assert_string_equal(pk_claim_cluster_name(claim), "old");
 	assert_true(f.deleting && f.delete_for_move);
 	assert_false(f.bound || f.has_finalizer);
@@ -442,7 +451,7 @@ static void test_facts_claim_variants(void **state)
 	/* another provider's pool */
 	claim = load("{'metadata':{" CLAIM_MD "},'spec':{'poolRef':{'apiGroup':"
 	             "'ipam.cluster.x-k8s.io','kind':'InClusterIPPool','name':'x'}}}");
-	pk_claim_facts_from(claim, NULL, false, NULL, NULL, &f);
+	pk_claim_facts_from(claim, kind_of(claim), NULL, false, NULL, NULL, &f);
 	assert_false(f.ours);
 	assert_null(pk_claim_cluster_name(claim));
 	json_decref(claim);
@@ -450,10 +459,61 @@ static void test_facts_claim_variants(void **state)
 	claim = load("{'metadata':{" CLAIM_MD "},'spec':{'poolRef':{'apiGroup':"
 	             "'ipam.poolkeeper.io','kind':'GlobalIPPool','name':'shared'}}}");
 	json_t *global = load("{'metadata':{'name':'shared'}}");
-	pk_claim_facts_from(claim, global, false, NULL, NULL, &f);
+	pk_claim_facts_from(claim, kind_of(claim), global, false, NULL, NULL, &f);
 	assert_true(f.ours && f.pool_in_scope);
 	assert_string_equal(f.pool_text, "GlobalIPPool shared");
 	json_decref(global);
+	json_decref(claim);
+}
+
+/*
+ * Every pool-specific fact comes from the kind the backend declares, not
+ * from poolkeeper's own kinds: another backend's cluster-scoped kind serves
+ * every namespace and is named without one; its namespaced kind serves its
+ * own namespace only, whatever it is called; an IPAddress the collector left
+ * is the claim's when its poolRef names the claim's kind of that backend.
+ */
+static void test_facts_from_the_declared_kind(void **state)
+{
+	(void)state;
+	static const struct pk_pool_kind global = {"SharedKeaPool", "kea.ipam.example.org", "v1",
+	                                           "sharedkeapools", false};
+	static const struct pk_pool_kind local = {"GlobalIPPool", "kea.ipam.example.org", "v1",
+	                                          "globalippools", true};
+	json_t *claim =
+	    load("{'metadata':{" CLAIM_MD ",'finalizers':["
+	         "'ipam.poolkeeper.io/release-address'],"
+	         "'deletionTimestamp':'2026-11-30T00:00:00Z'},'spec':{'poolRef':{"
+	         "'apiGroup':'kea.ipam.example.org','kind':'SharedKeaPool','name':'s'}}}");
+	json_t *pool = load("{'metadata':{'name':'s'}}");
+	json_t *other_ns = load("{'metadata':{'name':'s','namespace':'elsewhere'}}");
+	struct pk_claim_facts f;
+	pk_claim_facts_from(claim, &global, pool, false, NULL, NULL, &f);
+	assert_true(f.ours && f.pool_in_scope);
+	assert_string_equal(f.pool_text, "SharedKeaPool s");
+	pk_claim_facts_from(claim, &local, other_ns, false, NULL, NULL, &f);
+	assert_true(f.ours);
+	assert_false(f.pool_in_scope);
+	pk_claim_facts_from(claim, NULL, pool, false, NULL, NULL, &f);
+	assert_false(f.ours);
+
+	/* The IPAddress as the collector leaves it: the pool's reference alone. */
+	json_t *left = load(
+	    "{'metadata':{'name':'m-1','namespace':'team-a','ownerReferences':[{'apiVersion':"
+	    "'kea.ipam.example.org/v1','kind':'SharedKeaPool','name':'s','uid':'p',"
+	    "'controller':false,'blockOwnerDeletion':true}]},'spec':{'address':'10.0.0.5',"
+	    "'prefix':24,'claimRef':{'name':'m-1'},'poolRef':{'apiGroup':'kea.ipam.example.org',"
+	    "'kind':'SharedKeaPool','name':'s'}}}");
+	pk_claim_facts_from(claim, &global, pool, false, NULL, left, &f);
+	assert_int_equal(f.address, PK_ADDRESS_OURS);
+	/* ... but not when its poolRef names poolkeeper's group rather than the backend's. */
+	json_object_set_new(pk_json_path(left, "spec", "poolRef"), "apiGroup",
+	                    json_string("ipam.poolkeeper.io"));
+	pk_claim_facts_from(claim, &global, pool, false, NULL, left, &f);
+	assert_int_equal(f.address, PK_ADDRESS_FOREIGN);
+	json_decref(left);
+	json_decref(other_ns);
+	json_decref(pool);
 	json_decref(claim);
 }
 
@@ -492,7 +552,7 @@ static void test_claim_pause_from_objects(void **state)
 		json_t *claim = load(text);
 		struct pk_claim_facts f;
 		struct pk_claim_decision d;
-		pk_claim_facts_from(claim, pool, true, cluster, NULL, &f);
+		pk_claim_facts_from(claim, kind_of(claim), pool, true, cluster, NULL, &f);
 		pk_decide_claim(&f, &d);
 		if (f.paused != cases[i].paused)
 			fail_msg("%s: paused=%d, want %d", cases[i].metadata, f.paused,
@@ -509,7 +569,7 @@ static void test_claim_pause_from_objects(void **state)
 			json_object_del(
 			    json_object_get(json_object_get(claim, "metadata"), "annotations"),
 			    "cluster.x-k8s.io/paused");
-			pk_claim_facts_from(claim, pool, true, cluster, NULL, &f);
+			pk_claim_facts_from(claim, kind_of(claim), pool, true, cluster, NULL, &f);
 			pk_decide_claim(&f, &d);
 			assert_false(f.paused);
 		}
@@ -524,7 +584,7 @@ static void test_claim_pause_from_objects(void **state)
 	json_t *paused =
 	    load("{'metadata':{'name':'prod','annotations':{'cluster.x-k8s.io/paused':''}}}");
 	struct pk_claim_facts f;
-	pk_claim_facts_from(claim, pool, true, paused, NULL, &f);
+	pk_claim_facts_from(claim, kind_of(claim), pool, true, paused, NULL, &f);
 	assert_false(f.paused);
 	assert_int_equal(f.cluster, PK_CLUSTER_PAUSED);
 	json_decref(paused);
@@ -579,7 +639,7 @@ static void check_address_case(const struct check_case *c, const json_t *claim, 
 	struct pk_claim_facts f;
 	snprintf(text, sizeof(text), addr_fmt, c->address, c->claim_ref, c->kind, c->pool);
 	json_t *addr = load(text);
-	pk_claim_facts_from(claim, pool, false, NULL, addr, &f);
+	pk_claim_facts_from(claim, kind_of(claim), pool, false, NULL, addr, &f);
 	assert_int_equal(f.address, PK_ADDRESS_OURS);
 	pk_claim_facts_check_address(&f, claim, addr, c->no_pool ? NULL : p, c->taken);
 	if (f.address_check != c->want ||
@@ -597,7 +657,7 @@ static void check_address_case(const struct check_case *c, const json_t *claim, 
 	json_object_set_new(bound, "status",
 	                    json_pack("{s:{s:s}, s:[{s:s, s:s}]}", "addressRef", "name", "m-1",
 	                              "conditions", "type", "Ready", "status", "True"));
-	pk_claim_facts_from(bound, pool, false, NULL, addr, &f);
+	pk_claim_facts_from(bound, kind_of(bound), pool, false, NULL, addr, &f);
 	pk_claim_facts_check_address(&f, bound, addr, NULL, true);
 	assert_int_equal(f.address_check, PK_ADDRESS_CONSISTENT);
 	json_decref(bound);
@@ -622,7 +682,7 @@ static void test_check_address(void **state)
 	for (size_t i = 0; i < sizeof(check_cases) / sizeof(check_cases[0]); i++)
 		check_address_case(&check_cases[i], claim, pool, &p);
 	/* no IPAddress: nothing to check */
-	pk_claim_facts_from(claim, pool, false, NULL, NULL, &f);
+	pk_claim_facts_from(claim, kind_of(claim), pool, false, NULL, NULL, &f);
 	pk_claim_facts_check_address(&f, claim, NULL, &p, true);
 	assert_int_equal(f.address_check, PK_ADDRESS_CONSISTENT);
 	json_decref(claim);
@@ -676,11 +736,11 @@ static void test_facts_with_a_backend_view(void **state)
 	                     "'name': 'p'}}}");
 	json_t *pool = load("{'metadata': {'name': 'p', 'namespace': 'other'}}");
 	struct pk_pool_facts p;
-	pk_pool_facts_from(claim, pool, &p);
+	pk_pool_facts_from(claim, kind_of(claim), pool, &p);
 	assert_true(p.served);
 	assert_int_equal(p.state, PK_POOL_ACTIVE);
 	assert_false(p.in_scope); /* an IPPool of another namespace */
-	pk_pool_facts_from(claim, NULL, &p);
+	pk_pool_facts_from(claim, kind_of(claim), NULL, &p);
 	assert_int_equal(p.state, PK_POOL_MISSING);
 
 	struct pk_claim_facts f;
@@ -719,6 +779,7 @@ int main(void)
 	    cmocka_unit_test(test_check_address),
 	    cmocka_unit_test(test_claim_ready),
 	    cmocka_unit_test(test_facts_with_a_backend_view),
+	    cmocka_unit_test(test_facts_from_the_declared_kind),
 	};
 	return cmocka_run_group_tests_name("decide", tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "api.h"
+#include "json.h"
 #include "json_fixture.h"
 #include "json_patch.h"
 #include "objects.h"
@@ -171,6 +172,9 @@ static void test_claim_status_patch(void **state)
 	json_decref(claim);
 }
 
+static const struct pk_pool_kind ippool = {"IPPool", "ipam.poolkeeper.io", "v1alpha1", "ippools",
+                                           true};
+
 static void test_ipaddress(void **state)
 {
 	(void)state;
@@ -178,7 +182,7 @@ static void test_ipaddress(void **state)
 	                     "'name':'m-0','namespace':'team','uid':'u-1',"
 	                     "'labels':{'cluster.x-k8s.io/cluster-name':'prod','other':'x'}}}");
 	struct pk_ipaddress_spec s = {
-	    "ipam.cluster.x-k8s.io/v1beta2", "10.0.0.5", 24, "10.0.0.1", "IPPool", "nodes", "p-1"};
+	    "ipam.cluster.x-k8s.io/v1beta2", "10.0.0.5", 24, "10.0.0.1", &ippool, "nodes", "p-1"};
 	json_t *a = pk_objects_ipaddress(claim, &s);
 	assert_json(
 	    a, "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddress','metadata':{"
@@ -203,6 +207,22 @@ static void test_ipaddress(void **state)
 	json_t *nouid = load("{'metadata':{'name':'m','namespace':'t'}}");
 	assert_null(pk_objects_ipaddress(nouid, &s));
 	json_decref(nouid);
+	/* another backend's kind: its group and version name the pool, never poolkeeper's */
+	static const struct pk_pool_kind other = {"GlobalKeaIPPool", "kea.ipam.example.org",
+	                                          "v1beta1", "globalkeaippools", false};
+	s.pool_kind = &other;
+	a = pk_objects_ipaddress(bare, &s);
+	assert_json(json_object_get(a, "spec"),
+	            "{'address':'10.0.0.5','prefix':24,'claimRef':{'name':'m'},"
+	            "'poolRef':{'apiGroup':'kea.ipam.example.org','kind':'GlobalKeaIPPool',"
+	            "'name':'nodes'}}");
+	assert_json(json_array_get(pk_json_path(a, "metadata", "ownerReferences"), 1),
+	            "{'apiVersion':'kea.ipam.example.org/v1beta1','kind':'GlobalKeaIPPool',"
+	            "'name':'nodes','uid':'p-1','controller':false,'blockOwnerDeletion':true}");
+	json_decref(a);
+	/* no kind: no poolRef can be written */
+	s.pool_kind = NULL;
+	assert_null(pk_objects_ipaddress(bare, &s));
 	json_decref(bare);
 	json_decref(claim);
 }
@@ -320,7 +340,7 @@ static void test_nul_fields_invalid(void **state)
 	/* a claim whose uid holds a NUL: no owner reference can name it */
 	json_t *claim = load("{'metadata':{'name':'m','namespace':'t','uid':'u\\u0000-other'}}");
 	struct pk_ipaddress_spec s = {
-	    "ipam.cluster.x-k8s.io/v1beta2", "10.0.0.5", 24, NULL, "IPPool", "nodes", "p-1"};
+	    "ipam.cluster.x-k8s.io/v1beta2", "10.0.0.5", 24, NULL, &ippool, "nodes", "p-1"};
 	assert_null(pk_objects_ipaddress(claim, &s));
 	json_decref(claim);
 	/* "ours\u0000" is not our finalizer: nothing to remove, ours still to add */

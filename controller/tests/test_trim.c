@@ -19,6 +19,7 @@
 #include "tenant.h"
 
 #include "decide.h"
+#include "incluster.h"
 #include "jpack.h"
 #include "json.h"
 #include "json_fixture.h"
@@ -309,10 +310,16 @@ static void same_str(const char *a, const char *b, const char *what)
 		         b ? b : "(none)");
 }
 
+/* The in-process backend's kind that the claim's poolRef names (incluster.h). */
+static const struct pk_pool_kind *kind_of(const json_t *claim)
+{
+	return pk_incluster_kind(pk_json_path(claim, "spec", "poolRef"));
+}
+
 static void facts_of(const struct objs *o, struct pk_claim_facts *f)
 {
-	pk_claim_facts_from(o->claim, o->pool, pk_claim_cluster_name(o->claim) != NULL, o->cluster,
-	                    o->address, f);
+	pk_claim_facts_from(o->claim, kind_of(o->claim), o->pool,
+	                    pk_claim_cluster_name(o->claim) != NULL, o->cluster, o->address, f);
 }
 
 static void collect_quarantine(void *ud, const char *address, long long until)
@@ -477,7 +484,7 @@ static void agree_written(const struct objs *w, const struct objs *t)
 	                              .address = "10.0.0.5",
 	                              .prefix = 24,
 	                              .gateway = "10.0.0.1",
-	                              .pool_kind = PK_POOL_KIND,
+	                              .pool_kind = kind_of(w->claim),
 	                              .pool_name = "nodes",
 	                              .pool_uid = "p-1"};
 	same_new(pk_objects_ipaddress(w->claim, &s), pk_objects_ipaddress(t->claim, &s),

@@ -24,10 +24,21 @@ static const struct pk_pool_kind *incl_kinds(void *self, size_t *n)
 	return kinds;
 }
 
+const struct pk_pool_kind *pk_incluster_kind(const json_t *pool_ref)
+{
+	if (!pk_rules_is_poolkeeper_pool_ref(pool_ref))
+		return NULL;
+	const char *kind = pk_json_cstr_at(pool_ref, "kind");
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kinds[i].kind, kind) == 0)
+			return &kinds[i];
+	return NULL;
+}
+
 static bool incl_serves(void *self, const json_t *pool_ref)
 {
 	(void)self;
-	return pk_rules_is_poolkeeper_pool_ref(pool_ref);
+	return pk_incluster_kind(pool_ref) != NULL;
 }
 
 static int incl_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *out)
@@ -41,8 +52,7 @@ static int incl_fetch_pool(void *self, const json_t *claim, struct pk_pool_view 
 		if (pk_pool_key_parse(out->key, &k))
 			out->obj = b->host.get_pool(b->host.ud, k.pool_kind, k.namespace, k.name);
 	}
-	pk_pool_facts_from(claim, out->obj, &out->facts);
-	out->facts.served = incl_serves(self, ref);
+	pk_pool_facts_from(claim, pk_incluster_kind(ref), out->obj, &out->facts);
 	if (out->facts.state != PK_POOL_ACTIVE)
 		return PK_OK;
 	pthread_mutex_lock(&b->mu);

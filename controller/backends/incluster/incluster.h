@@ -30,6 +30,9 @@
 
 #include "backend.h"
 
+/* The kind of the backend's (IPPool, GlobalIPPool) that a poolRef names, or NULL. */
+const struct pk_pool_kind *pk_incluster_kind(const json_t *pool_ref);
+
 /* The backend; host is copied (its pointers borrowed). PK_ERR_NOMEM. */
 PK_MUST_CHECK int pk_incluster_new(const struct pk_backend_host *host, struct pk_backend *out);
 
