@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "api.h"
-#include "incluster.h"
+#include "registry.h"
 #include "controller_internal.h"
 #include "kube_informer.h"
 #include "log.h"
@@ -211,7 +211,9 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	struct pk_controller *c = controller_alloc(opts);
 	if (c == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	if (pk_incluster_new(&c->host, &c->backend) != PK_OK) {
+	const struct pk_registry_entry *b =
+	    opts->backend != NULL ? opts->backend : pk_registry_find(PK_REGISTRY_DEFAULT);
+	if (b == NULL || b->create(&c->host, &c->backend) != PK_OK) {
 		pk_controller_free(c);
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
 	}

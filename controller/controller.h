@@ -22,6 +22,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "pk.h"
+#include "registry.h"
 
 struct pk_controller;
 
@@ -35,6 +36,8 @@ struct pk_controller_opts {
 	const char *claim_version;   /* ipam.cluster.x-k8s.io version: "v1beta2" or "v1beta1" */
 	const char *cluster_version; /* cluster.x-k8s.io version; NULL: Clusters not watched */
 	unsigned workers;            /* 0: 1 */
+	/* The pool backend (registry.h); NULL: PK_REGISTRY_DEFAULT's. */
+	const struct pk_registry_entry *backend;
 	struct pk_kube_config *events_config; /* Events written with it; NULL: no Events */
 };
 

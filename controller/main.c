@@ -41,6 +41,7 @@ enum {
 	F_LEADER_ID,
 	F_HEALTH_ADDR,
 	F_METRICS_ADDR,
+	F_BACKENDS,
 	F_COUNT,
 };
 
@@ -75,6 +76,9 @@ static const struct pk_flag flags[F_COUNT] = {
                      "name of the Lease"},
     [F_HEALTH_ADDR] = PK_FLAG_DEF_HEALTH_ADDR,
     [F_METRICS_ADDR] = PK_FLAG_DEF_METRICS_ADDR,
+    [F_BACKENDS] = {"backends", 0, PK_FLAG_STRING, PK_REGISTRY_DEFAULT, "LIST",
+                    "the pool backends to run, comma-separated; this build has: incluster "
+                    "(IPPool, GlobalIPPool)"},
 };
 
 #define PROGRAM "poolkeeper-controller"
@@ -91,6 +95,8 @@ struct options {
 	unsigned long workers, qps, burst;
 	long lease_ms, renew_ms, retry_ms;
 	bool leader_elect;
+	const struct pk_registry_entry *backends[PK_REGISTRY_MAX];
+	size_t nbackends;
 };
 
 /* A name-like flag: empty is allowed (the default applies); otherwise its check, named. */
@@ -166,6 +172,12 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 		return pk_err_set(err, PK_ERR_INVALID, "--leader-election-id must not be empty");
 	if ((rc = check_lease_timing(vals, o, err)) != PK_OK)
 		return rc;
+	if ((rc = pk_registry_parse(pk_flags_get_string(flags, vals, F_BACKENDS), o->backends,
+	                            &o->nbackends, err)) != PK_OK)
+		return rc;
+	/* One backend at a time: the registry has one. */
+	if (o->nbackends != 1)
+		return pk_err_set(err, PK_ERR_INVALID, "--backends: name one backend");
 	return pk_httpd_probes_flags(flags, vals, F_HEALTH_ADDR, F_METRICS_ADDR, &o->probes, err);
 }
 
@@ -302,7 +314,8 @@ static bool discover(struct daemon *dm)
 		dm->cluster_version[0] = '\0';
 	pk_log_info("API versions", PK_LOG_STR(PK_CAPI_IPAM_GROUP, claim),
 	            PK_LOG_STR(PK_CAPI_CORE_GROUP, cluster ? cluster : "none"),
-	            PK_LOG_UINT("workers", dm->o.workers));
+	            PK_LOG_UINT("workers", dm->o.workers),
+	            PK_LOG_STR("backend", dm->o.backends[0]->name));
 	if (*dm->o.watch_filter != '\0') {
 		snprintf(dm->selector, sizeof(dm->selector), PK_WATCH_FILTER_LABEL "=%s",
 		         dm->o.watch_filter);
@@ -324,6 +337,7 @@ static bool start_controller(struct daemon *dm)
 	    .claim_version = dm->claim_version,
 	    .cluster_version = dm->cluster_version[0] != '\0' ? dm->cluster_version : NULL,
 	    .workers = (unsigned)dm->o.workers,
+	    .backend = dm->o.backends[0],
 	    .events_config = dm->cfg};
 	struct pk_httpd_probes_config pc = dm->o.probes;
 	pc.ready = probe_ready;

@@ -124,6 +124,11 @@ static void expect_usage_error(const char *const *args, const char *want1, const
 static void test_bad_flags(void **state)
 {
 	(void)state;
+	/* Backends: only the names this build has, each once. */
+	expect_usage_error(ARGS("--backends=kea"), "kea\\\" is not a backend of this build",
+	                   "it has: incluster");
+	expect_usage_error(ARGS("--backends="), "--backends: empty", "incluster");
+	expect_usage_error(ARGS("--backends=incluster,incluster"), "is named twice", NULL);
 	/* Booleans: bare is true, a value only after "=", and only true or false. */
 	expect_usage_error(ARGS("--leader-elect", "false"), "--leader-elect takes its value after",
 	                   "--leader-elect=false");

@@ -486,6 +486,18 @@ _delete_cel_probe() {
   echo "$output"
   [ "$status" -ne 0 ]
   [[ $output == *"/webhook/url"* ]]
+  # The controller's backends: only the ones the binary has, never none.
+  run _template --set 'controller.backends={kea}'
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/controller/backends/0"* ]]
+  run _template --set 'controller.backends=null'
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"controller.backends: name at least one pool backend"* ]]
+  run _template
+  [ "$status" -eq 0 ]
+  [[ $output == *"- --backends=incluster"* ]]
   # Across values, as the binaries' own flag checks would refuse them.
   local bad want
   while IFS='|' read -r bad want; do
