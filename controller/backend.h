@@ -55,6 +55,19 @@ struct pk_backend_host {
 	const char *namespace;    /* NULL: every namespace */
 };
 
+/*
+ * The claim an operation is about. A backend that keeps records elsewhere
+ * keys them on what survives clusterctl move, the claim's namespace, name
+ * and cluster, never on its UID, which a move changes; the UID tells a
+ * claim deleted and created again under the same name from the old one.
+ */
+struct pk_claim_id {
+	const char *ns, *name; /* never NULL */
+	const char *cluster;   /* spec.clusterName, else the deprecated label; NULL: none */
+	const char *uid;       /* NULL: unknown (the claim is gone) */
+	const char *key;       /* "<ns>/<name>": the work queue's key */
+};
+
 /* A claim's pool, as the backend sees it: read once per pass. */
 struct pk_pool_view {
 	struct pk_pool_facts facts;  /* missing, deleting, paused, invalid or active */
@@ -99,21 +112,23 @@ struct pk_backend_ops {
 	int (*fetch_pool)(void *self, const json_t *claim, struct pk_pool_view *out);
 	/* Facts the backend adds before an IPAddress of the claim's is adopted: whether it is
 	 * one the pool hands out and no other IPAddress holds (pk_claim_facts_check_address). */
-	void (*check_address)(void *self, const struct pk_pool_view *pool, const char *claim_key,
-	                      const json_t *claim, const json_t *address, struct pk_claim_facts *f);
+	void (*check_address)(void *self, const struct pk_pool_view *pool,
+	                      const struct pk_claim_id *id, const json_t *claim,
+	                      const json_t *address, struct pk_claim_facts *f);
 	/* The claim's address, recorded as held before its IPAddress is created (so that no
 	 * other claim gets it). Exhaustion is a result, not an error: *result and message.
 	 * PK_ERR_NOMEM, or PK_ERR_INVALID (the pool is not active). */
-	int (*ensure_address)(void *self, const struct pk_pool_view *pool, const char *claim_key,
-	                      struct pk_address_lease *lease, enum pk_ensure_result *result,
-	                      char *message, size_t len);
+	int (*ensure_address)(void *self, const struct pk_pool_view *pool,
+	                      const struct pk_claim_id *id, struct pk_address_lease *lease,
+	                      enum pk_ensure_result *result, char *message, size_t len);
 	/* The IPAddress of a fresh lease was surely not created: the address is free at once. */
-	void (*abandon_address)(void *self, const char *claim_key,
+	void (*abandon_address)(void *self, const struct pk_claim_id *id,
 	                        const struct pk_address_lease *lease);
 	/* Whether an address is held for the claim (its IPAddress). */
-	bool (*holds)(void *self, const char *claim_key);
+	bool (*holds)(void *self, const struct pk_claim_id *id);
 	/* The claim's IPAddress is gone (a consistent read said so): release its address. */
-	void (*release_address)(void *self, const char *claim_key, struct pk_release_note *out);
+	void (*release_address)(void *self, const struct pk_claim_id *id,
+	                        struct pk_release_note *out);
 	/* An IPAddress was seen (the cache or a create's answer): record what it holds, adopting
 	 * an address created elsewhere and counting duplicates. */
 	void (*address_seen)(void *self, const json_t *address);

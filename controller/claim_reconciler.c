@@ -16,6 +16,8 @@ struct pass {
 	struct pk_claim_reconciler *r;
 	const char *ns, *name;
 	char key[PK_OBJECT_KEY_MAX];
+	struct pk_claim_id id; /* the backend's name for the claim; its strings are the claim's
+	                        * as the pass began (kept alive with `retired`) */
 	struct pk_claim_view v;
 	struct pk_pool_view pool;
 	bool held;          /* the backend holds an address for the claim */
@@ -121,7 +123,7 @@ static int release_if_gone(struct pass *p, const json_t *claim, bool *gone)
 	if (rc != PK_OK || !*gone)
 		return rc;
 	struct pk_release_note n;
-	p->r->backend->ops->release_address(p->r->backend->self, p->key, &n);
+	p->r->backend->ops->release_address(p->r->backend->self, &p->id, &n);
 	p->held = false;
 	if (!n.released)
 		return PK_OK;
@@ -189,7 +191,7 @@ static int create_address(struct pass *p, const struct pk_address_lease *l, json
 	 * whose next pass creates the same IPAddress again, or adopts it (AlreadyExists). */
 	bool unknown = sent && (e.code == 0 || e.code >= 500 || (e.code >= 200 && e.code < 300));
 	if (!unknown)
-		p->r->backend->ops->abandon_address(p->r->backend->self, p->key, l);
+		p->r->backend->ops->abandon_address(p->r->backend->self, &p->id, l);
 	if (k == PK_KUBE_ALREADY_EXISTS) {
 		/* Adopted on the next pass, from the IPAddress's watch event. */
 		pk_log_info("IPAddress exists: adopting", PK_LOG_STR("claim", p->key));
@@ -214,7 +216,7 @@ static int allocate(struct pass *p, json_t **created)
 	enum pk_ensure_result res;
 	char msg[PK_ERR_MSG_MAX];
 	*created = NULL;
-	int rc = b->ops->ensure_address(b->self, &p->pool, p->key, &l, &res, msg, sizeof(msg));
+	int rc = b->ops->ensure_address(b->self, &p->pool, &p->id, &l, &res, msg, sizeof(msg));
 	if (rc == PK_OK && res == PK_ENSURE_STALE) {
 		/* The record goes once the API confirms the IPAddress is gone; a fresh address
 		 * follows. */
@@ -225,7 +227,7 @@ static int allocate(struct pass *p, json_t **created)
 			requeue(p, 1000); /* the cache lags */
 			return PK_OK;
 		}
-		rc = b->ops->ensure_address(b->self, &p->pool, p->key, &l, &res, msg, sizeof(msg));
+		rc = b->ops->ensure_address(b->self, &p->pool, &p->id, &l, &res, msg, sizeof(msg));
 		if (rc == PK_OK && res == PK_ENSURE_STALE)
 			rc = PK_ERR_INVALID; /* released, yet stale: retried with backoff */
 	}
@@ -292,7 +294,7 @@ static void facts(struct pass *p, struct pk_claim_facts *f)
 	pk_claim_facts_build(p->v.claim, &p->pool.facts, p->v.cluster_named, p->v.cluster,
 	                     p->v.address, f);
 	if (f->pool == PK_POOL_ACTIVE)
-		p->r->backend->ops->check_address(p->r->backend->self, &p->pool, p->key, p->v.claim,
+		p->r->backend->ops->check_address(p->r->backend->self, &p->pool, &p->id, p->v.claim,
 		                                  p->v.address, f);
 	else
 		pk_claim_facts_check_address(f, p->v.claim, p->v.address, NULL, false);
@@ -393,7 +395,7 @@ static int claim_pass(struct pass *p)
 	/* An IPAddress seen for the first time (by hand, moved, or ours) is recorded. */
 	if (p->v.address != NULL)
 		b->ops->address_seen(b->self, p->v.address);
-	p->held = b->ops->holds(b->self, p->key);
+	p->held = b->ops->holds(b->self, &p->id);
 	if (p->v.claim == NULL) {
 		/* The claim is gone: its address is released once its IPAddress is too. */
 		bool gone = false;
@@ -426,6 +428,11 @@ int pk_claim_reconcile(struct pk_claim_reconciler *r, const char *ns, const char
 	struct pass p = {.r = r, .ns = ns, .name = name, .v = *v};
 	memset(v, 0, sizeof(*v));
 	pk_object_key(ns, name, p.key, sizeof(p.key));
+	p.id = (struct pk_claim_id){.ns = ns, .name = name, .key = p.key};
+	if (p.v.claim != NULL) {
+		p.id.uid = pk_json_meta_cstr(p.v.claim, "uid");
+		p.id.cluster = pk_claim_cluster_name(p.v.claim);
+	}
 	int rc = claim_pass(&p);
 	pk_claim_view_clear(&p.v);
 	pk_pool_view_clear(&p.pool);

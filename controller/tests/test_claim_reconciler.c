@@ -27,6 +27,8 @@ struct fake_backend {
 	bool held;
 	unsigned ensures, abandons, releases, seen, checks;
 	char abandoned[64];
+	char
+	    ensured_for[256]; /* the identity ensure_address was given: "ns name cluster uid key" */
 };
 
 static const struct pk_pool_kind fb_kinds[] = {
@@ -61,8 +63,9 @@ static int fb_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *o
 	return PK_OK;
 }
 
-static void fb_check_address(void *self, const struct pk_pool_view *pool, const char *key,
-                             const json_t *claim, const json_t *address, struct pk_claim_facts *f)
+static void fb_check_address(void *self, const struct pk_pool_view *pool,
+                             const struct pk_claim_id *key, const json_t *claim,
+                             const json_t *address, struct pk_claim_facts *f)
 {
 	struct fake_backend *b = self;
 	(void)pool;
@@ -73,12 +76,13 @@ static void fb_check_address(void *self, const struct pk_pool_view *pool, const 
 	f->address_check = PK_ADDRESS_CONSISTENT;
 }
 
-static int fb_ensure(void *self, const struct pk_pool_view *pool, const char *key,
+static int fb_ensure(void *self, const struct pk_pool_view *pool, const struct pk_claim_id *id,
                      struct pk_address_lease *l, enum pk_ensure_result *res, char *msg, size_t len)
 {
 	struct fake_backend *b = self;
 	(void)pool;
-	(void)key;
+	snprintf(b->ensured_for, sizeof(b->ensured_for), "%s %s %s %s %s", id->ns, id->name,
+	         id->cluster ? id->cluster : "-", id->uid ? id->uid : "-", id->key);
 	b->ensures++;
 	*res = b->result;
 	snprintf(msg, len, "%s", b->result == PK_ENSURE_EXHAUSTED ? "pool is full" : "");
@@ -93,21 +97,21 @@ static int fb_ensure(void *self, const struct pk_pool_view *pool, const char *ke
 	return b->ensure_rc;
 }
 
-static void fb_abandon(void *self, const char *key, const struct pk_address_lease *l)
+static void fb_abandon(void *self, const struct pk_claim_id *id, const struct pk_address_lease *l)
 {
 	struct fake_backend *b = self;
 	b->abandons++;
-	snprintf(b->abandoned, sizeof(b->abandoned), "%s %s", key, l->address);
+	snprintf(b->abandoned, sizeof(b->abandoned), "%s %s", id->key, l->address);
 	b->held = false;
 }
 
-static bool fb_holds(void *self, const char *key)
+static bool fb_holds(void *self, const struct pk_claim_id *key)
 {
 	(void)key;
 	return ((struct fake_backend *)self)->held;
 }
 
-static void fb_release(void *self, const char *key, struct pk_release_note *out)
+static void fb_release(void *self, const struct pk_claim_id *key, struct pk_release_note *out)
 {
 	struct fake_backend *b = self;
 	(void)key;
@@ -237,6 +241,19 @@ static void allocates_and_sets_ready_in_one_pass(void **state)
 	assert_int_equal(fx->fw.ncalls, 2);
 	assert_int_equal(atomic_load(&fx->metrics.allocations), 1);
 	assert_int_equal(fx->fb.abandons, 0);
+	assert_string_equal(fx->fb.ensured_for, "ns c1 - cu ns/c1");
+}
+
+/* The backend is told the claim's identity: namespace, name, cluster and UID. */
+static void the_backend_gets_the_claims_identity(void **state)
+{
+	struct fixture *fx = *state;
+	json_t *cluster = load("{'metadata': {'name': 'prod', 'namespace': 'ns'}}");
+	assert_int_equal(
+	    run(fx, claim_with(", " FINALIZER, ", 'clusterName': 'prod'"), NULL, cluster, true),
+	    PK_OK);
+	assert_int_equal(fx->fb.ensures, 1);
+	assert_string_equal(fx->fb.ensured_for, "ns c1 prod cu ns/c1");
 }
 
 static void puts_the_finalizer_on_first(void **state)
@@ -655,6 +672,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(allocates_and_sets_ready_in_one_pass, setup, teardown),
+	    cmocka_unit_test_setup_teardown(the_backend_gets_the_claims_identity, setup, teardown),
 	    cmocka_unit_test_setup_teardown(puts_the_finalizer_on_first, setup, teardown),
 	    cmocka_unit_test_setup_teardown(exhaustion_is_a_result_not_a_create, setup, teardown),
 	    cmocka_unit_test_setup_teardown(a_refused_create_abandons_the_lease, setup, teardown),

@@ -19,6 +19,9 @@
 #include "json_fixture.h"
 #include "fake_writer.h"
 
+/* A claim of namespace "ns", by name, as the reconciler names it to the backend. */
+#define ID(n) (&(const struct pk_claim_id){.ns = "ns", .name = n, .key = "ns/" n})
+
 struct host_fixture {
 	struct fake_writer fw;
 	struct pk_writer writer;
@@ -149,7 +152,8 @@ static enum pk_ensure_result lease(struct host_fixture *h, const char *name,
 	fetch(h, name, &v);
 	assert_int_equal(v.facts.state, PK_POOL_ACTIVE);
 	snprintf(key, sizeof(key), "ns/%s", name);
-	assert_int_equal(h->b.ops->ensure_address(h->b.self, &v, key, l, &res, msg, len), PK_OK);
+	struct pk_claim_id id = {.ns = "ns", .name = name, .key = key};
+	assert_int_equal(h->b.ops->ensure_address(h->b.self, &v, &id, l, &res, msg, len), PK_OK);
 	pk_pool_view_clear(&v);
 	return res;
 }
@@ -206,8 +210,8 @@ static void leases_in_order_never_twice_then_exhausted(void **state)
 	assert_false(l.fresh);
 	assert_int_equal(lease(h, "c9", &l, msg, sizeof(msg)), PK_ENSURE_EXHAUSTED);
 	assert_non_null(strstr(msg, "IPPool ns/pool has no free address (5 usable"));
-	assert_false(h->b.ops->holds(h->b.self, "ns/c9"));
-	assert_true(h->b.ops->holds(h->b.self, "ns/c4"));
+	assert_false(h->b.ops->holds(h->b.self, ID("c9")));
+	assert_true(h->b.ops->holds(h->b.self, ID("c4")));
 	assert_int_equal(h->fw.ncalls, 0); /* exhaustion writes nothing */
 }
 
@@ -217,15 +221,15 @@ static void abandon_frees_a_fresh_lease_only(void **state)
 	struct pk_address_lease l, again;
 	char msg[PK_ERR_MSG_MAX];
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
-	h->b.ops->abandon_address(h->b.self, "ns/c1", &l);
-	assert_false(h->b.ops->holds(h->b.self, "ns/c1"));
+	h->b.ops->abandon_address(h->b.self, ID("c1"), &l);
+	assert_false(h->b.ops->holds(h->b.self, ID("c1")));
 	assert_int_equal(lease(h, "c2", &again, msg, sizeof(msg)), PK_ENSURE_LEASED);
 	assert_string_equal(again.address, l.address);
 	/* A lease of the address already held is not the backend's to drop. */
 	assert_int_equal(lease(h, "c2", &again, msg, sizeof(msg)), PK_ENSURE_LEASED);
 	assert_false(again.fresh);
-	h->b.ops->abandon_address(h->b.self, "ns/c2", &again);
-	assert_true(h->b.ops->holds(h->b.self, "ns/c2"));
+	h->b.ops->abandon_address(h->b.self, ID("c2"), &again);
+	assert_true(h->b.ops->holds(h->b.self, ID("c2")));
 }
 
 static void release_gives_back_and_wakes_waiters(void **state)
@@ -240,7 +244,7 @@ static void release_gives_back_and_wakes_waiters(void **state)
 		assert_int_equal(lease(h, name, &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
 	}
 	assert_int_equal(lease(h, "late", &l, msg, sizeof(msg)), PK_ENSURE_EXHAUSTED);
-	h->b.ops->release_address(h->b.self, "ns/c3", &n);
+	h->b.ops->release_address(h->b.self, ID("c3"), &n);
 	assert_true(n.released);
 	assert_string_equal(n.address, "10.0.0.5");
 	assert_string_equal(n.pool_key, "IPPool/ns/pool");
@@ -249,7 +253,7 @@ static void release_gives_back_and_wakes_waiters(void **state)
 	assert_int_equal(lease(h, "late", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
 	assert_string_equal(l.address, "10.0.0.5");
 	/* Nothing held: nothing released. */
-	h->b.ops->release_address(h->b.self, "ns/none", &n);
+	h->b.ops->release_address(h->b.self, ID("none"), &n);
 	assert_false(n.released);
 }
 
@@ -265,7 +269,7 @@ static void grace_period_holds_a_released_address(void **state)
 	                    "");
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
 	assert_string_equal(l.address, "10.0.0.2");
-	h->b.ops->release_address(h->b.self, "ns/c1", &n);
+	h->b.ops->release_address(h->b.self, ID("c1"), &n);
 	assert_int_equal(n.grace_seconds, 600);
 	assert_int_equal(h->grace_syncs, 1);
 	assert_int_equal(lease(h, "c2", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
@@ -284,7 +288,7 @@ static void adopts_what_it_sees_and_counts_duplicates(void **state)
 	h->b.ops->address_seen(h->b.self, a); /* nothing new: no sync */
 	assert_int_equal(h->pool_syncs, 1);
 	json_decref(a);
-	assert_true(h->b.ops->holds(h->b.self, "ns/made-by-hand"));
+	assert_true(h->b.ops->holds(h->b.self, ID("made-by-hand")));
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
 	assert_string_equal(l.address, "10.0.0.3");
 	/* A second IPAddress with the address c1 holds: a duplicate, left as it is. */
@@ -301,7 +305,7 @@ static void adopts_what_it_sees_and_counts_duplicates(void **state)
 	assert_int_equal(h->events, 1);
 	/* Released by one holder: the other still holds it, and its claim looks again. */
 	struct pk_release_note n;
-	h->b.ops->release_address(h->b.self, "ns/dup", &n);
+	h->b.ops->release_address(h->b.self, ID("dup"), &n);
 	assert_true(n.released);
 	assert_string_equal(h->last_claim, "ns/c1");
 	assert_int_equal(lease(h, "c2", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
@@ -318,7 +322,7 @@ static void a_record_outside_the_pool_is_stale(void **state)
 	json_decref(a);
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_STALE);
 	struct pk_release_note n;
-	h->b.ops->release_address(h->b.self, "ns/c1", &n);
+	h->b.ops->release_address(h->b.self, ID("c1"), &n);
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
 	assert_string_equal(l.address, "10.0.0.2");
 }
@@ -334,9 +338,9 @@ static void leading_reloads_from_a_consistent_read(void **state)
 	h->fw.pages = pages;
 	assert_int_equal(h->b.ops->on_leading(h->b.self), PK_OK);
 	assert_int_equal(fake_find(&h->fw, "list", "ipaddresses "), 0);
-	assert_false(h->b.ops->holds(h->b.self, "ns/old")); /* the record is the API's now */
-	assert_true(h->b.ops->holds(h->b.self, "ns/x"));
-	assert_true(h->b.ops->holds(h->b.self, "ns/y"));
+	assert_false(h->b.ops->holds(h->b.self, ID("old"))); /* the record is the API's now */
+	assert_true(h->b.ops->holds(h->b.self, ID("x")));
+	assert_true(h->b.ops->holds(h->b.self, ID("y")));
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
 	assert_string_equal(l.address, "10.0.0.3");
 	assert_int_equal(lease(h, "c2", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
@@ -379,7 +383,7 @@ static void pool_finalizer_follows_what_is_held(void **state)
 
 	json_decref(h->pool);
 	h->pool = pool_with(POOL_29, ", 'finalizers': ['ipam.poolkeeper.io/protect-pool']");
-	h->b.ops->release_address(h->b.self, "ns/c1", &n);
+	h->b.ops->release_address(h->b.self, ID("c1"), &n);
 	assert_int_equal(h->b.ops->reconcile_pool(h->b.self, &k), PK_OK);
 	fin = fake_find(&h->fw, "patch", "ippools pool");
 	assert_true(fake_body_has(&h->fw, fin, "\"op\":\"remove\""));

@@ -65,8 +65,9 @@ static int incl_fetch_pool(void *self, const json_t *claim, struct pk_pool_view 
 	return s != NULL ? PK_OK : PK_ERR_NOMEM;
 }
 
-static void incl_check_address(void *self, const struct pk_pool_view *pool, const char *claim_key,
-                               const json_t *claim, const json_t *address, struct pk_claim_facts *f)
+static void incl_check_address(void *self, const struct pk_pool_view *pool,
+                               const struct pk_claim_id *id, const json_t *claim,
+                               const json_t *address, struct pk_claim_facts *f)
 {
 	struct incluster *b = self;
 	pthread_mutex_lock(&b->mu);
@@ -74,7 +75,7 @@ static void incl_check_address(void *self, const struct pk_pool_view *pool, cons
 	bool valid = s != NULL && s->valid;
 	/* Before an existing IPAddress is taken as the claim's allocation. */
 	pk_claim_facts_check_address(f, claim, address, valid ? &s->pool : NULL,
-	                             valid && incl_held_elsewhere(b, claim_key));
+	                             valid && incl_held_elsewhere(b, id->key));
 	pthread_mutex_unlock(&b->mu);
 }
 
@@ -102,9 +103,9 @@ static void exhausted_message(const struct pk_pool_view *pool, const struct tent
 	         k.pool_kind, k.namespace, k.namespace[0] != '\0' ? "/" : "", k.name, t->total);
 }
 
-static int incl_ensure_address(void *self, const struct pk_pool_view *pool, const char *claim_key,
-                               struct pk_address_lease *lease, enum pk_ensure_result *result,
-                               char *message, size_t len)
+static int incl_ensure_address(void *self, const struct pk_pool_view *pool,
+                               const struct pk_claim_id *id, struct pk_address_lease *lease,
+                               enum pk_ensure_result *result, char *message, size_t len)
 {
 	struct incluster *b = self;
 	struct tentative t;
@@ -113,9 +114,9 @@ static int incl_ensure_address(void *self, const struct pk_pool_view *pool, cons
 	pthread_mutex_lock(&b->mu);
 	struct pool_state *s = incl_pool_state(b, pool->key, pool->obj);
 	int rc = s == NULL ? PK_ERR_NOMEM : !s->valid ? PK_ERR_INVALID : PK_OK;
-	if (rc == PK_OK && incl_held_stale(b, s, claim_key))
+	if (rc == PK_OK && incl_held_stale(b, s, id->key))
 		*result = PK_ENSURE_STALE;
-	else if (rc == PK_OK && (rc = incl_take_address(b, s, claim_key, &t)) == PK_OK) {
+	else if (rc == PK_OK && (rc = incl_take_address(b, s, id->key, &t)) == PK_OK) {
 		if (t.exhausted)
 			*result = PK_ENSURE_EXHAUSTED;
 		else
@@ -131,33 +132,34 @@ static int incl_ensure_address(void *self, const struct pk_pool_view *pool, cons
 	return PK_OK;
 }
 
-static void incl_abandon_address(void *self, const char *claim_key,
+static void incl_abandon_address(void *self, const struct pk_claim_id *id,
                                  const struct pk_address_lease *lease)
 {
 	struct incluster *b = self;
 	if (!lease->fresh)
 		return; /* the address was the claim's before this lease: it stays */
 	pthread_mutex_lock(&b->mu);
-	incl_untake_address(b, claim_key);
+	incl_untake_address(b, id->key);
 	pthread_mutex_unlock(&b->mu);
 }
 
-static bool incl_holds(void *self, const char *claim_key)
+static bool incl_holds(void *self, const struct pk_claim_id *id)
 {
 	struct incluster *b = self;
 	pthread_mutex_lock(&b->mu);
-	bool held = pk_strmap_get(b->held, claim_key) != NULL;
+	bool held = pk_strmap_get(b->held, id->key) != NULL;
 	pthread_mutex_unlock(&b->mu);
 	return held;
 }
 
-static void incl_release_address(void *self, const char *claim_key, struct pk_release_note *out)
+static void incl_release_address(void *self, const struct pk_claim_id *id,
+                                 struct pk_release_note *out)
 {
 	struct incluster *b = self;
 	struct released r;
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&b->mu);
-	incl_release_held(b, claim_key, &r);
+	incl_release_held(b, id->key, &r);
 	pthread_mutex_unlock(&b->mu);
 	if (!r.done)
 		return;
