@@ -1,4 +1,6 @@
 /* backend.c - what every pool backend shares; see backend.h. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend.h"
@@ -35,4 +37,18 @@ bool pk_backend_pool_key(const struct pk_backend *b, const json_t *pool_ref, con
 		return false;
 	pk_pool_key(kind, k->namespaced ? ns : "", name, out, len);
 	return true;
+}
+
+struct pk_backend_result *pk_backend_result_set(struct pk_backend_result *r,
+                                                enum pk_backend_status status, const char *reason,
+                                                const char *fmt, ...)
+{
+	r->status = status;
+	r->retry_after_ms = 0;
+	snprintf(r->reason, sizeof(r->reason), "%s", reason != NULL ? reason : "");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->message, sizeof(r->message), fmt, ap);
+	va_end(ap);
+	return r;
 }

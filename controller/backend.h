@@ -87,12 +87,42 @@ struct pk_address_lease {
 	bool fresh; /* newly handed out (else: the address already held, re-created) */
 };
 
-enum pk_ensure_result {
-	PK_ENSURE_LEASED = 0, /* lease filled */
-	PK_ENSURE_EXHAUSTED,  /* nothing free: message says so; the claim waits for a release */
-	PK_ENSURE_STALE,      /* the address recorded for the claim may not be handed to it
-	                         again: release it once its IPAddress is gone, then ask again */
+/* What an operation that may touch another system came to. */
+enum pk_backend_status {
+	PK_BACKEND_OK = 0,    /* done (ensure_address: the lease is filled) */
+	PK_BACKEND_EXHAUSTED, /* ensure_address: nothing free; the claim waits for a release */
+	PK_BACKEND_STALE,     /* ensure_address: the address recorded for the claim may not be
+	                         handed to it again: release it once its IPAddress is gone, then
+	                         ask again */
+	PK_BACKEND_PENDING,   /* asked, no answer yet: the worker goes on to other keys, and the
+	                         backend queues the claim again (host->queue_claim) once the
+	                         answer is in */
+	PK_BACKEND_TRANSIENT, /* failed for now: asked again after retry_after_ms (0: the work
+	                         queue's backoff) */
+	PK_BACKEND_PERMANENT, /* failed until someone changes something: asked again only after
+	                         PK_BACKEND_PERMANENT_RETRY_MS or a change to the claim or pool */
 };
+
+/* How long a permanent failure waits before it is asked again anyway. */
+#define PK_BACKEND_PERMANENT_RETRY_MS (5L * 60L * 1000L)
+
+/*
+ * The result of ensure_address and release_address. With a reason (a
+ * condition reason, CamelCase), the claim says it: Ready=False with the
+ * reason and message, and an Event; without one (an internal failure, such
+ * as memory), nothing is written and the key is retried with backoff.
+ */
+struct pk_backend_result {
+	enum pk_backend_status status;
+	long retry_after_ms; /* PK_BACKEND_TRANSIENT: when to ask again; 0: backoff */
+	char reason[64];
+	char message[PK_ERR_MSG_MAX];
+};
+
+/* Sets r to status with a reason and a formatted message. Returns r. */
+struct pk_backend_result *pk_backend_result_set(struct pk_backend_result *r,
+                                                enum pk_backend_status status, const char *reason,
+                                                const char *fmt, ...) PK_PRINTF(4, 5);
 
 /* What a release gave back (for the reconciler's log, metric and Event). */
 struct pk_release_note {
@@ -116,19 +146,20 @@ struct pk_backend_ops {
 	                      const struct pk_claim_id *id, const json_t *claim,
 	                      const json_t *address, struct pk_claim_facts *f);
 	/* The claim's address, recorded as held before its IPAddress is created (so that no
-	 * other claim gets it). Exhaustion is a result, not an error: *result and message.
-	 * PK_ERR_NOMEM, or PK_ERR_INVALID (the pool is not active). */
-	int (*ensure_address)(void *self, const struct pk_pool_view *pool,
-	                      const struct pk_claim_id *id, struct pk_address_lease *lease,
-	                      enum pk_ensure_result *result, char *message, size_t len);
+	 * other claim gets it): OK with the lease filled, or what else it came to (*out). */
+	void (*ensure_address)(void *self, const struct pk_pool_view *pool,
+	                       const struct pk_claim_id *id, struct pk_address_lease *lease,
+	                       struct pk_backend_result *out);
 	/* The IPAddress of a fresh lease was surely not created: the address is free at once. */
 	void (*abandon_address)(void *self, const struct pk_claim_id *id,
 	                        const struct pk_address_lease *lease);
 	/* Whether an address is held for the claim (its IPAddress). */
 	bool (*holds)(void *self, const struct pk_claim_id *id);
-	/* The claim's IPAddress is gone (a consistent read said so): release its address. */
+	/* The claim's IPAddress is gone (a consistent read said so): release its address. Not
+	 * OK (*result): the claim keeps its finalizer and is asked again as the result says;
+	 * a release the other system already forgot (not found) is OK. */
 	void (*release_address)(void *self, const struct pk_claim_id *id,
-	                        struct pk_release_note *out);
+	                        struct pk_release_note *out, struct pk_backend_result *result);
 	/* An IPAddress was seen (the cache or a create's answer): record what it holds, adopting
 	 * an address created elsewhere and counting duplicates. */
 	void (*address_seen)(void *self, const json_t *address);

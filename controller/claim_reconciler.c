@@ -115,16 +115,70 @@ static int claim_status(struct pass *p, const char *address, bool ready, const c
 	return PK_OK;
 }
 
-/* Releases the claim's address once a consistent read shows its IPAddress gone. */
-static int release_if_gone(struct pass *p, const json_t *claim, bool *gone)
+/*
+ * What a backend's result that is not OK does to the claim: with a reason,
+ * Ready=False says it (and an Event); then the key waits as the result says:
+ * PENDING for the backend to queue it, TRANSIENT for retry_after_ms (or the
+ * backoff), PERMANENT for PK_BACKEND_PERMANENT_RETRY_MS. Without a reason,
+ * nothing is written and the key is retried with backoff.
+ */
+static int not_done(struct pass *p, const struct pk_backend_result *r)
+{
+	if (r->reason[0] == '\0' && r->status != PK_BACKEND_PENDING)
+		return PK_ERR_INVALID; /* retried with backoff */
+	int rc = PK_OK;
+	if (r->reason[0] != '\0') {
+		bool wrote;
+		rc = claim_status(p, NULL, false, r->reason, r->message, &wrote);
+	}
+	if (rc != PK_OK || r->status == PK_BACKEND_PENDING || r->status == PK_BACKEND_EXHAUSTED)
+		return rc;
+	if (r->status == PK_BACKEND_PERMANENT)
+		requeue(p, PK_BACKEND_PERMANENT_RETRY_MS);
+	else if (r->retry_after_ms > 0)
+		requeue(p, r->retry_after_ms);
+	else
+		return PK_ERR_INVALID; /* written; retried with backoff */
+	return PK_OK;
+}
+
+/*
+ * Releases the claim's address once a consistent read shows its IPAddress
+ * gone; *done once the backend confirmed it. When not done, the claim comes
+ * back: queued here (1 s while the cache lags, or as the backend's result
+ * says), or by its IPAddress's DELETED event when the claim itself is gone.
+ */
+static int release_if_gone(struct pass *p, const json_t *claim, bool *done)
 {
 	struct pk_kube_ref ref = claim_ref(p, PK_ADDRESS_RESOURCE);
-	int rc = pk_writer_gone(p->r->writer, &ref, p->key, gone);
-	if (rc != PK_OK || !*gone)
+	bool gone = false;
+	*done = false;
+	int rc = pk_writer_gone(p->r->writer, &ref, p->key, &gone);
+	if (rc != PK_OK)
 		return rc;
+	if (!gone) {
+		if (claim != NULL)
+			requeue(p, 1000); /* the cache lags: its DELETED event queues the claim */
+		return PK_OK;
+	}
 	struct pk_release_note n;
-	p->r->backend->ops->release_address(p->r->backend->self, &p->id, &n);
+	struct pk_backend_result r;
+	p->r->backend->ops->release_address(p->r->backend->self, &p->id, &n, &r);
+	if (r.status != PK_BACKEND_OK) {
+		/* The finalizer stays until the backend confirms: nothing is lost. */
+		pk_log_warn("release not confirmed", PK_LOG_STR("claim", p->key),
+		            PK_LOG_STR("reason", r.reason), PK_LOG_STR("message", r.message));
+		if (claim != NULL)
+			return not_done(p, &r);
+		if (r.status == PK_BACKEND_PENDING)
+			return PK_OK;
+		requeue(p, r.status == PK_BACKEND_PERMANENT ? PK_BACKEND_PERMANENT_RETRY_MS
+		           : r.retry_after_ms > 0           ? r.retry_after_ms
+		                                            : 1000);
+		return PK_OK;
+	}
 	p->held = false;
+	*done = true;
 	if (!n.released)
 		return PK_OK;
 	atomic_fetch_add(&p->r->metrics->releases, 1);
@@ -204,7 +258,7 @@ static int create_address(struct pass *p, const struct pk_address_lease *l, json
 	snprintf(msg, sizeof(msg), "creating IPAddress %.63s/%.253s with %s failed: %.100s", p->ns,
 	         p->name, l->address, e.message);
 	bool wrote;
-	(void)claim_status(p, NULL, false, "AllocationFailed", msg, &wrote);
+	(void)claim_status(p, NULL, false, PK_REASON_ALLOCATION_FAILED, msg, &wrote);
 	return pk_writer_failed("create IPAddress", p->key, &e);
 }
 
@@ -213,31 +267,27 @@ static int allocate(struct pass *p, json_t **created)
 {
 	const struct pk_backend *b = p->r->backend;
 	struct pk_address_lease l;
-	enum pk_ensure_result res;
-	char msg[PK_ERR_MSG_MAX];
+	struct pk_backend_result res;
 	*created = NULL;
-	int rc = b->ops->ensure_address(b->self, &p->pool, &p->id, &l, &res, msg, sizeof(msg));
-	if (rc == PK_OK && res == PK_ENSURE_STALE) {
+	b->ops->ensure_address(b->self, &p->pool, &p->id, &l, &res);
+	if (res.status == PK_BACKEND_STALE) {
 		/* The record goes once the API confirms the IPAddress is gone; a fresh address
 		 * follows. */
-		bool gone = false;
-		if ((rc = release_if_gone(p, p->v.claim, &gone)) != PK_OK)
-			return rc;
-		if (!gone) {
-			requeue(p, 1000); /* the cache lags */
-			return PK_OK;
-		}
-		rc = b->ops->ensure_address(b->self, &p->pool, &p->id, &l, &res, msg, sizeof(msg));
-		if (rc == PK_OK && res == PK_ENSURE_STALE)
-			rc = PK_ERR_INVALID; /* released, yet stale: retried with backoff */
+		bool done = false;
+		int rc = release_if_gone(p, p->v.claim, &done);
+		if (rc != PK_OK || !done)
+			return rc; /* the claim comes back: release_if_gone queued it */
+		b->ops->ensure_address(b->self, &p->pool, &p->id, &l, &res);
+		if (res.status == PK_BACKEND_STALE)
+			return PK_ERR_INVALID; /* released, yet stale: retried with backoff */
 	}
-	if (rc != PK_OK)
-		return rc; /* retried with backoff; an invalid spec is reported by the next pass */
-	if (res == PK_ENSURE_EXHAUSTED) {
+	if (res.status == PK_BACKEND_EXHAUSTED)
 		atomic_fetch_add(&p->r->metrics->failures_exhausted, 1);
-		bool wrote;
-		return claim_status(p, NULL, false, "PoolExhausted", msg, &wrote);
-	}
+	else if (res.reason[0] != '\0' &&
+	         (res.status == PK_BACKEND_TRANSIENT || res.status == PK_BACKEND_PERMANENT))
+		atomic_fetch_add(&p->r->metrics->failures_other, 1);
+	if (res.status != PK_BACKEND_OK)
+		return not_done(p, &res);
 	return create_address(p, &l, created);
 }
 
@@ -273,14 +323,10 @@ static int release(struct pass *p, const struct pk_claim_facts *f)
 {
 	/* A foreign IPAddress named like the claim is not its to release. */
 	if (!f->delete_for_move && f->address != PK_ADDRESS_FOREIGN && p->held) {
-		bool gone = false;
-		int rc = release_if_gone(p, p->v.claim, &gone);
-		if (rc != PK_OK)
-			return rc;
-		if (!gone) {
-			requeue(p, 1000); /* the cache lags: its DELETED event queues the claim */
-			return PK_OK;
-		}
+		bool done = false;
+		int rc = release_if_gone(p, p->v.claim, &done);
+		if (rc != PK_OK || !done)
+			return rc; /* the finalizer stays; the claim comes back */
 	}
 	struct pk_kube_ref ref = claim_ref(p, PK_CLAIM_RESOURCE);
 	return pk_writer_patch(p->r->writer, &ref, false,
@@ -398,9 +444,9 @@ static int claim_pass(struct pass *p)
 	p->held = b->ops->holds(b->self, &p->id);
 	if (p->v.claim == NULL) {
 		/* The claim is gone: its address is released once its IPAddress is too. */
-		bool gone = false;
+		bool done = false;
 		if (p->held && p->v.address == NULL)
-			return release_if_gone(p, NULL, &gone);
+			return release_if_gone(p, NULL, &done);
 		if (p->v.address != NULL)
 			return unprotect_orphan(p);
 		return PK_OK;

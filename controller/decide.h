@@ -56,6 +56,9 @@
 #define PK_REASON_INCONSISTENT "InconsistentIPAddress"
 /* The reason while the claim, its Cluster or its pool is paused. */
 #define PK_REASON_PAUSED "Paused"
+/* The contract's reasons for a claim whose pool has no address for it, or that failed. */
+#define PK_REASON_POOL_EXHAUSTED    "PoolExhausted"
+#define PK_REASON_ALLOCATION_FAILED "AllocationFailed"
 
 enum pk_cluster_state {
 	PK_CLUSTER_UNNAMED = 0, /* neither spec.clusterName nor the label: go on */

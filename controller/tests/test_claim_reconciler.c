@@ -22,8 +22,9 @@
 
 struct fake_backend {
 	enum pk_pool_state state;
-	enum pk_ensure_result result;
-	int ensure_rc;
+	enum pk_backend_status result;    /* what ensure_address answers */
+	struct pk_backend_result failure; /* its reason, message and retry, when not OK */
+	struct pk_backend_result release; /* what release_address answers (OK when zero) */
 	bool held;
 	unsigned ensures, abandons, releases, seen, checks;
 	char abandoned[64];
@@ -76,25 +77,26 @@ static void fb_check_address(void *self, const struct pk_pool_view *pool,
 	f->address_check = PK_ADDRESS_CONSISTENT;
 }
 
-static int fb_ensure(void *self, const struct pk_pool_view *pool, const struct pk_claim_id *id,
-                     struct pk_address_lease *l, enum pk_ensure_result *res, char *msg, size_t len)
+static void fb_ensure(void *self, const struct pk_pool_view *pool, const struct pk_claim_id *id,
+                      struct pk_address_lease *l, struct pk_backend_result *res)
 {
 	struct fake_backend *b = self;
 	(void)pool;
 	snprintf(b->ensured_for, sizeof(b->ensured_for), "%s %s %s %s %s", id->ns, id->name,
 	         id->cluster ? id->cluster : "-", id->uid ? id->uid : "-", id->key);
 	b->ensures++;
-	*res = b->result;
-	snprintf(msg, len, "%s", b->result == PK_ENSURE_EXHAUSTED ? "pool is full" : "");
+	*res = b->failure;
+	res->status = b->result;
+	if (b->result == PK_BACKEND_EXHAUSTED)
+		pk_backend_result_set(res, b->result, "PoolExhausted", "pool is full");
 	memset(l, 0, sizeof(*l));
 	snprintf(l->address, sizeof(l->address), "10.0.0.5");
 	l->prefix = 24;
 	l->fresh = !b->held;
-	if (b->ensure_rc == PK_OK && b->result == PK_ENSURE_LEASED)
+	if (b->result == PK_BACKEND_OK)
 		b->held = true;
-	if (b->result == PK_ENSURE_STALE)
-		b->result = PK_ENSURE_LEASED; /* released by then: a fresh lease next */
-	return b->ensure_rc;
+	if (b->result == PK_BACKEND_STALE)
+		b->result = PK_BACKEND_OK; /* released by then: a fresh lease next */
 }
 
 static void fb_abandon(void *self, const struct pk_claim_id *id, const struct pk_address_lease *l)
@@ -111,12 +113,16 @@ static bool fb_holds(void *self, const struct pk_claim_id *key)
 	return ((struct fake_backend *)self)->held;
 }
 
-static void fb_release(void *self, const struct pk_claim_id *key, struct pk_release_note *out)
+static void fb_release(void *self, const struct pk_claim_id *key, struct pk_release_note *out,
+                       struct pk_backend_result *result)
 {
 	struct fake_backend *b = self;
 	(void)key;
 	memset(out, 0, sizeof(*out));
 	b->releases++;
+	*result = b->release;
+	if (result->status != PK_BACKEND_OK)
+		return; /* still held */
 	out->released = b->held;
 	snprintf(out->address, sizeof(out->address), "10.0.0.5");
 	b->held = false;
@@ -224,6 +230,16 @@ static int run(struct fixture *fx, json_t *claim, json_t *address, json_t *clust
 	return pk_claim_reconcile(&fx->r, "ns", "c1", &v);
 }
 
+/* Before another pass as if the cache had caught up: the calls and the expectations of the
+ * last pass forgotten. */
+static void next_pass(struct fixture *fx)
+{
+	fake_writer_release(&fx->fw);
+	pk_expect_free(fx->r.expect);
+	fx->r.expect = pk_expect_new();
+	assert_non_null(fx->r.expect);
+}
+
 /* ---- the tests ---- */
 
 static void allocates_and_sets_ready_in_one_pass(void **state)
@@ -270,7 +286,7 @@ static void puts_the_finalizer_on_first(void **state)
 static void exhaustion_is_a_result_not_a_create(void **state)
 {
 	struct fixture *fx = *state;
-	fx->fb.result = PK_ENSURE_EXHAUSTED;
+	fx->fb.result = PK_BACKEND_EXHAUSTED;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
 	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
 	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
@@ -349,6 +365,93 @@ static void release_waits_for_the_ipaddress_to_be_gone(void **state)
 	assert_true(fin > 0);
 	assert_true(fake_body_has(&fx->fw, fin, "\"op\":\"remove\""));
 	assert_int_equal(atomic_load(&fx->metrics.releases), 1);
+}
+
+/*
+ * A release the backend could not confirm keeps the claim's finalizer: the
+ * claim says why and comes back when the result says; once the backend
+ * confirms, the finalizer comes off.
+ */
+static void an_unconfirmed_release_keeps_the_finalizer(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.held = true;
+	fx->fw.get_reason = PK_KUBE_NOT_FOUND;
+	pk_backend_result_set(&fx->fb.release, PK_BACKEND_TRANSIENT, "ReleaseFailed",
+	                      "the external system answered 503");
+	fx->fb.release.retry_after_ms = 2500;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
+	                 PK_OK);
+	assert_int_equal(fx->fb.releases, 1);
+	assert_true(fx->fb.held);
+	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), -1);
+	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_true(status >= 0);
+	assert_true(fake_body_has(&fx->fw, status, "ReleaseFailed"));
+	assert_true(fake_body_has(&fx->fw, status, "answered 503"));
+	assert_int_equal(fx->requeued, 1);
+	assert_int_equal(fx->requeue_delay, 2500);
+	assert_int_equal(atomic_load(&fx->metrics.releases), 0);
+
+	/* Pending: nothing written, nothing queued (the backend queues the claim itself). */
+	next_pass(fx);
+	fx->requeued = 0;
+	pk_backend_result_set(&fx->fb.release, PK_BACKEND_PENDING, NULL, "%s", "");
+	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
+	                 PK_OK);
+	assert_int_equal(fx->fw.ncalls, 1); /* the consistent read only */
+	assert_int_equal(fx->requeued, 0);
+
+	/* Confirmed: the finalizer comes off. */
+	next_pass(fx);
+	memset(&fx->fb.release, 0, sizeof(fx->fb.release));
+	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
+	                 PK_OK);
+	assert_false(fx->fb.held);
+	int fin = fake_find(&fx->fw, "patch", "ipaddressclaims c1");
+	assert_true(fin > 0);
+	assert_true(fake_body_has(&fx->fw, fin, "\"op\":\"remove\""));
+}
+
+/*
+ * What ensure_address came to, on the claim: PENDING frees the worker and
+ * writes nothing; TRANSIENT with a reason says it on the claim and comes
+ * back after its retry; PERMANENT says it and comes back only after
+ * PK_BACKEND_PERMANENT_RETRY_MS. No IPAddress is created for any of them.
+ */
+static void results_that_are_not_a_lease(void **state)
+{
+	struct fixture *fx = *state;
+	fx->fb.result = PK_BACKEND_PENDING;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(fx->requeued, 0);
+
+	fx->fb.result = PK_BACKEND_TRANSIENT;
+	pk_backend_result_set(&fx->fb.failure, PK_BACKEND_TRANSIENT, "BackendUnavailable",
+	                      "kea.example.org did not answer in 2 s");
+	fx->fb.failure.retry_after_ms = 3000;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_true(status >= 0);
+	assert_true(fake_body_has(&fx->fw, status, "\"reason\":\"BackendUnavailable\""));
+	assert_true(fake_body_has(&fx->fw, status, "did not answer in 2 s"));
+	assert_true(fake_body_has(&fx->fw, status, "\"status\":\"False\""));
+	assert_int_equal(fx->requeued, 1);
+	assert_int_equal(fx->requeue_delay, 3000);
+	assert_int_equal(atomic_load(&fx->metrics.failures_other), 1);
+
+	next_pass(fx);
+	fx->fb.result = PK_BACKEND_PERMANENT;
+	pk_backend_result_set(&fx->fb.failure, PK_BACKEND_PERMANENT, "AllocationFailed",
+	                      "the subnet is not in the server's configuration");
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_true(fake_body_has(&fx->fw, fake_find(&fx->fw, "patch", "ipaddressclaims/status c1"),
+	                          "not in the server's configuration"));
+	assert_int_equal(fx->requeued, 2);
+	assert_int_equal(fx->requeue_delay, PK_BACKEND_PERMANENT_RETRY_MS);
+	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
+	assert_int_equal(fx->fb.ensures, 3);
 }
 
 static void deleting_claim_with_its_ipaddress_deletes_it_first(void **state)
@@ -594,12 +697,12 @@ static void stale_lease_is_released_before_a_fresh_one(void **state)
 {
 	struct fixture *fx = *state;
 	fx->fb.held = true;
-	fx->fb.result = PK_ENSURE_STALE;
+	fx->fb.result = PK_BACKEND_STALE;
 	fx->fw.get_reason = PK_KUBE_OK; /* still there: wait */
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
 	assert_int_equal(fx->fb.releases, 0);
 	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
-	fx->fb.result = PK_ENSURE_STALE;
+	fx->fb.result = PK_BACKEND_STALE;
 	fx->fw.get_reason = PK_KUBE_NOT_FOUND;
 	fake_writer_release(&fx->fw);
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
@@ -636,7 +739,7 @@ static void a_refused_write_is_an_api_error(void **state)
 static void an_invalid_pool_stays_invalid(void **state)
 {
 	struct fixture *fx = *state;
-	fx->fb.ensure_rc = PK_ERR_INVALID;
+	fx->fb.result = PK_BACKEND_TRANSIENT; /* no reason: nothing written, backoff */
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false),
 	                 PK_ERR_INVALID);
 	assert_int_equal(fx->fb.ensures, 1);
@@ -673,6 +776,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(allocates_and_sets_ready_in_one_pass, setup, teardown),
 	    cmocka_unit_test_setup_teardown(the_backend_gets_the_claims_identity, setup, teardown),
+	    cmocka_unit_test_setup_teardown(results_that_are_not_a_lease, setup, teardown),
+	    cmocka_unit_test_setup_teardown(an_unconfirmed_release_keeps_the_finalizer, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(puts_the_finalizer_on_first, setup, teardown),
 	    cmocka_unit_test_setup_teardown(exhaustion_is_a_result_not_a_create, setup, teardown),
 	    cmocka_unit_test_setup_teardown(a_refused_create_abandons_the_lease, setup, teardown),

@@ -143,19 +143,20 @@ static void fetch(struct host_fixture *h, const char *claim, struct pk_pool_view
 }
 
 /* Leases an address for claim ns/<name>; returns the result (the lease in *l). */
-static enum pk_ensure_result lease(struct host_fixture *h, const char *name,
-                                   struct pk_address_lease *l, char *msg, size_t len)
+static enum pk_backend_status lease(struct host_fixture *h, const char *name,
+                                    struct pk_address_lease *l, char *msg, size_t len)
 {
 	struct pk_pool_view v;
 	char key[64];
-	enum pk_ensure_result res;
+	struct pk_backend_result res;
 	fetch(h, name, &v);
 	assert_int_equal(v.facts.state, PK_POOL_ACTIVE);
 	snprintf(key, sizeof(key), "ns/%s", name);
 	struct pk_claim_id id = {.ns = "ns", .name = name, .key = key};
-	assert_int_equal(h->b.ops->ensure_address(h->b.self, &v, &id, l, &res, msg, len), PK_OK);
+	h->b.ops->ensure_address(h->b.self, &v, &id, l, &res);
+	snprintf(msg, len, "%s", res.message);
 	pk_pool_view_clear(&v);
-	return res;
+	return res.status;
 }
 
 static void pool_views(void **state)
@@ -198,17 +199,17 @@ static void leases_in_order_never_twice_then_exhausted(void **state)
 	for (size_t i = 0; i < 5; i++) {
 		char name[8];
 		snprintf(name, sizeof(name), "c%zu", i);
-		assert_int_equal(lease(h, name, &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+		assert_int_equal(lease(h, name, &l, msg, sizeof(msg)), PK_BACKEND_OK);
 		assert_string_equal(l.address, want[i]);
 		assert_string_equal(l.gateway, "10.0.0.1");
 		assert_int_equal(l.prefix, 29);
 		assert_true(l.fresh);
 	}
 	/* The same claim again: the address it holds, not a new one. */
-	assert_int_equal(lease(h, "c0", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c0", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.2");
 	assert_false(l.fresh);
-	assert_int_equal(lease(h, "c9", &l, msg, sizeof(msg)), PK_ENSURE_EXHAUSTED);
+	assert_int_equal(lease(h, "c9", &l, msg, sizeof(msg)), PK_BACKEND_EXHAUSTED);
 	assert_non_null(strstr(msg, "IPPool ns/pool has no free address (5 usable"));
 	assert_false(h->b.ops->holds(h->b.self, ID("c9")));
 	assert_true(h->b.ops->holds(h->b.self, ID("c4")));
@@ -220,13 +221,13 @@ static void abandon_frees_a_fresh_lease_only(void **state)
 	struct host_fixture *h = *state;
 	struct pk_address_lease l, again;
 	char msg[PK_ERR_MSG_MAX];
-	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	h->b.ops->abandon_address(h->b.self, ID("c1"), &l);
 	assert_false(h->b.ops->holds(h->b.self, ID("c1")));
-	assert_int_equal(lease(h, "c2", &again, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c2", &again, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(again.address, l.address);
 	/* A lease of the address already held is not the backend's to drop. */
-	assert_int_equal(lease(h, "c2", &again, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c2", &again, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_false(again.fresh);
 	h->b.ops->abandon_address(h->b.self, ID("c2"), &again);
 	assert_true(h->b.ops->holds(h->b.self, ID("c2")));
@@ -237,23 +238,26 @@ static void release_gives_back_and_wakes_waiters(void **state)
 	struct host_fixture *h = *state;
 	struct pk_address_lease l;
 	struct pk_release_note n;
+	struct pk_backend_result rel;
 	char msg[PK_ERR_MSG_MAX];
 	for (int i = 0; i < 5; i++) {
 		char name[8];
 		snprintf(name, sizeof(name), "c%d", i);
-		assert_int_equal(lease(h, name, &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+		assert_int_equal(lease(h, name, &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	}
-	assert_int_equal(lease(h, "late", &l, msg, sizeof(msg)), PK_ENSURE_EXHAUSTED);
-	h->b.ops->release_address(h->b.self, ID("c3"), &n);
+	assert_int_equal(lease(h, "late", &l, msg, sizeof(msg)), PK_BACKEND_EXHAUSTED);
+	h->b.ops->release_address(h->b.self, ID("c3"), &n, &rel);
+	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_true(n.released);
 	assert_string_equal(n.address, "10.0.0.5");
 	assert_string_equal(n.pool_key, "IPPool/ns/pool");
 	assert_int_equal(n.grace_seconds, 0);
 	assert_int_equal(h->pools_woken, 1);
-	assert_int_equal(lease(h, "late", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "late", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.5");
 	/* Nothing held: nothing released. */
-	h->b.ops->release_address(h->b.self, ID("none"), &n);
+	h->b.ops->release_address(h->b.self, ID("none"), &n, &rel);
+	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_false(n.released);
 }
 
@@ -262,19 +266,21 @@ static void grace_period_holds_a_released_address(void **state)
 	struct host_fixture *h = *state;
 	struct pk_address_lease l;
 	struct pk_release_note n;
+	struct pk_backend_result rel;
 	char msg[PK_ERR_MSG_MAX];
 	json_decref(h->pool);
 	h->pool = pool_with("{'addresses': ['10.0.0.2-10.0.0.3'], 'prefix': 24, "
 	                    "'addressReuseGracePeriodSeconds': 600}",
 	                    "");
-	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.2");
-	h->b.ops->release_address(h->b.self, ID("c1"), &n);
+	h->b.ops->release_address(h->b.self, ID("c1"), &n, &rel);
+	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_int_equal(n.grace_seconds, 600);
 	assert_int_equal(h->grace_syncs, 1);
-	assert_int_equal(lease(h, "c2", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c2", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.3"); /* not the one in its grace period */
-	assert_int_equal(lease(h, "c3", &l, msg, sizeof(msg)), PK_ENSURE_EXHAUSTED);
+	assert_int_equal(lease(h, "c3", &l, msg, sizeof(msg)), PK_BACKEND_EXHAUSTED);
 }
 
 static void adopts_what_it_sees_and_counts_duplicates(void **state)
@@ -289,7 +295,7 @@ static void adopts_what_it_sees_and_counts_duplicates(void **state)
 	assert_int_equal(h->pool_syncs, 1);
 	json_decref(a);
 	assert_true(h->b.ops->holds(h->b.self, ID("made-by-hand")));
-	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.3");
 	/* A second IPAddress with the address c1 holds: a duplicate, left as it is. */
 	json_t *dup = ipaddress("dup", "10.0.0.3");
@@ -305,10 +311,12 @@ static void adopts_what_it_sees_and_counts_duplicates(void **state)
 	assert_int_equal(h->events, 1);
 	/* Released by one holder: the other still holds it, and its claim looks again. */
 	struct pk_release_note n;
-	h->b.ops->release_address(h->b.self, ID("dup"), &n);
+	struct pk_backend_result rel;
+	h->b.ops->release_address(h->b.self, ID("dup"), &n, &rel);
+	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_true(n.released);
 	assert_string_equal(h->last_claim, "ns/c1");
-	assert_int_equal(lease(h, "c2", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c2", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.4");
 }
 
@@ -320,10 +328,12 @@ static void a_record_outside_the_pool_is_stale(void **state)
 	json_t *a = ipaddress("c1", "192.168.1.1");
 	h->b.ops->address_seen(h->b.self, a);
 	json_decref(a);
-	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_STALE);
+	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_STALE);
 	struct pk_release_note n;
-	h->b.ops->release_address(h->b.self, ID("c1"), &n);
-	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	struct pk_backend_result rel;
+	h->b.ops->release_address(h->b.self, ID("c1"), &n, &rel);
+	assert_int_equal(rel.status, PK_BACKEND_OK);
+	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.2");
 }
 
@@ -332,7 +342,7 @@ static void leading_reloads_from_a_consistent_read(void **state)
 	struct host_fixture *h = *state;
 	struct pk_address_lease l;
 	char msg[PK_ERR_MSG_MAX];
-	assert_int_equal(lease(h, "old", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "old", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	json_t *a = ipaddress("x", "10.0.0.2"), *b = ipaddress("y", "10.0.0.4");
 	json_t *pages = json_pack("[{s:[o,o]}]", "items", a, b);
 	h->fw.pages = pages;
@@ -341,9 +351,9 @@ static void leading_reloads_from_a_consistent_read(void **state)
 	assert_false(h->b.ops->holds(h->b.self, ID("old"))); /* the record is the API's now */
 	assert_true(h->b.ops->holds(h->b.self, ID("x")));
 	assert_true(h->b.ops->holds(h->b.self, ID("y")));
-	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.3");
-	assert_int_equal(lease(h, "c2", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c2", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.5");
 	json_decref(pages);
 }
@@ -365,6 +375,7 @@ static void pool_finalizer_follows_what_is_held(void **state)
 	struct host_fixture *h = *state;
 	struct pk_address_lease l;
 	struct pk_release_note n;
+	struct pk_backend_result rel;
 	char msg[PK_ERR_MSG_MAX];
 	struct pk_work_key k;
 	pk_work_key_pool(&k, PK_WORK_POOL, "IPPool", "ns", "pool");
@@ -374,7 +385,7 @@ static void pool_finalizer_follows_what_is_held(void **state)
 	assert_true(fake_body_has(&h->fw, st, "\"free\":\"5\""));
 	fake_writer_release(&h->fw);
 
-	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_ENSURE_LEASED);
+	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_int_equal(h->b.ops->reconcile_pool(h->b.self, &k), PK_OK);
 	int fin = fake_find(&h->fw, "patch", "ippools pool");
 	assert_true(fake_body_has(&h->fw, fin, "protect-pool"));
@@ -383,7 +394,8 @@ static void pool_finalizer_follows_what_is_held(void **state)
 
 	json_decref(h->pool);
 	h->pool = pool_with(POOL_29, ", 'finalizers': ['ipam.poolkeeper.io/protect-pool']");
-	h->b.ops->release_address(h->b.self, ID("c1"), &n);
+	h->b.ops->release_address(h->b.self, ID("c1"), &n, &rel);
+	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_int_equal(h->b.ops->reconcile_pool(h->b.self, &k), PK_OK);
 	fin = fake_find(&h->fw, "patch", "ippools pool");
 	assert_true(fake_body_has(&h->fw, fin, "\"op\":\"remove\""));

@@ -103,33 +103,42 @@ static void exhausted_message(const struct pk_pool_view *pool, const struct tent
 	         k.pool_kind, k.namespace, k.namespace[0] != '\0' ? "/" : "", k.name, t->total);
 }
 
-static int incl_ensure_address(void *self, const struct pk_pool_view *pool,
-                               const struct pk_claim_id *id, struct pk_address_lease *lease,
-                               enum pk_ensure_result *result, char *message, size_t len)
+/*
+ * In-process: never pending. Out of memory, or a pool whose spec became
+ * invalid since the view was read, is TRANSIENT without a reason (backoff;
+ * the next pass reports an invalid spec).
+ */
+static void incl_ensure_address(void *self, const struct pk_pool_view *pool,
+                                const struct pk_claim_id *id, struct pk_address_lease *lease,
+                                struct pk_backend_result *out)
 {
 	struct incluster *b = self;
 	struct tentative t;
-	*result = PK_ENSURE_LEASED;
-	message[0] = '\0';
+	pk_backend_result_set(out, PK_BACKEND_OK, NULL, "%s", "");
 	pthread_mutex_lock(&b->mu);
 	struct pool_state *s = incl_pool_state(b, pool->key, pool->obj);
 	int rc = s == NULL ? PK_ERR_NOMEM : !s->valid ? PK_ERR_INVALID : PK_OK;
 	if (rc == PK_OK && incl_held_stale(b, s, id->key))
-		*result = PK_ENSURE_STALE;
+		out->status = PK_BACKEND_STALE;
 	else if (rc == PK_OK && (rc = incl_take_address(b, s, id->key, &t)) == PK_OK) {
 		if (t.exhausted)
-			*result = PK_ENSURE_EXHAUSTED;
+			out->status = PK_BACKEND_EXHAUSTED;
 		else
 			lease_of(s, &t, lease);
 	}
 	pthread_mutex_unlock(&b->mu);
-	if (rc != PK_OK || *result == PK_ENSURE_STALE)
-		return rc;
-	if (*result == PK_ENSURE_EXHAUSTED)
-		exhausted_message(pool, &t, message, len);
-	else
+	if (rc != PK_OK) {
+		pk_backend_result_set(out, PK_BACKEND_TRANSIENT, NULL, "%s",
+		                      rc == PK_ERR_NOMEM ? "out of memory"
+		                                         : "the pool is not valid");
+		return;
+	}
+	if (out->status == PK_BACKEND_EXHAUSTED) {
+		snprintf(out->reason, sizeof(out->reason), "%s", PK_REASON_POOL_EXHAUSTED);
+		exhausted_message(pool, &t, out->message, sizeof(out->message));
+	} else if (out->status == PK_BACKEND_OK) {
 		incl_sync_later(b, pool->key); /* the pool's counts move */
-	return PK_OK;
+	}
 }
 
 static void incl_abandon_address(void *self, const struct pk_claim_id *id,
@@ -153,11 +162,12 @@ static bool incl_holds(void *self, const struct pk_claim_id *id)
 }
 
 static void incl_release_address(void *self, const struct pk_claim_id *id,
-                                 struct pk_release_note *out)
+                                 struct pk_release_note *out, struct pk_backend_result *result)
 {
 	struct incluster *b = self;
 	struct released r;
 	memset(out, 0, sizeof(*out));
+	pk_backend_result_set(result, PK_BACKEND_OK, NULL, "%s", ""); /* in-process: never fails */
 	pthread_mutex_lock(&b->mu);
 	incl_release_held(b, id->key, &r);
 	pthread_mutex_unlock(&b->mu);
