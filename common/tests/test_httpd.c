@@ -518,6 +518,23 @@ static void test_stalled_evicted_first(void **state)
 }
 
 /*
+ * Waits (at most 2 s) until the listener has taken in `n` connections since
+ * it started: with two pool threads, the next connection's accept may
+ * otherwise run before the last one is counted.
+ */
+static void accepted(struct pk_httpd *h, unsigned long long n)
+{
+	struct pk_httpd_stats st;
+	for (int i = 0; i < 200; i++) {
+		pk_httpd_get_stats(h, &st);
+		if (st.accepted >= n)
+			return;
+		usleep(10 * 1000);
+	}
+	fail_msg("the listener took in %llu connections, not %llu", st.accepted, n);
+}
+
+/*
  * At the limit, with nothing stalled, the room comes from the source that
  * holds most connections: a client opening new connections (not yet
  * stalled) pushes out its own, never the older kept-alive connection of
@@ -545,12 +562,15 @@ static void test_busiest_source_makes_room(void **state)
 		many[i] = dial_from(port, "127.0.0.3");
 		usleep(50 * 1000);
 	}
+	accepted(h, 4);
 	/* Two more from the busy source, and one from a third: each time the busy
 	 * source's oldest goes. */
 	many[3] = dial_from(port, "127.0.0.3");
 	assert_true(closed_within(many[0], 1.0));
+	accepted(h, 5);
 	many[4] = dial_from(port, "127.0.0.3");
 	assert_true(closed_within(many[1], 1.0));
+	accepted(h, 6);
 	int third = dial_from(port, "127.0.0.4");
 	assert_true(closed_within(many[2], 1.0));
 	assert_false(closed_within(many[3], 0.05));
@@ -600,6 +620,7 @@ static void test_busy_source_spares_fewer(void **state)
 		busy[i] = dial_from(port, "127.0.0.3");
 		say(busy[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nx");
 	}
+	accepted(h, 4);
 	usleep(100 * 1000);
 	busy[3] = dial_from(port, "127.0.0.3");
 	assert_true(closed_within(busy[3], 1.0));
