@@ -76,6 +76,15 @@ static size_t hear(int fd, char *buf, size_t cap, double wait_s)
 	return len;
 }
 
+/* A GET on fd, answered 200 within half a second. */
+static void get_ok(int fd)
+{
+	char buf[2048];
+	say(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+	hear(fd, buf, sizeof(buf), 0.5);
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+}
+
 /* True when the peer has closed the connection within `wait_s`. */
 static bool closed_within(int fd, double wait_s)
 {
@@ -334,14 +343,9 @@ static void test_header_deadline(void **state)
 	/* A client in time is answered, and its kept-alive connection outlives the header
 	 * deadline: the idle timeout applies between requests. */
 	fd = dial(pk_httpd_port(h));
-	char buf[2048];
-	say(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-	hear(fd, buf, sizeof(buf), 0.5);
-	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	get_ok(fd);
 	assert_false(closed_within(fd, 1.5));
-	say(fd, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-	hear(fd, buf, sizeof(buf), 0.5);
-	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	get_ok(fd);
 	close(fd);
 	pk_httpd_stop(h);
 }
@@ -473,11 +477,8 @@ static void test_stalled_evicted_first(void **state)
 	                            .connection_memory = 8192};
 	struct pk_httpd *h = start_limited(&e, &l);
 	uint16_t port = pk_httpd_port(h);
-	char buf[2048];
 	int kept = dial(port);
-	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-	hear(kept, buf, sizeof(buf), 0.5);
-	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	get_ok(kept);
 	usleep(50 * 1000);
 	int head = dial(port);
 	say(head, "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: a");
@@ -494,9 +495,7 @@ static void test_stalled_evicted_first(void **state)
 	for (int i = 0; i < 3; i++) {
 		/* Each newcomer stays, kept alive, so the next needs room again. */
 		fresh[i] = dial(port);
-		say(fresh[i], "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-		hear(fresh[i], buf, sizeof(buf), 0.5);
-		assert_non_null(strstr(buf, "HTTP/1.1 200"));
+		get_ok(fresh[i]);
 		if (!closed_within(order[i], 1.0))
 			fail_msg("eviction %d: not the one expected", i);
 		for (int j = i + 1; j < 3; j++)
@@ -506,9 +505,7 @@ static void test_stalled_evicted_first(void **state)
 	pk_httpd_get_stats(h, &s);
 	assert_int_equal(s.evicted, 3);
 	/* The kept-alive connection was never touched. */
-	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-	hear(kept, buf, sizeof(buf), 0.5);
-	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	get_ok(kept);
 	close(kept);
 	for (int i = 0; i < 3; i++) {
 		close(order[i]);
@@ -551,11 +548,8 @@ static void test_busiest_source_makes_room(void **state)
 	                            .connection_memory = 8192};
 	struct pk_httpd *h = start_limited(&e, &l);
 	uint16_t port = pk_httpd_port(h);
-	char buf[2048];
 	int kept = dial_from(port, "127.0.0.2");
-	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-	hear(kept, buf, sizeof(buf), 0.5);
-	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	get_ok(kept);
 	usleep(50 * 1000);
 	int many[5];
 	for (int i = 0; i < 3; i++) {
@@ -580,9 +574,7 @@ static void test_busiest_source_makes_room(void **state)
 	pk_httpd_get_stats(h, &s);
 	assert_int_equal(s.evicted, 3);
 	/* The kept-alive connection was never touched. */
-	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-	hear(kept, buf, sizeof(buf), 0.5);
-	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	get_ok(kept);
 	close(kept);
 	close(third);
 	for (int i = 0; i < 5; i++)
@@ -610,11 +602,8 @@ static void test_busy_source_spares_fewer(void **state)
 	                            .connection_memory = 8192};
 	struct pk_httpd *h = start_limited(&e, &l);
 	uint16_t port = pk_httpd_port(h);
-	char buf[2048];
 	int kept = dial_from(port, "127.0.0.2");
-	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-	hear(kept, buf, sizeof(buf), 0.5);
-	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	get_ok(kept);
 	int busy[4];
 	for (int i = 0; i < 3; i++) {
 		busy[i] = dial_from(port, "127.0.0.3");
@@ -630,9 +619,7 @@ static void test_busy_source_spares_fewer(void **state)
 	pk_httpd_get_stats(h, &s);
 	assert_int_equal(s.evicted, 0);
 	assert_int_equal(s.refused, 1);
-	say(kept, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-	hear(kept, buf, sizeof(buf), 0.5);
-	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	get_ok(kept);
 	close(kept);
 	for (int i = 0; i < 4; i++)
 		close(busy[i]);
