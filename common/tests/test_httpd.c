@@ -531,6 +531,19 @@ static void accepted(struct pk_httpd *h, unsigned long long n)
 	fail_msg("the listener took in %llu connections, not %llu", st.accepted, n);
 }
 
+/* Waits (2 s at most) until the listener counts more than n bytes in its budget. */
+static void memory_above(struct pk_httpd *h, size_t n)
+{
+	struct pk_httpd_stats st;
+	for (int i = 0; i < 200; i++) {
+		pk_httpd_get_stats(h, &st);
+		if (st.memory > n)
+			return;
+		usleep(10 * 1000);
+	}
+	fail_msg("the listener counts %zu bytes, not more than %zu", st.memory, n);
+}
+
 /*
  * At the limit, with nothing stalled, the room comes from the source that
  * holds most connections: a client opening new connections (not yet
@@ -708,10 +721,8 @@ static void test_memory_budget_bodies(void **state)
 		assert_int_equal(send(c[i], req, len, MSG_NOSIGNAL), (ssize_t)len);
 		usleep(100 * 1000);
 	}
-	usleep(300 * 1000);
+	memory_above(h, 65536);
 	struct pk_httpd_stats s;
-	pk_httpd_get_stats(h, &s);
-	assert_true(s.memory > 65536);
 	int late = dial(port);
 	assert_true(closed_within(late, 1.0));
 	close(late);
