@@ -30,6 +30,7 @@
 #include "api.h"
 #include "cache.h"
 #include "parse.h"
+#include "pool_ref.h"
 #include "rules.h"
 #include "tenant.h"
 
@@ -75,7 +76,7 @@ static const struct pk_pool_kind *bench_kinds(void *self, size_t *n)
 static bool bench_serves(void *self, const json_t *ref)
 {
 	(void)self;
-	return pk_rules_is_poolkeeper_pool_ref(ref);
+	return pk_pool_kind_of_ref(ref) != NULL;
 }
 
 static const struct pk_backend_ops ops = {.kinds = bench_kinds, .serves = bench_serves};

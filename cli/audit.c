@@ -13,6 +13,7 @@
 #include "json.h"
 #include "meta.h"
 #include "parse.h"
+#include "pool_ref.h"
 #include "report.h"
 #include "rules.h"
 
@@ -75,7 +76,7 @@ static bool deleting(const json_t *obj)
 /* ---- an address held twice ---- */
 
 struct held {
-	char pool[768]; /* "<group>/<kind>/<ns>/<name>"; ns empty for cluster-scoped pools */
+	char pool[PK_POOL_REF_KEY_MAX]; /* pk_pool_ref_key */
 	struct pk_addr addr;
 	size_t index;
 };
@@ -94,26 +95,20 @@ static int cmp_held(const void *pa, const void *pb)
 }
 
 /*
- * The pool an IPAddress's spec.poolRef names, as a key: Global* kinds
- * (GlobalIPPool and other providers' cluster-wide pools) are cluster-scoped,
- * every other kind lives in the IPAddress's namespace. False when the
- * reference or the address is not there to compare.
+ * The pool an IPAddress's spec.poolRef names (pool_ref.h, as the webhook
+ * names it), as a key. False when the reference or the address is not
+ * there to compare.
  */
 static bool held_of(const json_t *addr, size_t index, struct held *h)
 {
-	const json_t *ref = pk_json_path(addr, "spec", "poolRef");
-	const char *group = pk_json_cstr_at(ref, "apiGroup"), *kind = pk_json_cstr_at(ref, "kind"),
-	           *name = pk_json_cstr_at(ref, "name");
+	struct pk_pool_ref r;
 	const char *text = pk_json_cstr(pk_json_path(addr, "spec", "address"));
 	struct pk_err err = {{0}};
-	if (kind == NULL || name == NULL || text == NULL ||
-	    pk_address_parse(text, &h->addr, NULL, &err) != PK_OK)
+	if (!pk_pool_ref_read(pk_json_path(addr, "spec", "poolRef"), pk_live_namespace(addr), &r) ||
+	    text == NULL || pk_address_parse(text, &h->addr, NULL, &err) != PK_OK)
 		return false;
-	bool global = !strncmp(kind, "Global", 6);
-	snprintf(h->pool, sizeof(h->pool), "%s/%s/%s/%s", group ? group : "", kind,
-	         global ? "" : pk_live_namespace(addr), name);
 	h->index = index;
-	return true;
+	return pk_pool_ref_key(&r, h->pool, sizeof(h->pool));
 }
 
 int pk_audit_check_held_twice(const struct pk_live *l, struct pk_audit_findings *out)
@@ -205,7 +200,7 @@ int pk_audit_check_outside_pool(const struct pk_live *l, struct pk_audit_finding
 		pk_violations_init(&v);
 		pk_rules_check_ipaddress(addr, NULL, &v);
 		if (deleting(addr) || pk_violations_count(&v, PK_SEV_DENY) == 0 ||
-		    !pk_rules_is_poolkeeper_pool_ref(pk_json_path(addr, "spec", "poolRef")))
+		    pk_pool_kind_of_ref(pk_json_path(addr, "spec", "poolRef")) == NULL)
 			continue; /* lint checks it against its pool */
 		pk_violations_init(&v);
 		if (pk_pool_lookup_check_ipaddress_pool(&lk, pk_live_namespace(addr), addr, &v,

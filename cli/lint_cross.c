@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "json.h"
 #include "lint_internal.h"
+#include "pool_ref.h"
 #include "range_set.h"
 #include "rules.h"
 
@@ -282,12 +283,13 @@ static int check_overlaps(struct pk_lint *l)
 
 /* ---- claims and IPAddresses against what the files hold ---- */
 
-/* A poolkeeper poolRef's pool: namespaced IPPools in ns, GlobalIPPools anywhere. */
+/* A poolkeeper poolRef's pool: of a namespaced kind in ns, of a cluster-scoped one anywhere. */
 static size_t find_pool(const struct index *x, const struct lint_internal *in, const char *ns)
 {
 	if (in->ref_kind == NULL || in->ref_name == NULL)
 		return SIZE_MAX;
-	return find(x, in->ref_kind, strcmp(in->ref_kind, PK_POOL_KIND) ? NULL : ns, in->ref_name);
+	return find(x, in->ref_kind,
+	            pk_pool_kind_namespaced(in->ref_group, in->ref_kind) ? ns : NULL, in->ref_name);
 }
 
 /* A WARN when the claim's poolkeeper pool is not in the files, or only in another namespace. */
@@ -299,8 +301,9 @@ static int check_claim_pool(struct pk_lint *l, const struct index *x, size_t i)
 	const char *kind = in->ref_kind, *name = in->ref_name;
 	if (!in->pk_ref || kind == NULL || name == NULL || find_pool(x, in, ns) != SIZE_MAX)
 		return PK_OK;
-	const char *elsewhere =
-	    strcmp(kind, PK_POOL_KIND) ? NULL : lint_pool_namespace(l, kind, name);
+	const char *elsewhere = pk_pool_kind_namespaced(in->ref_group, kind)
+	                            ? lint_pool_namespace(l, kind, name)
+	                            : NULL;
 	if (elsewhere != NULL)
 		pk_violations_add(
 		    &l->scratch, PK_SEV_WARN, "spec.poolRef.name",
@@ -415,9 +418,10 @@ static int check_same_address(struct pk_lint *l, const struct index *x)
 		if (strcmp(x->ids[k].kind, PK_ADDRESS_KIND) || in->ref_kind == NULL ||
 		    in->address == NULL)
 			continue;
-		bool global = !strcmp(in->ref_kind, PK_GLOBAL_POOL_KIND);
-		h[n++] = (struct held){in->ref_group, in->ref_kind, global ? NULL : x->ids[k].ns,
-		                       in->ref_name,  in->address,  i};
+		bool namespaced = pk_pool_kind_namespaced(in->ref_group, in->ref_kind);
+		h[n++] =
+		    (struct held){in->ref_group, in->ref_kind, namespaced ? x->ids[k].ns : NULL,
+		                  in->ref_name,  in->address,  i};
 	}
 	if (n > 1)
 		qsort(h, n, sizeof(*h), cmp_held);

@@ -6,6 +6,7 @@
 #include "buf.h"
 #include "json.h"
 #include "lint_internal.h"
+#include "pool_ref.h"
 #include "rules.h"
 
 /* ---- the rules' lookup over what was loaded ---- */
@@ -182,7 +183,7 @@ static int lookup_get_pool(void *ctx, const char *kind, const char *ns, const ch
 	*obj = NULL;
 	const struct lint_ref *r =
 	    name != NULL ? range(l->pool_refs, l->n_pool_refs, kind, name, &n) : NULL;
-	bool namespaced = !strcmp(kind, PK_POOL_KIND);
+	bool namespaced = pk_pool_kind_namespaced(PK_POOL_GROUP, kind);
 	for (size_t k = 0; k < n; k++)
 		if ((!namespaced || ns == NULL || !lint_str_cmp(r[k].ns, ns)) &&
 		    (best == SIZE_MAX || r[k].idx > best))

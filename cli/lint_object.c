@@ -18,6 +18,7 @@
 #include "lint_internal.h"
 #include "manifest_locate.h"
 #include "pool_lookup.h"
+#include "pool_ref.h"
 #include "rules.h"
 #include "schema.h"
 #include "suggest.h"
@@ -459,7 +460,7 @@ static int copy_strings(const json_t *v, struct pk_lint_object *o, struct lint_i
 	in->ref_group = at[S_GROUP], in->ref_kind = at[S_RKIND], in->ref_name = at[S_RNAME];
 	in->claim = at[S_CLAIM], in->address = at[S_ADDR], in->uid = at[S_UID];
 	in->claim_uid = at[S_CLAIM_UID], in->pool_uid = at[S_POOL_UID];
-	in->pk_ref = pk_rules_is_poolkeeper_pool_ref(ref);
+	in->pk_ref = pk_pool_kind_of_ref(ref) != NULL;
 	return PK_OK;
 }
 

@@ -11,6 +11,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "parse.h"
+#include "pool_ref.h"
 
 int pk_live_init(struct pk_live *l)
 {
@@ -117,7 +118,7 @@ bool pk_live_address_in_pool(const json_t *addr, const json_t *pool)
 	if (!str_eq(pk_json_cstr_at(ref, "kind"), kind) ||
 	    !str_eq(pk_json_cstr_at(ref, "name"), pk_live_name(pool)))
 		return false;
-	return !strcmp(kind, PK_GLOBAL_POOL_KIND) ||
+	return !pk_pool_kind_namespaced(group, kind) ||
 	       !strcmp(pk_live_namespace(addr), pk_live_namespace(pool));
 }
 

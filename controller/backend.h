@@ -29,7 +29,7 @@
 #include "address.h"
 #include "decide.h"
 #include "pk.h"
-#include "pool_kind.h"
+#include "pool_ref.h"
 #include "work_key.h"
 #include "writer.h"
 

@@ -50,7 +50,7 @@
 
 #include "api.h"
 #include "pk.h"
-#include "pool_kind.h"
+#include "pool_ref.h"
 
 /* The claim's Ready reason while the IPAddress named like it is not adopted. */
 #define PK_REASON_INCONSISTENT "InconsistentIPAddress"

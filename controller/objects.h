@@ -23,7 +23,7 @@
 #include "allocator.h"
 #include "meta.h"
 #include "pk.h"
-#include "pool_kind.h"
+#include "pool_ref.h"
 
 /* [test uid, add finalizer] (with the list absent, [test uid, test the list is absent,
  * add the list]); NULL when obj already has it (or has no uid). No resourceVersion test:

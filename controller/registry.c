@@ -7,7 +7,7 @@
 #include "incluster.h"
 
 static const struct pk_registry_entry entries[] = {
-    {"incluster", "IPPool, GlobalIPPool (ipam.poolkeeper.io)", pk_incluster_new},
+    {PK_INCLUSTER_BACKEND, "IPPool, GlobalIPPool (ipam.poolkeeper.io)", pk_incluster_new},
 };
 
 #define NENTRIES (sizeof(entries) / sizeof(entries[0]))

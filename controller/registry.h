@@ -22,7 +22,7 @@ struct pk_registry_entry {
 #define PK_REGISTRY_MAX 8
 
 /* --backends' default. */
-#define PK_REGISTRY_DEFAULT "incluster"
+#define PK_REGISTRY_DEFAULT PK_INCLUSTER_BACKEND
 
 /* The entry named `name`, or NULL. */
 const struct pk_registry_entry *pk_registry_find(const char *name);

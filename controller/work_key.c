@@ -79,17 +79,6 @@ bool pk_pool_key_parse(const char *pool_key, struct pk_work_key *k)
 	       part(k->name, sizeof(k->name), b + 1, b + 1 + strlen(b + 1));
 }
 
-void pk_object_key(const char *ns, const char *name, char *buf, size_t len)
-{
-	snprintf(buf, len, "%.63s/%.253s", ns != NULL ? ns : "", name != NULL ? name : "");
-}
-
-void pk_pool_key(const char *kind, const char *ns, const char *name, char *buf, size_t len)
-{
-	snprintf(buf, len, "%.63s/%.63s/%.253s", kind != NULL ? kind : "", ns != NULL ? ns : "",
-	         name != NULL ? name : "");
-}
-
 void pk_object_key_parse(const char *key, struct pk_work_key *k)
 {
 	const char *slash = key != NULL ? strchr(key, '/') : NULL;

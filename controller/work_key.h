@@ -18,11 +18,10 @@
 #include <stddef.h>
 
 #include "pk.h"
+#include "pool_ref.h"
 
 /* Room for any formatted key (kind 63, namespace 63, name 253, the slashes and prefix). */
 #define PK_WORK_KEY_MAX 400
-/* Room for "<ns>/<name>" and "<kind>/<ns>/<name>", the claim and pool identities. */
-#define PK_OBJECT_KEY_MAX 400
 
 enum pk_work_kind {
 	PK_WORK_CLAIM = 0,
@@ -47,12 +46,6 @@ bool pk_work_key_format(const struct pk_work_key *k, char *buf, size_t len);
 
 /* The key a queue text names; false (k unspecified) when it is not one of the forms above. */
 bool pk_work_key_parse(const char *text, struct pk_work_key *k);
-
-/* "<ns>/<name>": a claim's (or its IPAddress's) identity, as the informers key it. */
-void pk_object_key(const char *ns, const char *name, char *buf, size_t len);
-
-/* "<kind>/<ns>/<name>": a pool's identity (ns "" for a kind that is not namespaced). */
-void pk_pool_key(const char *kind, const char *ns, const char *name, char *buf, size_t len);
 
 /* The parts of a pool key, copied into k (as a PK_WORK_POOL key); false when malformed. */
 bool pk_pool_key_parse(const char *pool_key, struct pk_work_key *k);

@@ -17,6 +17,7 @@
 #include "base64.h"
 #include "pool.h"
 #include "pool_lookup.h"
+#include "pool_ref.h"
 #include "rules.h"
 #include "violation.h"
 
@@ -541,7 +542,7 @@ static void review_ipaddress(const struct pk_admission_config *cfg,
 	    (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0))
 		return;
 	const json_t *ref = json_object_get(json_object_get(rq->obj, "spec"), "poolRef");
-	if (!pk_rules_is_poolkeeper_pool_ref(ref))
+	if (pk_pool_kind_of_ref(ref) == NULL)
 		return; /* another provider's address */
 	char what[NAME_TEXT_MAX];
 	pk_pool_lookup_object_name(what, sizeof(what), PK_ADDRESS_KIND, rq->ns, rq->name);

@@ -12,12 +12,13 @@
 #include "cache.h"
 #include "jpack.h"
 #include "log.h"
+#include "pool_ref.h"
 #include "rules.h"
 #include "strmap.h"
 #include "trim.h"
 
-/* "GlobalIPPool/<namespace>/<name>": a kind, a namespace (63) and a name (253). */
-#define POOL_KEY_MAX 400
+/* A pool's key (pk_pool_key). */
+#define POOL_KEY_MAX PK_OBJECT_KEY_MAX
 
 /*
  * An informer item: the trimmed object, packed. An IPAddress of a
@@ -60,29 +61,17 @@ static const char *pool_key(const struct kept *k)
 	return (const char *)k->data + k->len;
 }
 
-/* "<kind>/<namespace>/<name>" of a pool; the namespace is empty for a GlobalIPPool. */
-static bool make_pool_key(const char *kind, const char *ns, const char *name, char *buf, size_t len)
-{
-	bool global = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0;
-	int n = snprintf(buf, len, "%s/%s/%s", kind, global || ns == NULL ? "" : ns, name);
-	return n > 0 && (size_t)n < len;
-}
-
-/* The key of the poolkeeper pool an IPAddress names, or false when it names none. An IPPool
- * reference is to the IPPool of the address's own namespace. */
+/* The key (pk_pool_key) of the poolkeeper pool an IPAddress names, or false when it names
+ * none. */
 static bool address_pool_key(const json_t *addr, char *buf, size_t len)
 {
-	const json_t *ref = pk_json_path(addr, "spec", "poolRef");
-	const char *group = pk_json_cstr_at(ref, "apiGroup");
-	const char *kind = pk_json_cstr_at(ref, "kind");
-	const char *name = pk_json_cstr_at(ref, "name");
-	const char *ns = pk_json_meta_cstr(addr, "namespace");
-	if (group == NULL || kind == NULL || name == NULL || name[0] == '\0' ||
-	    strcmp(group, PK_POOL_GROUP) != 0)
+	struct pk_pool_ref r;
+	if (!pk_pool_ref_read(pk_json_path(addr, "spec", "poolRef"),
+	                      pk_json_meta_cstr(addr, "namespace"), &r) ||
+	    r.pk == NULL)
 		return false;
-	if (strcmp(kind, PK_POOL_KIND) == 0)
-		return ns != NULL && ns[0] != '\0' && make_pool_key(kind, ns, name, buf, len);
-	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 && make_pool_key(kind, NULL, name, buf, len);
+	pk_pool_key(r.kind, r.ns, r.name, buf, len);
+	return true;
 }
 
 /* An object over the cap is kept as its identity only (trim.h): said for each version of it
@@ -148,7 +137,7 @@ static void *keep_address(void *ud, const json_t *obj)
  * the only reader, answers "no such claim" alike for it and for no claim at all. */
 static void *keep_claim(void *ud, const json_t *obj)
 {
-	if (!pk_rules_is_poolkeeper_pool_ref(pk_json_path(obj, "spec", "poolRef")))
+	if (pk_pool_kind_of_ref(pk_json_path(obj, "spec", "poolRef")) == NULL)
 		return keep(ud, obj, pk_trim_foreign_claim(obj), NULL);
 	json_t *t = pk_trim_claim(obj);
 	/* The controller keeps the conditions for its status patches; no admission check reads
@@ -424,10 +413,12 @@ int pk_cache_list_pool_addresses(struct pk_cache *c, const char *kind, const cha
 	*items = json_array();
 	if (*items == NULL)
 		return nomem(err, PK_ADDRESS_KIND "es");
-	bool every_ns = ns == NULL && strcmp(kind, PK_GLOBAL_POOL_KIND) != 0;
+	bool namespaced = pk_pool_kind_namespaced(PK_POOL_GROUP, kind);
+	bool every_ns = ns == NULL && namespaced;
 	char key[POOL_KEY_MAX];
-	if (name == NULL || (!every_ns && !make_pool_key(kind, ns, name, key, sizeof(key))))
+	if (name == NULL)
 		return PK_OK; /* names no pool anything can be in */
+	pk_pool_key(kind, namespaced ? ns : NULL, name, key, sizeof(key));
 	bool ok;
 	pthread_rwlock_rdlock(&c->lock);
 	if (every_ns) {

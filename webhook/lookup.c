@@ -13,8 +13,9 @@
 #include "kube_informer.h"
 #include "log.h"
 #include "lookup.h"
-#include "permission.h"
 #include "parse.h"
+#include "permission.h"
+#include "pool_ref.h"
 #include "rules.h"
 #include "strmap.h"
 
@@ -36,7 +37,14 @@ struct pk_lookup {
 
 static const char *pool_resource(const char *kind)
 {
-	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? PK_GLOBAL_POOL_RESOURCE : PK_POOL_RESOURCE;
+	const struct pk_pool_kind *k = pk_pool_kind_find(PK_POOL_GROUP, kind);
+	return k != NULL ? k->resource : PK_POOL_RESOURCE;
+}
+
+/* The namespace to ask for poolkeeper's pool kind in: none for a cluster-scoped kind. */
+static const char *pool_namespace(const char *kind, const char *ns)
+{
+	return pk_pool_kind_namespaced(PK_POOL_GROUP, kind) ? ns : NULL;
 }
 
 static enum pk_cache_kind pool_cache(const char *kind)
@@ -73,7 +81,7 @@ static int live_list_pools(struct pk_lookup *l, const char *kind, const char *ns
 	struct pk_kube_ref r = {.group = PK_POOL_GROUP,
 	                        .version = PK_POOL_VERSION,
 	                        .resource = pool_resource(kind),
-	                        .namespace = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? NULL : ns};
+	                        .namespace = pool_namespace(kind, ns)};
 	struct pk_kube_list_opts o = {0};
 	struct pk_kube_error e;
 	json_t *list = NULL;
@@ -83,14 +91,13 @@ static int live_list_pools(struct pk_lookup *l, const char *kind, const char *ns
 	return PK_OK;
 }
 
-static bool names_pool(const json_t *addr, const char *kind, const char *name)
+/* Whether an IPAddress names poolkeeper's pool kind/ns/name (ns NULL: of any namespace). */
+static bool names_pool(const json_t *addr, const char *kind, const char *ns, const char *name)
 {
-	const json_t *ref = pk_json_path(addr, "spec", "poolRef");
-	const char *g = pk_json_cstr_at(ref, "apiGroup");
-	const char *k = pk_json_cstr_at(ref, "kind");
-	const char *n = pk_json_cstr_at(ref, "name");
-	return g != NULL && k != NULL && n != NULL && name != NULL &&
-	       strcmp(g, PK_POOL_GROUP) == 0 && strcmp(k, kind) == 0 && strcmp(n, name) == 0;
+	struct pk_pool_ref r;
+	return pk_pool_ref_read(pk_json_path(addr, "spec", "poolRef"),
+	                        pk_json_meta_cstr(addr, "namespace"), &r) &&
+	       r.pk != NULL && pk_pool_ref_is(&r, kind, ns != NULL ? ns : r.ns, name);
 }
 
 static int live_list_pool_addresses(struct pk_lookup *l, const char *kind, const char *ns,
@@ -112,7 +119,7 @@ static int live_list_pool_addresses(struct pk_lookup *l, const char *kind, const
 	json_t *a;
 	json_array_foreach(all, i, a)
 	{
-		if (names_pool(a, kind, name))
+		if (names_pool(a, kind, ns, name))
 			json_array_append(*items, a);
 	}
 	json_decref(all);
@@ -162,7 +169,7 @@ static int get_pool(void *ctx, const char *kind, const char *ns, const char *nam
 	struct pk_kube_ref r = {.group = PK_POOL_GROUP,
 	                        .version = PK_POOL_VERSION,
 	                        .resource = pool_resource(kind),
-	                        .namespace = strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? NULL : ns,
+	                        .namespace = pool_namespace(kind, ns),
 	                        .name = name};
 	return live_get(l, &r, kind, obj, err);
 }

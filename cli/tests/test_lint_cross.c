@@ -113,6 +113,36 @@ static void test_same_address_and_owners(void **state)
 	pk_lint_free(l);
 }
 
+#define FOREIGN_ADDRESS(name, ns, kind, addr)                                                \
+	"apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddress\nmetadata: {name: " name \
+	", namespace: " ns "}\nspec:\n  claimRef: {name: " name "}\n  poolRef: {apiGroup: "  \
+	"ipam.cluster.x-k8s.io, kind: " kind ", name: g}\n  address: " addr                  \
+	"\n  prefix: 24\n---\n"
+
+/*
+ * Another provider's pool is named as the webhook and `poolkeeper audit`
+ * name it (pool_ref.h): a Global* kind is one pool from every namespace, so
+ * one address in two namespaces is held twice; a namespaced kind is one
+ * pool per namespace.
+ */
+static void test_same_address_of_another_providers_pool(void **state)
+{
+	(void)state;
+	struct pk_lint *l =
+	    run(FOREIGN_ADDRESS("a1", "default", "GlobalInClusterIPPool", "10.0.0.5")
+	            FOREIGN_ADDRESS("a2", "other", "GlobalInClusterIPPool", "10.0.0.5"));
+	const struct pk_lint_finding *f = rule(l, 1, "duplicate-address");
+	assert_non_null(f);
+	assert_true(says(f, "also held by IPAddress a1"));
+	pk_lint_free(l);
+
+	l = run(FOREIGN_ADDRESS("a1", "default", "InClusterIPPool", "10.0.0.5")
+	            FOREIGN_ADDRESS("a2", "other", "InClusterIPPool", "10.0.0.5"));
+	assert_null(rule(l, 0, "duplicate-address"));
+	assert_null(rule(l, 1, "duplicate-address"));
+	pk_lint_free(l);
+}
+
 /* The sweep finds an overlap between the first and the last of three, and no other. */
 static void test_overlaps_by_sweep(void **state)
 {
@@ -210,6 +240,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_claim_pool_missing),
 	    cmocka_unit_test(test_same_address_and_owners),
+	    cmocka_unit_test(test_same_address_of_another_providers_pool),
 	    cmocka_unit_test(test_overlaps_by_sweep),
 	    cmocka_unit_test(test_overlaps_many_copies),
 	    cmocka_unit_test(test_near_misses_and_fields),

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "pool_ref.h"
 #include "rules.h"
 
 /* Same order of cap as an admission request's object. */
@@ -71,8 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pk_rules_check_claim(j, j, &v);
 	pk_rules_check_ipaddress(j, NULL, &v);
 	pk_violations_join(&v, PK_SEV_DENY, line, sizeof(line));
-	(void)pk_rules_is_poolkeeper_pool_ref(j);
-	(void)pk_rules_is_poolkeeper_group_ref(j);
+	(void)(pk_pool_kind_of_ref(j) != NULL);
+	(void)pk_pool_ref_is_poolkeeper_group(j);
 
 	/* Claim modes and repair: a plan applied to a copy leaves a claim whose candidate
 	 * needs nothing more, and the result is checked again in every mode. */

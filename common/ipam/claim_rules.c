@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pool_ref.h"
 #include "rules.h"
 #include "rules_util.h"
 
@@ -228,7 +229,7 @@ enum pk_enforcement pk_rules_claim_enforcement(const json_t *claim, enum pk_enfo
                                                enum pk_enforcement foreign_claims, bool *ours)
 {
 	/* "Ours" by group: an unknown kind of ipam.poolkeeper.io is our violation. */
-	bool mine = pk_rules_is_poolkeeper_group_ref(
+	bool mine = pk_pool_ref_is_poolkeeper_group(
 	    json_object_get(json_object_get(claim, "spec"), "poolRef"));
 	if (ours != NULL)
 		*ours = mine;
@@ -300,7 +301,7 @@ void pk_rules_plan_claim_repair(const json_t *claim, enum pk_enforcement mode,
 	plan->candidate = -1;
 	const json_t *spec = json_object_get(claim, "spec");
 	if (mode == PK_ENFORCE_IGNORE || !json_is_object(claim) || !json_is_object(spec) ||
-	    !pk_rules_is_poolkeeper_pool_ref(json_object_get(spec, "poolRef")))
+	    pk_pool_kind_of_ref(json_object_get(spec, "poolRef")) == NULL)
 		return;
 
 	/* spec.clusterName empty, the deprecated label set: copy it (CAPI's own

@@ -8,6 +8,7 @@
 
 #include "pool.h"
 #include "pool_lookup.h"
+#include "pool_ref.h"
 #include "rules.h"
 
 static const char *meta_str(const json_t *obj, const char *key)
@@ -211,10 +212,10 @@ int pk_pool_lookup_check_delete(const struct pk_pool_lookup *lk, const struct pk
 /* The pool spec.poolRef of an IPAddress of namespace ns names. */
 static struct pk_pool_id ipaddress_pool(const json_t *addr, const char *ns)
 {
-	const json_t *ref = json_object_get(json_object_get(addr, "spec"), "poolRef");
-	struct pk_pool_id id = {.kind = pk_json_cstr_at(ref, "kind"),
-	                        .name = pk_json_cstr_at(ref, "name")};
-	id.ns = id.kind != NULL && strcmp(id.kind, PK_GLOBAL_POOL_KIND) == 0 ? NULL : ns;
+	struct pk_pool_ref r;
+	struct pk_pool_id id = {0};
+	if (pk_pool_ref_read(pk_json_path(addr, "spec", "poolRef"), ns, &r))
+		id = (struct pk_pool_id){.kind = r.kind, .ns = r.ns, .name = r.name};
 	return id;
 }
 

@@ -100,7 +100,7 @@ void pk_rules_check_claim_mode(const json_t *claim, const json_t *old, enum pk_e
 /*
  * The mode `claim` is checked and repaired under: `claims` (the webhook's
  * --claim-enforcement) when its spec.poolRef.apiGroup is ipam.poolkeeper.io
- * (pk_rules_is_poolkeeper_group_ref: "ours", whatever the kind),
+ * (pk_pool_ref_is_poolkeeper_group: "ours", whatever the kind),
  * `foreign_claims` (--foreign-claims) otherwise. *ours (may be NULL) says which.
  */
 enum pk_enforcement pk_rules_claim_enforcement(const json_t *claim, enum pk_enforcement claims,
@@ -217,15 +217,5 @@ bool pk_rules_is_capi_ipam_version(const char *version);
  * (the same fields; a v1alpha1 claim has no spec.clusterName).
  */
 bool pk_rules_is_capi_served_version(const char *version);
-
-/* True when the poolRef object names an IPPool or GlobalIPPool of ipam.poolkeeper.io. */
-bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref);
-
-/*
- * True when the poolRef object's apiGroup is ipam.poolkeeper.io, whatever
- * its kind: such a claim is poolkeeper's, and an unknown kind (or none) is
- * one of its violations, not another provider's business.
- */
-bool pk_rules_is_poolkeeper_group_ref(const json_t *pool_ref);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pool_ref.h"
 #include "rules.h"
 #include "rules_util.h"
 #include "suggest.h"
@@ -256,7 +257,7 @@ void rules_util_check_pool_ref(const json_t *spec, int version, const json_t **k
 	         : "the pool's kind (" PK_POOL_KIND " or " PK_GLOBAL_POOL_KIND
 	           " for poolkeeper pools)",
 	    out);
-	if (ours && *kind != NULL && !pk_rules_is_poolkeeper_pool_ref(r)) {
+	if (ours && *kind != NULL && pk_pool_kind_of_ref(r) == NULL) {
 		char q[QUOTE_MAX];
 		pk_violations_add(out, PK_SEV_DENY, "spec.poolRef.kind",
 		                  "\"%s\" is not a kind of %s; did you mean %s?",
@@ -375,20 +376,6 @@ bool pk_rules_is_capi_served_version(const char *version)
 {
 	return pk_rules_is_capi_ipam_version(version) ||
 	       (version != NULL && strcmp(version, PK_CAPI_V1ALPHA1) == 0);
-}
-
-bool pk_rules_is_poolkeeper_group_ref(const json_t *pool_ref)
-{
-	return json_is_object(pool_ref) &&
-	       rules_util_json_is(json_object_get(pool_ref, "apiGroup"), PK_POOL_GROUP);
-}
-
-bool pk_rules_is_poolkeeper_pool_ref(const json_t *pool_ref)
-{
-	const json_t *kind = json_object_get(pool_ref, "kind");
-	return pk_rules_is_poolkeeper_group_ref(pool_ref) &&
-	       (rules_util_json_is(kind, PK_POOL_KIND) ||
-	        rules_util_json_is(kind, PK_GLOBAL_POOL_KIND));
 }
 
 int pk_rules_parse_enforcement(const char *s, enum pk_enforcement *out)

@@ -47,7 +47,7 @@
  * from the API server never holds one (ObjectMeta.Finalizers is []string).
  *
  * A claim on another provider's pool (pk_trim_foreign_claim; the caches
- * tell it with pk_rules_is_poolkeeper_pool_ref, as decide.c does) keeps
+ * tell it with pk_pool_kind_of_ref, as decide.c does) keeps
  * only metadata name, namespace, uid and resourceVersion: the controller
  * decides "not ours" for a claim without a poolkeeper poolRef, and the
  * webhook's IPAddress check answers "no such claim" alike for a missing

@@ -1084,39 +1084,6 @@ static void test_ipaddress_unique(void **state)
 	json_decref(a);
 }
 
-static void test_is_poolkeeper_pool_ref(void **state)
-{
-	(void)state;
-	/* want: a known pool of ours (the controller's test); group: ours by group (the
-	 * webhook's and lint's: an unknown kind is then our violation) */
-	static const struct {
-		const char *ref;
-		bool want, group;
-	} cases[] = {
-	    {"{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_POOL_KIND "','name':'p'}", true, true},
-	    {"{'apiGroup':'" PK_POOL_GROUP "','kind':'" PK_GLOBAL_POOL_KIND "','name':'p'}", true,
-	     true},
-	    {"{'apiGroup':'" PK_CAPI_IPAM_GROUP "','kind':'InClusterIPPool','name':'p'}", false,
-	     false},
-	    {"{'apiGroup':'" PK_POOL_GROUP "','kind':'InClusterIPPool','name':'p'}", false, true},
-	    {"{'apiGroup':'" PK_POOL_GROUP ".evil','kind':'" PK_POOL_KIND "','name':'p'}", false,
-	     false},
-	    {"{'kind':'" PK_POOL_KIND "','name':'p'}", false, false},
-	    {"{'apiGroup':7,'kind':'" PK_POOL_KIND "'}", false, false},
-	    {"{'apiGroup':'" PK_POOL_GROUP "','kind':'ippool'}", false, true},
-	    {"{'apiGroup':'" PK_POOL_GROUP "','name':'p'}", false, true},
-	    {"'" PK_POOL_GROUP "/IPPool'", false, false},
-	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		json_t *r = load(cases[i].ref);
-		assert_int_equal(pk_rules_is_poolkeeper_pool_ref(r), cases[i].want);
-		assert_int_equal(pk_rules_is_poolkeeper_group_ref(r), cases[i].group);
-		json_decref(r);
-	}
-	assert_false(pk_rules_is_poolkeeper_pool_ref(NULL));
-	assert_false(pk_rules_is_poolkeeper_group_ref(NULL));
-}
-
 /* The fixture pools in common/tests/fixtures pass every pool rule. */
 static void test_fixture_pools(void **state)
 {
@@ -1155,7 +1122,6 @@ int main(void)
 	    cmocka_unit_test(test_ipaddress_claim),
 	    cmocka_unit_test(test_ipaddress_in_pool),
 	    cmocka_unit_test(test_ipaddress_unique),
-	    cmocka_unit_test(test_is_poolkeeper_pool_ref),
 	    cmocka_unit_test(test_claim_repair_plan),
 	    cmocka_unit_test(test_claim_modes),
 	    cmocka_unit_test(test_claim_cluster_name),

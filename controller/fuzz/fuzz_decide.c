@@ -31,6 +31,7 @@
 #include "jpack.h"
 #include "objects.h"
 #include "pool.h"
+#include "pool_ref.h"
 #include "rules.h"
 #include "trim.h"
 
@@ -275,11 +276,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                      .cluster = json_object_get(in, "cluster"),
 	                      .address = json_object_get(in, "address")};
 	/* As both caches keep it: a claim on another provider's pool is its identity only. */
-	json_t *claim =
-	    kept(whole.claim,
-	         pk_rules_is_poolkeeper_pool_ref(pk_json_path(whole.claim, "spec", "poolRef"))
-	             ? pk_trim_claim
-	             : pk_trim_foreign_claim);
+	json_t *claim = kept(
+	    whole.claim, (pk_pool_kind_of_ref(pk_json_path(whole.claim, "spec", "poolRef")) != NULL)
+	                     ? pk_trim_claim
+	                     : pk_trim_foreign_claim);
 	json_t *pool = kept(whole.pool, pk_trim_pool);
 	json_t *cluster = kept(whole.cluster, pk_trim_cluster);
 	json_t *address = kept(whole.address, pk_trim_address);

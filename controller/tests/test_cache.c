@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "pool_ref.h"
 #include "tenant.h"
 
 #include "api.h"
@@ -46,7 +47,7 @@ static const struct pk_pool_kind *fake_kinds(void *self, size_t *n)
 static bool fake_serves(void *self, const json_t *pool_ref)
 {
 	(void)self;
-	return pk_rules_is_poolkeeper_pool_ref(pool_ref);
+	return pk_pool_kind_of_ref(pool_ref) != NULL;
 }
 
 static const struct pk_backend_ops fake_ops = {.kinds = fake_kinds, .serves = fake_serves};

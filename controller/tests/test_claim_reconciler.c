@@ -33,7 +33,7 @@ struct fake_backend {
 };
 
 static const struct pk_pool_kind fb_kinds[] = {
-    {"IPPool", "ipam.poolkeeper.io", "v1alpha1", "ippools", true}};
+    {"IPPool", "ipam.poolkeeper.io", "v1alpha1", "ippools", true, "fake"}};
 
 static const struct pk_pool_kind *fb_kinds_fn(void *self, size_t *n)
 {

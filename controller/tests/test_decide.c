@@ -476,10 +476,10 @@ static void test_facts_claim_variants(void **state)
 static void test_facts_from_the_declared_kind(void **state)
 {
 	(void)state;
-	static const struct pk_pool_kind global = {"SharedKeaPool", "kea.ipam.example.org", "v1",
-	                                           "sharedkeapools", false};
-	static const struct pk_pool_kind local = {"GlobalIPPool", "kea.ipam.example.org", "v1",
-	                                          "globalippools", true};
+	static const struct pk_pool_kind global = {
+	    "SharedKeaPool", "kea.ipam.example.org", "v1", "sharedkeapools", false, "kea"};
+	static const struct pk_pool_kind local = {
+	    "GlobalIPPool", "kea.ipam.example.org", "v1", "globalippools", true, "kea"};
 	json_t *claim =
 	    load("{'metadata':{" CLAIM_MD ",'finalizers':["
 	         "'ipam.poolkeeper.io/release-address'],"

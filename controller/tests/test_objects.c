@@ -173,7 +173,7 @@ static void test_claim_status_patch(void **state)
 }
 
 static const struct pk_pool_kind ippool = {"IPPool", "ipam.poolkeeper.io", "v1alpha1", "ippools",
-                                           true};
+                                           true,     "incluster"};
 
 static void test_ipaddress(void **state)
 {
@@ -208,8 +208,8 @@ static void test_ipaddress(void **state)
 	assert_null(pk_objects_ipaddress(nouid, &s));
 	json_decref(nouid);
 	/* another backend's kind: its group and version name the pool, never poolkeeper's */
-	static const struct pk_pool_kind other = {"GlobalKeaIPPool", "kea.ipam.example.org",
-	                                          "v1beta1", "globalkeaippools", false};
+	static const struct pk_pool_kind other = {
+	    "GlobalKeaIPPool", "kea.ipam.example.org", "v1beta1", "globalkeaippools", false, "kea"};
 	s.pool_kind = &other;
 	a = pk_objects_ipaddress(bare, &s);
 	assert_json(json_object_get(a, "spec"),

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "pool_ref.h"
 #include "tenant.h"
 
 #include "decide.h"
@@ -863,7 +864,7 @@ static void test_foreign_claim(void **state)
 		    json_object_set_new(json_object_get(w.claim, "spec"), "poolRef", load(refs[i])),
 		    0);
 		assert_false(
-		    pk_rules_is_poolkeeper_pool_ref(pk_json_path(w.claim, "spec", "poolRef")));
+		    (pk_pool_kind_of_ref(pk_json_path(w.claim, "spec", "poolRef")) != NULL));
 		trim_all(&w, &t);
 		json_decref(t.claim);
 		t.claim = kept(pk_trim_foreign_claim(w.claim));

@@ -10,29 +10,19 @@
 #include "json.h"
 #include "kube.h"
 #include "log.h"
+#include "pool_ref.h"
 #include "rules.h"
-
-static const struct pk_pool_kind kinds[] = {
-    {PK_POOL_KIND, PK_POOL_GROUP, PK_POOL_VERSION, PK_POOL_RESOURCE, true},
-    {PK_GLOBAL_POOL_KIND, PK_POOL_GROUP, PK_POOL_VERSION, PK_GLOBAL_POOL_RESOURCE, false},
-};
 
 static const struct pk_pool_kind *incl_kinds(void *self, size_t *n)
 {
 	(void)self;
-	*n = sizeof(kinds) / sizeof(kinds[0]);
-	return kinds;
+	return pk_pool_kinds_of_backend(PK_INCLUSTER_BACKEND, n);
 }
 
 const struct pk_pool_kind *pk_incluster_kind(const json_t *pool_ref)
 {
-	if (!pk_rules_is_poolkeeper_pool_ref(pool_ref))
-		return NULL;
-	const char *kind = pk_json_cstr_at(pool_ref, "kind");
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (strcmp(kinds[i].kind, kind) == 0)
-			return &kinds[i];
-	return NULL;
+	const struct pk_pool_kind *k = pk_pool_kind_of_ref(pool_ref);
+	return k != NULL && strcmp(k->backend, PK_INCLUSTER_BACKEND) == 0 ? k : NULL;
 }
 
 static bool incl_serves(void *self, const json_t *pool_ref)
