@@ -211,11 +211,14 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	struct pk_controller *c = controller_alloc(opts);
 	if (c == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	const struct pk_registry_entry *b =
-	    opts->backend != NULL ? opts->backend : pk_registry_find(PK_REGISTRY_DEFAULT);
-	if (b == NULL || b->create(&c->host, &c->backend) != PK_OK) {
+	const struct pk_registry_entry *fallback = pk_registry_find(PK_REGISTRY_DEFAULT);
+	int made =
+	    opts->nbackends != 0
+	        ? pk_registry_create(opts->backends, opts->nbackends, &c->host, &c->backend, err)
+	        : pk_registry_create(&fallback, 1, &c->host, &c->backend, err);
+	if (made != PK_OK) {
 		pk_controller_free(c);
-		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
+		return made;
 	}
 	c->cache.backend = &c->backend;
 	c->cache.metrics = &c->metrics;

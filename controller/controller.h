@@ -36,8 +36,9 @@ struct pk_controller_opts {
 	const char *claim_version;   /* ipam.cluster.x-k8s.io version: "v1beta2" or "v1beta1" */
 	const char *cluster_version; /* cluster.x-k8s.io version; NULL: Clusters not watched */
 	unsigned workers;            /* 0: 1 */
-	/* The pool backend (registry.h); NULL: PK_REGISTRY_DEFAULT's. */
-	const struct pk_registry_entry *backend;
+	/* The pool backends (registry.h), side by side; none: PK_REGISTRY_DEFAULT's. */
+	const struct pk_registry_entry *const *backends;
+	size_t nbackends;
 	struct pk_kube_config *events_config; /* Events written with it; NULL: no Events */
 };
 

@@ -95,6 +95,7 @@ struct options {
 	unsigned long workers, qps, burst;
 	long lease_ms, renew_ms, retry_ms;
 	bool leader_elect;
+	const char *backend_list; /* --backends as given */
 	const struct pk_registry_entry *backends[PK_REGISTRY_MAX];
 	size_t nbackends;
 };
@@ -172,12 +173,9 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 		return pk_err_set(err, PK_ERR_INVALID, "--leader-election-id must not be empty");
 	if ((rc = check_lease_timing(vals, o, err)) != PK_OK)
 		return rc;
-	if ((rc = pk_registry_parse(pk_flags_get_string(flags, vals, F_BACKENDS), o->backends,
-	                            &o->nbackends, err)) != PK_OK)
+	o->backend_list = pk_flags_get_string(flags, vals, F_BACKENDS);
+	if ((rc = pk_registry_parse(o->backend_list, o->backends, &o->nbackends, err)) != PK_OK)
 		return rc;
-	/* One backend at a time: the registry has one. */
-	if (o->nbackends != 1)
-		return pk_err_set(err, PK_ERR_INVALID, "--backends: name one backend");
 	return pk_httpd_probes_flags(flags, vals, F_HEALTH_ADDR, F_METRICS_ADDR, &o->probes, err);
 }
 
@@ -315,7 +313,7 @@ static bool discover(struct daemon *dm)
 	pk_log_info("API versions", PK_LOG_STR(PK_CAPI_IPAM_GROUP, claim),
 	            PK_LOG_STR(PK_CAPI_CORE_GROUP, cluster ? cluster : "none"),
 	            PK_LOG_UINT("workers", dm->o.workers),
-	            PK_LOG_STR("backend", dm->o.backends[0]->name));
+	            PK_LOG_STR("backends", dm->o.backend_list));
 	if (*dm->o.watch_filter != '\0') {
 		snprintf(dm->selector, sizeof(dm->selector), PK_WATCH_FILTER_LABEL "=%s",
 		         dm->o.watch_filter);
@@ -337,7 +335,8 @@ static bool start_controller(struct daemon *dm)
 	    .claim_version = dm->claim_version,
 	    .cluster_version = dm->cluster_version[0] != '\0' ? dm->cluster_version : NULL,
 	    .workers = (unsigned)dm->o.workers,
-	    .backend = dm->o.backends[0],
+	    .backends = dm->o.backends,
+	    .nbackends = dm->o.nbackends,
 	    .events_config = dm->cfg};
 	struct pk_httpd_probes_config pc = dm->o.probes;
 	pc.ready = probe_ready;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend_set.h"
 #include "incluster.h"
 
 static const struct pk_registry_entry entries[] = {
@@ -72,4 +73,26 @@ int pk_registry_parse(const char *list, const struct pk_registry_entry *out[PK_R
 			return PK_OK;
 		p = end + 1;
 	}
+}
+
+int pk_registry_create(const struct pk_registry_entry *const *chosen, size_t n,
+                       const struct pk_backend_host *host, struct pk_backend *out,
+                       struct pk_err *err)
+{
+	struct pk_backend made[PK_REGISTRY_MAX];
+	if (n == 0 || n > PK_REGISTRY_MAX)
+		return pk_err_set(err, PK_ERR_INVALID, "--backends: name 1 to %d backends",
+		                  PK_REGISTRY_MAX);
+	for (size_t i = 0; i < n; i++) {
+		if (chosen[i]->create(host, &made[i]) == PK_OK)
+			continue;
+		while (i-- > 0)
+			made[i].ops->free(made[i].self);
+		return pk_err_set(err, PK_ERR_NOMEM, "backend %s: out of memory", chosen[i]->name);
+	}
+	if (n == 1) {
+		*out = made[0];
+		return PK_OK;
+	}
+	return pk_backend_set_new(made, n, out, err);
 }

@@ -36,4 +36,13 @@ PK_MUST_CHECK int pk_registry_parse(const char *list,
                                     const struct pk_registry_entry *out[PK_REGISTRY_MAX], size_t *n,
                                     struct pk_err *err);
 
+/*
+ * The backends chosen[0..n) name, made with host, as one backend in *out:
+ * the one itself, or several side by side (backend_set.h). Nothing is left
+ * made when it fails. PK_ERR_INVALID (two that serve one kind), PK_ERR_NOMEM.
+ */
+PK_MUST_CHECK int pk_registry_create(const struct pk_registry_entry *const *chosen, size_t n,
+                                     const struct pk_backend_host *host, struct pk_backend *out,
+                                     struct pk_err *err);
+
 #endif

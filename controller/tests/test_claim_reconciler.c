@@ -17,6 +17,7 @@
 #include "claim_reconciler.h"
 #include "json_fixture.h"
 #include "fake_writer.h"
+#include "reconciler_rig.h"
 
 /* ---- the fake backend ---- */
 
@@ -151,22 +152,8 @@ static const struct pk_backend_ops fb_ops = {
 struct fixture {
 	struct fake_backend fb;
 	struct pk_backend backend;
-	struct fake_writer fw;
-	struct pk_writer writer;
-	struct pk_metrics metrics;
-	struct pk_claim_reconciler r;
-	unsigned requeued;
-	long requeue_delay;
+	struct reconciler_rig g;
 };
-
-static void queue_claim(void *ud, const char *ns, const char *name, long delay_ms)
-{
-	struct fixture *fx = ud;
-	(void)ns;
-	(void)name;
-	fx->requeued++;
-	fx->requeue_delay = delay_ms;
-}
 
 static int setup(void **state)
 {
@@ -174,16 +161,7 @@ static int setup(void **state)
 	assert_non_null(fx);
 	fx->fb.state = PK_POOL_ACTIVE;
 	fx->backend = (struct pk_backend){&fb_ops, &fx->fb};
-	fx->writer = fake_writer_init(&fx->fw);
-	assert_int_equal(pk_metrics_init(&fx->metrics), PK_OK);
-	fx->r = (struct pk_claim_reconciler){.backend = &fx->backend,
-	                                     .writer = &fx->writer,
-	                                     .expect = pk_expect_new(),
-	                                     .metrics = &fx->metrics,
-	                                     .ipam_version = "v1beta2",
-	                                     .queue_claim = queue_claim,
-	                                     .ud = fx};
-	assert_non_null(fx->r.expect);
+	rig_init(&fx->g, &fx->backend);
 	*state = fx;
 	return 0;
 }
@@ -191,10 +169,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *fx = *state;
-	fake_writer_release(&fx->fw);
-	json_decref(fx->fw.patched);
-	pk_expect_free(fx->r.expect);
-	pk_metrics_release(&fx->metrics);
+	rig_release(&fx->g);
 	free(fx);
 	return 0;
 }
@@ -227,17 +202,14 @@ static int run(struct fixture *fx, json_t *claim, json_t *address, json_t *clust
                bool cluster_named)
 {
 	struct pk_claim_view v = {claim, address, cluster, cluster_named};
-	return pk_claim_reconcile(&fx->r, "ns", "c1", &v);
+	return pk_claim_reconcile(&fx->g.r, "ns", "c1", &v);
 }
 
 /* Before another pass as if the cache had caught up: the calls and the expectations of the
  * last pass forgotten. */
 static void next_pass(struct fixture *fx)
 {
-	fake_writer_release(&fx->fw);
-	pk_expect_free(fx->r.expect);
-	fx->r.expect = pk_expect_new();
-	assert_non_null(fx->r.expect);
+	rig_next_pass(&fx->g);
 }
 
 /* ---- the tests ---- */
@@ -247,15 +219,15 @@ static void allocates_and_sets_ready_in_one_pass(void **state)
 	struct fixture *fx = *state;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
 	assert_int_equal(fx->fb.ensures, 1);
-	int create = fake_find(&fx->fw, "create", "ipaddresses ");
-	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	int create = fake_find(&fx->g.fw, "create", "ipaddresses ");
+	int status = fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1");
 	assert_true(create >= 0);
 	assert_true(status > create);
-	assert_true(fake_body_has(&fx->fw, create, "\"address\":\"10.0.0.5\""));
-	assert_true(fake_body_has(&fx->fw, status, "\"addressRef\":{\"name\":\"c1\"}"));
-	assert_true(fake_body_has(&fx->fw, status, "\"status\":\"True\""));
-	assert_int_equal(fx->fw.ncalls, 2);
-	assert_int_equal(atomic_load(&fx->metrics.allocations), 1);
+	assert_true(fake_body_has(&fx->g.fw, create, "\"address\":\"10.0.0.5\""));
+	assert_true(fake_body_has(&fx->g.fw, status, "\"addressRef\":{\"name\":\"c1\"}"));
+	assert_true(fake_body_has(&fx->g.fw, status, "\"status\":\"True\""));
+	assert_int_equal(fx->g.fw.ncalls, 2);
+	assert_int_equal(atomic_load(&fx->g.metrics.allocations), 1);
 	assert_int_equal(fx->fb.abandons, 0);
 	assert_string_equal(fx->fb.ensured_for, "ns c1 - cu ns/c1");
 }
@@ -275,12 +247,12 @@ static void the_backend_gets_the_claims_identity(void **state)
 static void puts_the_finalizer_on_first(void **state)
 {
 	struct fixture *fx = *state;
-	fx->fw.patched = claim_with(", " FINALIZER, "");
+	fx->g.fw.patched = claim_with(", " FINALIZER, "");
 	assert_int_equal(run(fx, claim_with("", ""), NULL, NULL, false), PK_OK);
-	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), 0);
-	assert_true(fake_body_has(&fx->fw, 0, "release-address"));
-	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), 1);
-	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims/status c1"), 2);
+	assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddressclaims c1"), 0);
+	assert_true(fake_body_has(&fx->g.fw, 0, "release-address"));
+	assert_int_equal(fake_find(&fx->g.fw, "create", "ipaddresses "), 1);
+	assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1"), 2);
 }
 
 static void exhaustion_is_a_result_not_a_create(void **state)
@@ -288,33 +260,33 @@ static void exhaustion_is_a_result_not_a_create(void **state)
 	struct fixture *fx = *state;
 	fx->fb.result = PK_BACKEND_EXHAUSTED;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
-	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
-	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_int_equal(fake_find(&fx->g.fw, "create", "ipaddresses "), -1);
+	int status = fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1");
 	assert_true(status >= 0);
-	assert_true(fake_body_has(&fx->fw, status, "PoolExhausted"));
-	assert_true(fake_body_has(&fx->fw, status, "pool is full"));
-	assert_int_equal(atomic_load(&fx->metrics.failures_exhausted), 1);
-	assert_int_equal(atomic_load(&fx->metrics.allocations), 0);
+	assert_true(fake_body_has(&fx->g.fw, status, "PoolExhausted"));
+	assert_true(fake_body_has(&fx->g.fw, status, "pool is full"));
+	assert_int_equal(atomic_load(&fx->g.metrics.failures_exhausted), 1);
+	assert_int_equal(atomic_load(&fx->g.metrics.allocations), 0);
 }
 
 static void a_refused_create_abandons_the_lease(void **state)
 {
 	struct fixture *fx = *state;
-	fx->fw.create_reason = PK_KUBE_INVALID;
-	fx->fw.create_code = 422;
+	fx->g.fw.create_reason = PK_KUBE_INVALID;
+	fx->g.fw.create_code = 422;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_ERR_API);
 	assert_int_equal(fx->fb.abandons, 1);
 	assert_string_equal(fx->fb.abandoned, "ns/c1 10.0.0.5");
-	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
-	assert_true(fake_body_has(&fx->fw, status, "AllocationFailed"));
-	assert_int_equal(atomic_load(&fx->metrics.failures_other), 1);
+	int status = fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1");
+	assert_true(fake_body_has(&fx->g.fw, status, "AllocationFailed"));
+	assert_int_equal(atomic_load(&fx->g.metrics.failures_other), 1);
 }
 
 static void a_create_perhaps_done_keeps_the_lease(void **state)
 {
 	struct fixture *fx = *state;
-	fx->fw.create_reason = PK_KUBE_SERVER_ERROR;
-	fx->fw.create_code = 503;
+	fx->g.fw.create_reason = PK_KUBE_SERVER_ERROR;
+	fx->g.fw.create_code = 503;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_ERR_API);
 	assert_int_equal(fx->fb.abandons, 0);
 	assert_true(fx->fb.held);
@@ -323,8 +295,8 @@ static void a_create_perhaps_done_keeps_the_lease(void **state)
 static void a_create_without_an_answer_keeps_the_lease(void **state)
 {
 	struct fixture *fx = *state;
-	fx->fw.create_reason = PK_KUBE_CONNECTION;
-	fx->fw.create_code = 0;
+	fx->g.fw.create_reason = PK_KUBE_CONNECTION;
+	fx->g.fw.create_code = 0;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_ERR_API);
 	assert_int_equal(fx->fb.abandons, 0);
 	assert_true(fx->fb.held);
@@ -333,12 +305,12 @@ static void a_create_without_an_answer_keeps_the_lease(void **state)
 static void already_exists_is_adopted_later(void **state)
 {
 	struct fixture *fx = *state;
-	fx->fw.create_reason = PK_KUBE_ALREADY_EXISTS;
-	fx->fw.create_code = 409;
+	fx->g.fw.create_reason = PK_KUBE_ALREADY_EXISTS;
+	fx->g.fw.create_code = 409;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
 	assert_int_equal(fx->fb.abandons, 1);
-	assert_int_equal(fx->requeued, 1);
-	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims/status c1"), -1);
+	assert_int_equal(fx->g.requeued, 1);
+	assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1"), -1);
 }
 
 #define DELETING ", 'deletionTimestamp': '2026-01-01T00:00:00Z'"
@@ -347,24 +319,24 @@ static void release_waits_for_the_ipaddress_to_be_gone(void **state)
 {
 	struct fixture *fx = *state;
 	fx->fb.held = true;
-	fx->fw.get_reason = PK_KUBE_OK; /* the API still has it: the cache lags */
+	fx->g.fw.get_reason = PK_KUBE_OK; /* the API still has it: the cache lags */
 	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
 	                 PK_OK);
 	assert_int_equal(fx->fb.releases, 0);
-	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), -1);
-	assert_int_equal(fx->requeued, 1);
-	assert_int_equal(fx->requeue_delay, 1000);
+	assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddressclaims c1"), -1);
+	assert_int_equal(fx->g.requeued, 1);
+	assert_int_equal(fx->g.requeue_delay, 1000);
 
-	fake_writer_release(&fx->fw);
-	fx->fw.get_reason = PK_KUBE_NOT_FOUND;
+	fake_writer_release(&fx->g.fw);
+	fx->g.fw.get_reason = PK_KUBE_NOT_FOUND;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
 	                 PK_OK);
 	assert_int_equal(fx->fb.releases, 1);
-	assert_int_equal(fake_find(&fx->fw, "get", "ipaddresses c1"), 0);
-	int fin = fake_find(&fx->fw, "patch", "ipaddressclaims c1");
+	assert_int_equal(fake_find(&fx->g.fw, "get", "ipaddresses c1"), 0);
+	int fin = fake_find(&fx->g.fw, "patch", "ipaddressclaims c1");
 	assert_true(fin > 0);
-	assert_true(fake_body_has(&fx->fw, fin, "\"op\":\"remove\""));
-	assert_int_equal(atomic_load(&fx->metrics.releases), 1);
+	assert_true(fake_body_has(&fx->g.fw, fin, "\"op\":\"remove\""));
+	assert_int_equal(atomic_load(&fx->g.metrics.releases), 1);
 }
 
 /*
@@ -376,7 +348,7 @@ static void an_unconfirmed_release_keeps_the_finalizer(void **state)
 {
 	struct fixture *fx = *state;
 	fx->fb.held = true;
-	fx->fw.get_reason = PK_KUBE_NOT_FOUND;
+	fx->g.fw.get_reason = PK_KUBE_NOT_FOUND;
 	pk_backend_result_set(&fx->fb.release, PK_BACKEND_TRANSIENT, "ReleaseFailed",
 	                      "the external system answered 503");
 	fx->fb.release.retry_after_ms = 2500;
@@ -384,23 +356,23 @@ static void an_unconfirmed_release_keeps_the_finalizer(void **state)
 	                 PK_OK);
 	assert_int_equal(fx->fb.releases, 1);
 	assert_true(fx->fb.held);
-	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), -1);
-	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddressclaims c1"), -1);
+	int status = fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1");
 	assert_true(status >= 0);
-	assert_true(fake_body_has(&fx->fw, status, "ReleaseFailed"));
-	assert_true(fake_body_has(&fx->fw, status, "answered 503"));
-	assert_int_equal(fx->requeued, 1);
-	assert_int_equal(fx->requeue_delay, 2500);
-	assert_int_equal(atomic_load(&fx->metrics.releases), 0);
+	assert_true(fake_body_has(&fx->g.fw, status, "ReleaseFailed"));
+	assert_true(fake_body_has(&fx->g.fw, status, "answered 503"));
+	assert_int_equal(fx->g.requeued, 1);
+	assert_int_equal(fx->g.requeue_delay, 2500);
+	assert_int_equal(atomic_load(&fx->g.metrics.releases), 0);
 
 	/* Pending: nothing written, nothing queued (the backend queues the claim itself). */
 	next_pass(fx);
-	fx->requeued = 0;
+	fx->g.requeued = 0;
 	pk_backend_result_set(&fx->fb.release, PK_BACKEND_PENDING, NULL, "%s", "");
 	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
 	                 PK_OK);
-	assert_int_equal(fx->fw.ncalls, 1); /* the consistent read only */
-	assert_int_equal(fx->requeued, 0);
+	assert_int_equal(fx->g.fw.ncalls, 1); /* the consistent read only */
+	assert_int_equal(fx->g.requeued, 0);
 
 	/* Confirmed: the finalizer comes off. */
 	next_pass(fx);
@@ -408,9 +380,9 @@ static void an_unconfirmed_release_keeps_the_finalizer(void **state)
 	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
 	                 PK_OK);
 	assert_false(fx->fb.held);
-	int fin = fake_find(&fx->fw, "patch", "ipaddressclaims c1");
+	int fin = fake_find(&fx->g.fw, "patch", "ipaddressclaims c1");
 	assert_true(fin > 0);
-	assert_true(fake_body_has(&fx->fw, fin, "\"op\":\"remove\""));
+	assert_true(fake_body_has(&fx->g.fw, fin, "\"op\":\"remove\""));
 }
 
 /*
@@ -424,33 +396,34 @@ static void results_that_are_not_a_lease(void **state)
 	struct fixture *fx = *state;
 	fx->fb.result = PK_BACKEND_PENDING;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
-	assert_int_equal(fx->fw.ncalls, 0);
-	assert_int_equal(fx->requeued, 0);
+	assert_int_equal(fx->g.fw.ncalls, 0);
+	assert_int_equal(fx->g.requeued, 0);
 
 	fx->fb.result = PK_BACKEND_TRANSIENT;
 	pk_backend_result_set(&fx->fb.failure, PK_BACKEND_TRANSIENT, "BackendUnavailable",
 	                      "kea.example.org did not answer in 2 s");
 	fx->fb.failure.retry_after_ms = 3000;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
-	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	int status = fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1");
 	assert_true(status >= 0);
-	assert_true(fake_body_has(&fx->fw, status, "\"reason\":\"BackendUnavailable\""));
-	assert_true(fake_body_has(&fx->fw, status, "did not answer in 2 s"));
-	assert_true(fake_body_has(&fx->fw, status, "\"status\":\"False\""));
-	assert_int_equal(fx->requeued, 1);
-	assert_int_equal(fx->requeue_delay, 3000);
-	assert_int_equal(atomic_load(&fx->metrics.failures_other), 1);
+	assert_true(fake_body_has(&fx->g.fw, status, "\"reason\":\"BackendUnavailable\""));
+	assert_true(fake_body_has(&fx->g.fw, status, "did not answer in 2 s"));
+	assert_true(fake_body_has(&fx->g.fw, status, "\"status\":\"False\""));
+	assert_int_equal(fx->g.requeued, 1);
+	assert_int_equal(fx->g.requeue_delay, 3000);
+	assert_int_equal(atomic_load(&fx->g.metrics.failures_other), 1);
 
 	next_pass(fx);
 	fx->fb.result = PK_BACKEND_PERMANENT;
 	pk_backend_result_set(&fx->fb.failure, PK_BACKEND_PERMANENT, "AllocationFailed",
 	                      "the subnet is not in the server's configuration");
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
-	assert_true(fake_body_has(&fx->fw, fake_find(&fx->fw, "patch", "ipaddressclaims/status c1"),
+	assert_true(fake_body_has(&fx->g.fw,
+	                          fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1"),
 	                          "not in the server's configuration"));
-	assert_int_equal(fx->requeued, 2);
-	assert_int_equal(fx->requeue_delay, PK_BACKEND_PERMANENT_RETRY_MS);
-	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
+	assert_int_equal(fx->g.requeued, 2);
+	assert_int_equal(fx->g.requeue_delay, PK_BACKEND_PERMANENT_RETRY_MS);
+	assert_int_equal(fake_find(&fx->g.fw, "create", "ipaddresses "), -1);
 	assert_int_equal(fx->fb.ensures, 3);
 }
 
@@ -461,7 +434,7 @@ static void deleting_claim_with_its_ipaddress_deletes_it_first(void **state)
 	json_t *a = address_of_claim("");
 	json_object_del(json_object_get(a, "metadata"), "finalizers");
 	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), a, NULL, false), PK_OK);
-	assert_int_equal(fake_find(&fx->fw, "delete", "ipaddresses c1"), 0);
+	assert_int_equal(fake_find(&fx->g.fw, "delete", "ipaddresses c1"), 0);
 	assert_int_equal(fx->fb.releases, 0);
 	assert_int_equal(fx->fb.seen, 1);
 }
@@ -493,30 +466,30 @@ static void foreground_deletion_releases_the_ipaddress_the_collector_left(void *
 	assert_int_equal(
 	    run(fx, claim_with(FOREGROUND, ""), address_left_by_collector("", "c1"), NULL, false),
 	    PK_OK);
-	int unprotect = fake_find(&fx->fw, "patch", "ipaddresses c1");
+	int unprotect = fake_find(&fx->g.fw, "patch", "ipaddresses c1");
 	assert_true(unprotect >= 0);
-	assert_true(fake_body_has(&fx->fw, unprotect, "protect-address"));
-	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), -1);
+	assert_true(fake_body_has(&fx->g.fw, unprotect, "protect-address"));
+	assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddressclaims c1"), -1);
 	assert_int_equal(fx->fb.releases, 0);
 
 	/* Unprotected: deleted. */
-	fake_writer_release(&fx->fw);
+	fake_writer_release(&fx->g.fw);
 	json_t *a = address_left_by_collector("", "c1");
 	json_object_del(json_object_get(a, "metadata"), "finalizers");
 	assert_int_equal(run(fx, claim_with(FOREGROUND, ""), a, NULL, false), PK_OK);
-	assert_int_equal(fake_find(&fx->fw, "delete", "ipaddresses c1"), 0);
-	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddressclaims c1"), -1);
+	assert_int_equal(fake_find(&fx->g.fw, "delete", "ipaddresses c1"), 0);
+	assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddressclaims c1"), -1);
 	assert_int_equal(fx->fb.releases, 0);
 
 	/* Gone: the address is released, then the claim's finalizer comes off. */
-	fake_writer_release(&fx->fw);
-	fx->fw.get_reason = PK_KUBE_NOT_FOUND;
+	fake_writer_release(&fx->g.fw);
+	fx->g.fw.get_reason = PK_KUBE_NOT_FOUND;
 	assert_int_equal(run(fx, claim_with(FOREGROUND, ""), NULL, NULL, false), PK_OK);
 	assert_int_equal(fx->fb.releases, 1);
-	assert_int_equal(atomic_load(&fx->metrics.releases), 1);
-	int fin = fake_find(&fx->fw, "patch", "ipaddressclaims c1");
+	assert_int_equal(atomic_load(&fx->g.metrics.releases), 1);
+	int fin = fake_find(&fx->g.fw, "patch", "ipaddressclaims c1");
 	assert_true(fin >= 0);
-	assert_true(fake_body_has(&fx->fw, fin, "release-address"));
+	assert_true(fake_body_has(&fx->g.fw, fin, "release-address"));
 }
 
 /* Each sign that the IPAddress is another's keeps it foreign: nothing of it is touched and the
@@ -543,14 +516,14 @@ static void an_ipaddress_another_controls_is_not_released(void **state)
 	          "'IPPool', 'name': 'pool'}, 'claimRef': {'name': 'c1'}}}"),
 	};
 	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
-		fake_writer_release(&fx->fw);
+		fake_writer_release(&fx->g.fw);
 		fx->fb.held = true;
 		fx->fb.releases = 0;
 		assert_int_equal(run(fx, claim_with(FOREGROUND, ""), other[i], NULL, false), PK_OK);
-		assert_int_equal(fake_find(&fx->fw, "patch", "ipaddresses c1"), -1);
-		assert_int_equal(fake_find(&fx->fw, "delete", "ipaddresses c1"), -1);
+		assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddresses c1"), -1);
+		assert_int_equal(fake_find(&fx->g.fw, "delete", "ipaddresses c1"), -1);
 		assert_int_equal(fx->fb.releases, 0);
-		assert_true(fake_find(&fx->fw, "patch", "ipaddressclaims c1") >= 0);
+		assert_true(fake_find(&fx->g.fw, "patch", "ipaddressclaims c1") >= 0);
 	}
 }
 
@@ -563,10 +536,10 @@ static void a_live_claim_does_not_adopt_an_unowned_ipaddress(void **state)
 	                     address_left_by_collector("", "c1"), NULL, false),
 	                 PK_OK);
 	assert_int_equal(fx->fb.ensures, 0);
-	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	int status = fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1");
 	assert_true(status >= 0);
-	assert_true(fake_body_has(&fx->fw, status, "AllocationFailed"));
-	assert_int_equal(fake_find(&fx->fw, "patch", "ipaddresses c1"), -1);
+	assert_true(fake_body_has(&fx->g.fw, status, "AllocationFailed"));
+	assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddresses c1"), -1);
 }
 
 static void a_claim_gone_releases_once_its_ipaddress_is_gone(void **state)
@@ -576,9 +549,9 @@ static void a_claim_gone_releases_once_its_ipaddress_is_gone(void **state)
 	assert_int_equal(run(fx, NULL, NULL, NULL, false), PK_OK);
 	assert_int_equal(fx->fb.releases, 1);
 	/* not held: no read, no release */
-	fake_writer_release(&fx->fw);
+	fake_writer_release(&fx->g.fw);
 	assert_int_equal(run(fx, NULL, NULL, NULL, false), PK_OK);
-	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(fx->g.fw.ncalls, 0);
 	assert_int_equal(fx->fb.releases, 1);
 }
 
@@ -589,18 +562,18 @@ static void an_orphan_ipaddress_deleted_loses_its_finalizer(void **state)
 	struct fixture *fx = *state;
 	fx->fb.held = true;
 	assert_int_equal(run(fx, NULL, address_of_claim(""), NULL, false), PK_OK);
-	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(fx->g.fw.ncalls, 0);
 	assert_int_equal(run(fx, NULL, address_of_claim(DELETING), NULL, false), PK_OK);
-	int unprotect = fake_find(&fx->fw, "patch", "ipaddresses c1");
+	int unprotect = fake_find(&fx->g.fw, "patch", "ipaddresses c1");
 	assert_true(unprotect >= 0);
-	assert_true(fake_body_has(&fx->fw, unprotect, "protect-address"));
+	assert_true(fake_body_has(&fx->g.fw, unprotect, "protect-address"));
 	assert_int_equal(fx->fb.releases, 0);
 	/* Deleting, without the finalizer: nothing to write; released once it is gone. */
-	fake_writer_release(&fx->fw);
+	fake_writer_release(&fx->g.fw);
 	json_t *a = address_of_claim(DELETING);
 	json_object_del(json_object_get(a, "metadata"), "finalizers");
 	assert_int_equal(run(fx, NULL, a, NULL, false), PK_OK);
-	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(fx->g.fw.ncalls, 0);
 	assert_int_equal(run(fx, NULL, NULL, NULL, false), PK_OK);
 	assert_int_equal(fx->fb.releases, 1);
 }
@@ -612,9 +585,9 @@ static void deletion_not_blocked_by_missing_cluster_or_pool(void **state)
 	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ", 'clusterName': 'gone'"),
 	                     NULL, NULL, true),
 	                 PK_OK);
-	int fin = fake_find(&fx->fw, "patch", "ipaddressclaims c1");
+	int fin = fake_find(&fx->g.fw, "patch", "ipaddressclaims c1");
 	assert_true(fin >= 0);
-	assert_true(fake_body_has(&fx->fw, fin, "release-address"));
+	assert_true(fake_body_has(&fx->g.fw, fin, "release-address"));
 	assert_int_equal(fx->fb.ensures, 0);
 }
 
@@ -622,10 +595,10 @@ static void deletion_not_blocked_by_missing_cluster_or_pool(void **state)
 static void assert_paused(struct fixture *fx)
 {
 	assert_int_equal(fx->fb.ensures, 0);
-	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
-	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	assert_int_equal(fake_find(&fx->g.fw, "create", "ipaddresses "), -1);
+	int status = fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1");
 	if (status >= 0)
-		assert_true(fake_body_has(&fx->fw, status, "Paused"));
+		assert_true(fake_body_has(&fx->g.fw, status, "Paused"));
 }
 
 static void paused_pool_allocates_nothing(void **state)
@@ -656,7 +629,7 @@ static void paused_claim_allocates_nothing(void **state)
 	        NULL, NULL, false),
 	    PK_OK);
 	assert_paused(fx);
-	assert_true(fake_find(&fx->fw, "patch", "ipaddressclaims/status c1") >= 0);
+	assert_true(fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1") >= 0);
 }
 
 static void paused_deleting_claim_keeps_its_address(void **state)
@@ -667,7 +640,7 @@ static void paused_deleting_claim_keeps_its_address(void **state)
 	assert_int_equal(run(fx, claim_with(", " FINALIZER DELETING, ""), NULL, NULL, false),
 	                 PK_OK);
 	assert_int_equal(fx->fb.releases, 0);
-	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(fx->g.fw.ncalls, 0);
 }
 
 static void not_served_is_left_alone(void **state)
@@ -676,7 +649,7 @@ static void not_served_is_left_alone(void **state)
 	json_t *claim = load("{'metadata': {" CLAIM_META "}, 'spec': {'poolRef': {'apiGroup': "
 	                     "'ipam.example.com', 'kind': 'Pool', 'name': 'x'}}}");
 	assert_int_equal(run(fx, claim, NULL, NULL, false), PK_OK);
-	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(fx->g.fw.ncalls, 0);
 	assert_int_equal(fx->fb.ensures, 0);
 }
 
@@ -688,9 +661,9 @@ static void adopts_a_consistent_ipaddress(void **state)
 	assert_int_equal(fx->fb.seen, 1);
 	assert_int_equal(fx->fb.checks, 1);
 	assert_int_equal(fx->fb.ensures, 0);
-	int status = fake_find(&fx->fw, "patch", "ipaddressclaims/status c1");
+	int status = fake_find(&fx->g.fw, "patch", "ipaddressclaims/status c1");
 	assert_int_equal(status, 0);
-	assert_true(fake_body_has(&fx->fw, status, "\"addressRef\":{\"name\":\"c1\"}"));
+	assert_true(fake_body_has(&fx->g.fw, status, "\"addressRef\":{\"name\":\"c1\"}"));
 }
 
 static void stale_lease_is_released_before_a_fresh_one(void **state)
@@ -698,30 +671,30 @@ static void stale_lease_is_released_before_a_fresh_one(void **state)
 	struct fixture *fx = *state;
 	fx->fb.held = true;
 	fx->fb.result = PK_BACKEND_STALE;
-	fx->fw.get_reason = PK_KUBE_OK; /* still there: wait */
+	fx->g.fw.get_reason = PK_KUBE_OK; /* still there: wait */
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
 	assert_int_equal(fx->fb.releases, 0);
-	assert_int_equal(fake_find(&fx->fw, "create", "ipaddresses "), -1);
+	assert_int_equal(fake_find(&fx->g.fw, "create", "ipaddresses "), -1);
 	fx->fb.result = PK_BACKEND_STALE;
-	fx->fw.get_reason = PK_KUBE_NOT_FOUND;
-	fake_writer_release(&fx->fw);
+	fx->g.fw.get_reason = PK_KUBE_NOT_FOUND;
+	fake_writer_release(&fx->g.fw);
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
 	assert_int_equal(fx->fb.releases, 1);
 	assert_int_equal(fx->fb.ensures, 3);
-	assert_true(fake_find(&fx->fw, "create", "ipaddresses ") > 0);
+	assert_true(fake_find(&fx->g.fw, "create", "ipaddresses ") > 0);
 }
 
 static void waits_for_the_cache_to_catch_up(void **state)
 {
 	struct fixture *fx = *state;
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
-	size_t writes = fx->fw.ncalls;
+	size_t writes = fx->g.fw.ncalls;
 	assert_int_equal(writes, 2);
 	/* The watch has not brought the writes back: the same old view waits, writing nothing. */
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
-	assert_int_equal(fx->fw.ncalls, writes);
-	assert_int_equal(fx->requeued, 1);
-	assert_true(fx->requeue_delay > 0);
+	assert_int_equal(fx->g.fw.ncalls, writes);
+	assert_int_equal(fx->g.requeued, 1);
+	assert_true(fx->g.requeue_delay > 0);
 	assert_int_equal(fx->fb.ensures, 1);
 }
 
@@ -730,9 +703,9 @@ static void waits_for_the_cache_to_catch_up(void **state)
 static void a_refused_write_is_an_api_error(void **state)
 {
 	struct fixture *fx = *state;
-	fx->fw.patch_reason = PK_KUBE_CONFLICT;
+	fx->g.fw.patch_reason = PK_KUBE_CONFLICT;
 	assert_int_equal(run(fx, claim_with("", ""), NULL, NULL, false), PK_ERR_API);
-	assert_int_equal(fx->fw.ncalls, 1);
+	assert_int_equal(fx->g.fw.ncalls, 1);
 	assert_int_equal(fx->fb.ensures, 0);
 }
 
@@ -743,7 +716,7 @@ static void an_invalid_pool_stays_invalid(void **state)
 	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false),
 	                 PK_ERR_INVALID);
 	assert_int_equal(fx->fb.ensures, 1);
-	assert_int_equal(fx->fw.ncalls, 0);
+	assert_int_equal(fx->g.fw.ncalls, 0);
 }
 
 /* The writer's mapping: NotFound is done, any other refusal PK_ERR_API, no memory NOMEM. */
@@ -751,18 +724,19 @@ static void writer_maps_failures(void **state)
 {
 	struct fixture *fx = *state;
 	struct pk_kube_ref ref = {.resource = "ipaddresses", .namespace = "ns", .name = "c1"};
-	fx->fw.patch_reason = PK_KUBE_FORBIDDEN;
+	fx->g.fw.patch_reason = PK_KUBE_FORBIDDEN;
 	assert_int_equal(
-	    pk_writer_patch(&fx->writer, &ref, true, json_object(), "test", "ns/c1", NULL),
+	    pk_writer_patch(&fx->g.writer, &ref, true, json_object(), "test", "ns/c1", NULL),
 	    PK_ERR_API);
-	fx->fw.patch_reason = PK_KUBE_NOT_FOUND;
+	fx->g.fw.patch_reason = PK_KUBE_NOT_FOUND;
 	assert_int_equal(
-	    pk_writer_patch(&fx->writer, &ref, true, json_object(), "test", "ns/c1", NULL), PK_OK);
-	assert_int_equal(pk_writer_patch(&fx->writer, &ref, true, NULL, "test", "ns/c1", NULL),
+	    pk_writer_patch(&fx->g.writer, &ref, true, json_object(), "test", "ns/c1", NULL),
+	    PK_OK);
+	assert_int_equal(pk_writer_patch(&fx->g.writer, &ref, true, NULL, "test", "ns/c1", NULL),
 	                 PK_OK);
-	fx->fw.get_reason = PK_KUBE_UNAUTHORIZED;
+	fx->g.fw.get_reason = PK_KUBE_UNAUTHORIZED;
 	bool gone = true;
-	assert_int_equal(pk_writer_gone(&fx->writer, &ref, "ns/c1", &gone), PK_ERR_API);
+	assert_int_equal(pk_writer_gone(&fx->g.writer, &ref, "ns/c1", &gone), PK_ERR_API);
 	assert_false(gone);
 	struct pk_kube_error e;
 	(void)pk_kube_error_set(&e, PK_KUBE_NOMEM, 0, "out of memory");

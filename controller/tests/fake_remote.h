@@ -1,0 +1,386 @@
+/*
+ * fake_remote.h - a pool backend whose addresses come from a system across
+ * a network, for the controller's suites: every call to it runs on a
+ * thread of its own, so ensure_address answers PENDING at once and the
+ * backend queues the claim (host's queue_claim) when the answer is in.
+ * Include after <cmocka.h> and json_fixture.h.
+ *
+ * The test holds every call until it opens the gate (fake_remote_open), so
+ * that "a slow system holds no worker" needs no clock: a call that blocked
+ * the worker would not return before the gate opens. Faults, each for the
+ * next call only:
+ *
+ *   REMOTE_5XX      the system answered 503                  transient, backoff
+ *   REMOTE_429      429 with Retry-After (retry_after_ms)    transient, after that
+ *   REMOTE_TIMEOUT  no answer before the call's deadline     transient, backoff
+ *   REMOTE_LOST     the system made the lease, and its answer was lost on the way
+ *
+ * The system's leases are keyed as a real backend must key them, on what
+ * survives clusterctl move (namespace, name, cluster), so a call retried
+ * after a lost answer finds the lease it made. fake_remote_restart forgets
+ * what the backend knew, never what the system holds; on_leading reads it
+ * back.
+ */
+#ifndef PK_TEST_FAKE_REMOTE_H
+#define PK_TEST_FAKE_REMOTE_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+
+#define REMOTE_SLOTS 16
+
+enum remote_fault { REMOTE_OK = 0, REMOTE_5XX, REMOTE_429, REMOTE_TIMEOUT, REMOTE_LOST };
+
+enum remote_state { R_NONE = 0, R_ASKING, R_ANSWERED, R_FAILED };
+
+struct remote_lease {
+	char key[200]; /* "<ns>/<name>/<cluster>" */
+	char address[PK_ADDR_STRLEN];
+};
+
+struct remote_local {
+	char key[200];
+	char claim_key[PK_OBJECT_KEY_MAX];
+	enum remote_state state;
+	bool fresh;
+	char address[PK_ADDR_STRLEN];
+	struct pk_backend_result failure;
+};
+
+struct fake_remote {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool open;                                /* the gate: calls are answered */
+	struct remote_lease server[REMOTE_SLOTS]; /* the system: survives restarts */
+	unsigned next_host, adds;                 /* leases the system made */
+	struct remote_local local[REMOTE_SLOTS];  /* what the backend knows */
+	enum remote_fault fault;
+	long retry_after_ms;
+	pthread_t threads[REMOTE_SLOTS * 4];
+	size_t nthreads;
+	unsigned answers; /* calls answered (and the claim queued) */
+	void (*queue_claim)(void *ud, const char *claim_key, long delay_ms);
+	void *ud;
+};
+
+struct remote_call {
+	struct fake_remote *fr;
+	size_t slot;
+};
+
+static const struct pk_pool_kind remote_kinds[] = {
+    {"RemoteIPPool", "remote.ipam.example.org", "v1", "remoteippools", true, "remote"}};
+
+static inline void remote_key(const struct pk_claim_id *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s/%s", id->ns, id->name, id->cluster ? id->cluster : "");
+}
+
+static inline struct remote_local *remote_local_find(struct fake_remote *fr, const char *key,
+                                                     bool add)
+{
+	struct remote_local *free_slot = NULL;
+	for (size_t i = 0; i < REMOTE_SLOTS; i++) {
+		if (fr->local[i].state != R_NONE && strcmp(fr->local[i].key, key) == 0)
+			return &fr->local[i];
+		if (free_slot == NULL && fr->local[i].state == R_NONE)
+			free_slot = &fr->local[i];
+	}
+	if (add && free_slot != NULL) {
+		memset(free_slot, 0, sizeof(*free_slot));
+		snprintf(free_slot->key, sizeof(free_slot->key), "%s", key);
+	}
+	return add ? free_slot : NULL;
+}
+
+static inline struct remote_lease *remote_server_find(struct fake_remote *fr, const char *key)
+{
+	for (size_t i = 0; i < REMOTE_SLOTS; i++)
+		if (fr->server[i].key[0] != '\0' && strcmp(fr->server[i].key, key) == 0)
+			return &fr->server[i];
+	return NULL;
+}
+
+/* The system's side of a lease call: the lease the key has, else a new one. */
+static inline struct remote_lease *remote_server_lease(struct fake_remote *fr, const char *key)
+{
+	struct remote_lease *l = remote_server_find(fr, key);
+	for (size_t i = 0; l == NULL && i < REMOTE_SLOTS; i++)
+		if (fr->server[i].key[0] == '\0') {
+			l = &fr->server[i];
+			snprintf(l->key, sizeof(l->key), "%s", key);
+			snprintf(l->address, sizeof(l->address), "10.9.0.%u", ++fr->next_host);
+			fr->adds++;
+		}
+	return l;
+}
+
+static inline void *remote_call_run(void *arg)
+{
+	struct remote_call *c = arg;
+	struct fake_remote *fr = c->fr;
+	pthread_mutex_lock(&fr->mu);
+	while (!fr->open)
+		pthread_cond_wait(&fr->cv, &fr->mu);
+	struct remote_local *l = &fr->local[c->slot];
+	enum remote_fault fault = fr->fault;
+	fr->fault = REMOTE_OK;
+	struct remote_lease *s = NULL;
+	char key[sizeof(l->key)];
+	memcpy(key, l->key, sizeof(key));
+	if (fault == REMOTE_OK || fault == REMOTE_LOST)
+		s = remote_server_lease(fr, key);
+	if (fault == REMOTE_OK && s != NULL) {
+		l->state = R_ANSWERED;
+		l->fresh = true;
+		snprintf(l->address, sizeof(l->address), "%s", s->address);
+	} else {
+		l->state = R_FAILED;
+		struct pk_backend_result *r = &l->failure;
+		if (fault == REMOTE_429) {
+			pk_backend_result_set(r, PK_BACKEND_TRANSIENT, "BackendBusy",
+			                      "the remote system answered 429, Retry-After %ld ms",
+			                      fr->retry_after_ms);
+			r->retry_after_ms = fr->retry_after_ms;
+		} else if (fault == REMOTE_5XX) {
+			pk_backend_result_set(r, PK_BACKEND_TRANSIENT, "BackendUnavailable",
+			                      "the remote system answered 503");
+		} else {
+			pk_backend_result_set(r, PK_BACKEND_TRANSIENT, "BackendTimeout",
+			                      "the remote system did not answer in time");
+		}
+	}
+	char claim_key[PK_OBJECT_KEY_MAX];
+	snprintf(claim_key, sizeof(claim_key), "%s", l->claim_key);
+	fr->answers++;
+	pthread_mutex_unlock(&fr->mu);
+	if (fr->queue_claim != NULL)
+		fr->queue_claim(fr->ud, claim_key, 0);
+	free(c);
+	return NULL;
+}
+
+static inline const struct pk_pool_kind *remote_kinds_fn(void *self, size_t *n)
+{
+	(void)self;
+	*n = 1;
+	return remote_kinds;
+}
+
+static inline bool remote_serves(void *self, const json_t *ref)
+{
+	(void)self;
+	const char *g = json_string_value(json_object_get(ref, "apiGroup"));
+	const char *k = json_string_value(json_object_get(ref, "kind"));
+	return g != NULL && k != NULL && strcmp(g, remote_kinds[0].group) == 0 &&
+	       strcmp(k, remote_kinds[0].kind) == 0;
+}
+
+static inline int remote_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->facts.served =
+	    remote_serves(self, json_object_get(json_object_get(claim, "spec"), "poolRef"));
+	out->facts.kind = out->facts.served ? &remote_kinds[0] : NULL;
+	out->facts.state = PK_POOL_ACTIVE;
+	out->facts.in_scope = true;
+	snprintf(out->key, sizeof(out->key), "RemoteIPPool/ns/remote");
+	out->obj = load("{'metadata': {'name': 'remote', 'namespace': 'ns', 'uid': 'ru'}}");
+	return PK_OK;
+}
+
+static inline void remote_check(void *self, const struct pk_pool_view *pool,
+                                const struct pk_claim_id *id, const json_t *claim,
+                                const json_t *address, struct pk_claim_facts *f)
+{
+	(void)self, (void)pool, (void)id, (void)claim, (void)address;
+	f->address_check = PK_ADDRESS_CONSISTENT;
+}
+
+static inline void remote_ensure(void *self, const struct pk_pool_view *pool,
+                                 const struct pk_claim_id *id, struct pk_address_lease *lease,
+                                 struct pk_backend_result *out)
+{
+	struct fake_remote *fr = self;
+	(void)pool;
+	char key[200];
+	remote_key(id, key, sizeof(key));
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&fr->mu);
+	struct remote_local *l = remote_local_find(fr, key, true);
+	assert_non_null(l);
+	if (l->state == R_ANSWERED) {
+		memset(lease, 0, sizeof(*lease));
+		snprintf(lease->address, sizeof(lease->address), "%s", l->address);
+		lease->prefix = 24;
+		lease->fresh = l->fresh;
+		l->fresh = false;
+		out->status = PK_BACKEND_OK;
+	} else if (l->state == R_FAILED) {
+		*out = l->failure;
+		l->state = R_NONE; /* the next pass asks again */
+	} else {
+		out->status = PK_BACKEND_PENDING;
+		if (l->state == R_NONE) {
+			l->state = R_ASKING;
+			snprintf(l->claim_key, sizeof(l->claim_key), "%s", id->key);
+			struct remote_call *c = malloc(sizeof(*c));
+			assert_non_null(c);
+			*c = (struct remote_call){fr, (size_t)(l - fr->local)};
+			assert_true(fr->nthreads < sizeof(fr->threads) / sizeof(fr->threads[0]));
+			assert_int_equal(
+			    pthread_create(&fr->threads[fr->nthreads++], NULL, remote_call_run, c),
+			    0);
+		}
+	}
+	pthread_mutex_unlock(&fr->mu);
+}
+
+static inline void remote_abandon(void *self, const struct pk_claim_id *id,
+                                  const struct pk_address_lease *lease)
+{
+	(void)self, (void)id, (void)lease;
+}
+
+static inline bool remote_holds(void *self, const struct pk_claim_id *id)
+{
+	struct fake_remote *fr = self;
+	char key[200];
+	remote_key(id, key, sizeof(key));
+	pthread_mutex_lock(&fr->mu);
+	struct remote_local *l = remote_local_find(fr, key, false);
+	bool held = l != NULL && l->state == R_ANSWERED;
+	pthread_mutex_unlock(&fr->mu);
+	return held;
+}
+
+static inline void remote_release(void *self, const struct pk_claim_id *id,
+                                  struct pk_release_note *out, struct pk_backend_result *result)
+{
+	struct fake_remote *fr = self;
+	char key[200];
+	remote_key(id, key, sizeof(key));
+	memset(out, 0, sizeof(*out));
+	memset(result, 0, sizeof(*result));
+	pthread_mutex_lock(&fr->mu);
+	struct remote_lease *s = remote_server_find(fr, key);
+	struct remote_local *l = remote_local_find(fr, key, false);
+	if (s != NULL) {
+		out->released = true;
+		snprintf(out->address, sizeof(out->address), "%s", s->address);
+		memset(s, 0, sizeof(*s));
+	}
+	if (l != NULL)
+		memset(l, 0, sizeof(*l));
+	pthread_mutex_unlock(&fr->mu);
+}
+
+static inline void remote_seen(void *self, const json_t *address)
+{
+	(void)self, (void)address;
+}
+
+/* Leadership: what the system holds is read back (what a restart forgot). */
+static inline int remote_on_leading(void *self)
+{
+	struct fake_remote *fr = self;
+	pthread_mutex_lock(&fr->mu);
+	for (size_t i = 0; i < REMOTE_SLOTS; i++) {
+		if (fr->server[i].key[0] == '\0')
+			continue;
+		struct remote_local *l = remote_local_find(fr, fr->server[i].key, true);
+		l->state = R_ANSWERED;
+		l->fresh = false;
+		snprintf(l->address, sizeof(l->address), "%s", fr->server[i].address);
+	}
+	pthread_mutex_unlock(&fr->mu);
+	return PK_OK;
+}
+
+static inline int remote_reconcile_pool(void *self, const struct pk_work_key *k)
+{
+	(void)self, (void)k;
+	return PK_OK;
+}
+
+static inline void remote_metrics(void *self, FILE *f)
+{
+	(void)self;
+	fprintf(f, "remote_up 1\n");
+}
+
+/* Opens the gate: every call held so far, and every later one, is answered. */
+static inline void fake_remote_open(struct fake_remote *fr)
+{
+	pthread_mutex_lock(&fr->mu);
+	fr->open = true;
+	pthread_cond_broadcast(&fr->cv);
+	pthread_mutex_unlock(&fr->mu);
+}
+
+/* Waits (5 s at most) until n calls have been answered. */
+static inline void fake_remote_wait_answers(struct fake_remote *fr, unsigned n)
+{
+	for (int i = 0; i < 500; i++) {
+		pthread_mutex_lock(&fr->mu);
+		unsigned got = fr->answers;
+		pthread_mutex_unlock(&fr->mu);
+		if (got >= n)
+			return;
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+	}
+	fail_msg("the remote system answered fewer than %u calls", n);
+}
+
+/* The backend restarts: it forgets what it knew; the system forgets nothing. */
+static inline void fake_remote_restart(struct fake_remote *fr)
+{
+	pthread_mutex_lock(&fr->mu);
+	memset(fr->local, 0, sizeof(fr->local));
+	pthread_mutex_unlock(&fr->mu);
+}
+
+static inline void remote_free(void *self)
+{
+	struct fake_remote *fr = self;
+	fake_remote_open(fr);
+	for (size_t i = 0; i < fr->nthreads; i++)
+		pthread_join(fr->threads[i], NULL);
+	fr->nthreads = 0;
+}
+
+static const struct pk_backend_ops remote_ops = {
+    .kinds = remote_kinds_fn,
+    .serves = remote_serves,
+    .fetch_pool = remote_fetch_pool,
+    .check_address = remote_check,
+    .ensure_address = remote_ensure,
+    .abandon_address = remote_abandon,
+    .holds = remote_holds,
+    .release_address = remote_release,
+    .address_seen = remote_seen,
+    .on_leading = remote_on_leading,
+    .reconcile_pool = remote_reconcile_pool,
+    .write_metrics = remote_metrics,
+    .free = remote_free,
+};
+
+static inline void fake_remote_init(struct fake_remote *fr)
+{
+	memset(fr, 0, sizeof(*fr));
+	pthread_mutex_init(&fr->mu, NULL);
+	pthread_cond_init(&fr->cv, NULL);
+}
+
+static inline void fake_remote_destroy(struct fake_remote *fr)
+{
+	remote_free(fr);
+	pthread_mutex_destroy(&fr->mu);
+	pthread_cond_destroy(&fr->cv);
+}
+
+#endif
