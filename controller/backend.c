@@ -25,6 +25,11 @@ const struct pk_pool_kind *pk_backend_kind(const struct pk_backend *b, const cha
 	return NULL;
 }
 
+bool pk_backend_ready(const struct pk_backend *b, char *why, size_t len)
+{
+	return b->ops->ready == NULL || b->ops->ready(b->self, why, len);
+}
+
 bool pk_backend_pool_key(const struct pk_backend *b, const json_t *pool_ref, const char *ns,
                          char *out, size_t len)
 {

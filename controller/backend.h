@@ -168,6 +168,10 @@ struct pk_backend_ops {
 	int (*on_leading)(void *self);
 	/* Work on one pool (PK_WORK_POOL, PK_WORK_POOL_GRACE): its status and finalizer. */
 	int (*reconcile_pool)(void *self, const struct pk_work_key *k);
+	/* Optional (NULL: always ready). Whether the backend can serve claims now (its system
+	 * reachable, its credentials accepted), for /readyz; when not, why, naming what. Called
+	 * from the health listener's thread: it must not wait on the network. */
+	bool (*ready)(void *self, char *why, size_t len);
 	/* Prometheus text of the pools' gauges. */
 	void (*write_metrics)(void *self, FILE *f);
 	void (*free)(void *self);
@@ -182,6 +186,9 @@ struct pk_backend {
  * backend does not serve it or it names no pool. */
 bool pk_backend_pool_key(const struct pk_backend *b, const json_t *pool_ref, const char *ns,
                          char *out, size_t len);
+
+/* b's ready op, true when it has none. */
+bool pk_backend_ready(const struct pk_backend *b, char *why, size_t len);
 
 /* The kind of b's whose name is kind, or NULL. */
 const struct pk_pool_kind *pk_backend_kind(const struct pk_backend *b, const char *kind);

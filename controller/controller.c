@@ -320,15 +320,17 @@ void pk_controller_set_leading(struct pk_controller *c, bool leading)
 	atomic_store(&c->leading, leading ? 1 : 0);
 }
 
-bool pk_controller_ready(struct pk_controller *c)
+bool pk_controller_ready(struct pk_controller *c, char *why, size_t len)
 {
 	struct pk_kube_informer *all[NINF];
 	const char *names[NINF];
 	size_t n = informers(c, all, names);
 	for (size_t i = 0; i < n; i++)
-		if (all[i] != NULL && !pk_kube_informer_synced(all[i]))
+		if (all[i] != NULL && !pk_kube_informer_synced(all[i])) {
+			snprintf(why, len, "informers not synced (%s)", names[i]);
 			return false;
-	return true;
+		}
+	return pk_backend_ready(&c->backend, why, len);
 }
 
 void pk_controller_stop(struct pk_controller *c)

@@ -60,8 +60,8 @@ void pk_controller_listing(struct pk_controller *c, char *buf, size_t len);
 /* The leader alone allocates; false stops writes at once (the key in progress ends early). */
 void pk_controller_set_leading(struct pk_controller *c, bool leading);
 
-/* Whether the informers are synced (for /readyz). */
-bool pk_controller_ready(struct pk_controller *c);
+/* Whether the informers are synced and every backend is ready (for /readyz); else why. */
+bool pk_controller_ready(struct pk_controller *c, char *why, size_t len);
 
 /* Stops the queue, lets the worker finish the key in progress, stops the informers. */
 void pk_controller_stop(struct pk_controller *c);

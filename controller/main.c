@@ -183,10 +183,7 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 
 static bool probe_ready(void *ud, char *why, size_t len)
 {
-	if (pk_controller_ready(ud))
-		return true;
-	snprintf(why, len, "informers not synced");
-	return false;
+	return pk_controller_ready(ud, why, len);
 }
 
 static char *probe_metrics(void *ud, size_t *len)

@@ -6,7 +6,6 @@
 
 #include "api.h"
 #include "count.h"
-#include "decide.h"
 #include "objects.h"
 #include "rules.h"
 

@@ -63,6 +63,7 @@ struct fake_remote {
 	pthread_t threads[REMOTE_SLOTS * 4];
 	size_t nthreads;
 	unsigned answers; /* calls answered (and the claim queued) */
+	bool down;        /* ready says the system is unreachable */
 	void (*queue_claim)(void *ud, const char *claim_key, long delay_ms);
 	void *ud;
 };
@@ -307,6 +308,17 @@ static inline int remote_reconcile_pool(void *self, const struct pk_work_key *k)
 	return PK_OK;
 }
 
+static inline bool remote_ready(void *self, char *why, size_t len)
+{
+	struct fake_remote *fr = self;
+	pthread_mutex_lock(&fr->mu);
+	bool down = fr->down;
+	pthread_mutex_unlock(&fr->mu);
+	if (down)
+		snprintf(why, len, "remote: https://ipam.example.org unreachable");
+	return !down;
+}
+
 static inline void remote_metrics(void *self, FILE *f)
 {
 	(void)self;
@@ -365,6 +377,7 @@ static const struct pk_backend_ops remote_ops = {
     .address_seen = remote_seen,
     .on_leading = remote_on_leading,
     .reconcile_pool = remote_reconcile_pool,
+    .ready = remote_ready,
     .write_metrics = remote_metrics,
     .free = remote_free,
 };

@@ -392,6 +392,19 @@ static void kinds_and_pool_work(void **state)
 	json_decref(ref);
 }
 
+/* /readyz: ready while every member is; a member that has no ready op always is. */
+static void ready_while_every_member_is(void **state)
+{
+	struct fixture *fx = *state;
+	char why[128] = "";
+	assert_true(pk_backend_ready(&fx->set, why, sizeof(why)));
+	fx->remote.down = true;
+	assert_false(pk_backend_ready(&fx->set, why, sizeof(why)));
+	assert_string_equal(why, "remote: https://ipam.example.org unreachable");
+	fx->remote.down = false;
+	assert_true(pk_backend_ready(&fx->set, why, sizeof(why)));
+}
+
 /* A claim on a pool no member serves is not ours: nothing asked, nothing written. */
 static void a_pool_of_none_is_not_ours(void **state)
 {
@@ -427,6 +440,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(a_restart_forgets_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(kinds_and_pool_work, setup, teardown),
 	    cmocka_unit_test_setup_teardown(a_pool_of_none_is_not_ours, setup, teardown),
+	    cmocka_unit_test_setup_teardown(ready_while_every_member_is, setup, teardown),
 	    cmocka_unit_test(one_kind_two_members_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
