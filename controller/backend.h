@@ -28,6 +28,7 @@
 
 #include "address.h"
 #include "decide.h"
+#include "external_id.h"
 #include "pk.h"
 #include "pool_ref.h"
 #include "work_key.h"
@@ -66,6 +67,10 @@ struct pk_claim_id {
 	const char *cluster;   /* spec.clusterName, else the deprecated label; NULL: none */
 	const char *uid;       /* NULL: unknown (the claim is gone) */
 	const char *key;       /* "<ns>/<name>": the work queue's key */
+	/* The external ID on the claim's IPAddress (external_id.h) when the pass sees one; NULL
+	 * otherwise (no IPAddress, or none recorded). A hint: the backend checks that the
+	 * record it names is this claim's. */
+	const char *external_id;
 };
 
 /* A claim's pool, as the backend sees it: read once per pass. */
@@ -85,6 +90,10 @@ struct pk_address_lease {
 	unsigned prefix;
 	char gateway[PK_ADDR_STRLEN]; /* "" : none */
 	bool fresh; /* newly handed out (else: the address already held, re-created) */
+	/* The backend's own ID of the record it made in another system, or "": the reconciler
+	 * records it on the IPAddress (PK_EXTERNAL_ID_ANNOTATION, external_id.h), and hands it
+	 * back in struct pk_claim_id whenever a pass sees that IPAddress. */
+	char external_id[PK_EXTERNAL_ID_MAX];
 };
 
 /* What an operation that may touch another system came to. */

@@ -215,7 +215,8 @@ static int create_address(struct pass *p, const struct pk_address_lease *l, json
 	                                 .gateway = l->gateway[0] != '\0' ? l->gateway : NULL,
 	                                 .pool_kind = kind,
 	                                 .pool_name = pk_json_meta_cstr(pool, "name"),
-	                                 .pool_uid = pk_json_meta_cstr(pool, "uid")};
+	                                 .pool_uid = pk_json_meta_cstr(pool, "uid"),
+	                                 .external_id = l->external_id};
 	json_t *obj = pk_objects_ipaddress(claim, &spec);
 	struct pk_kube_error e;
 	enum pk_kube_reason k;
@@ -475,6 +476,7 @@ int pk_claim_reconcile(struct pk_claim_reconciler *r, const char *ns, const char
 	memset(v, 0, sizeof(*v));
 	pk_object_key(ns, name, p.key, sizeof(p.key));
 	p.id = (struct pk_claim_id){.ns = ns, .name = name, .key = p.key};
+	p.id.external_id = pk_external_id(p.v.address);
 	if (p.v.claim != NULL) {
 		p.id.uid = pk_json_meta_cstr(p.v.claim, "uid");
 		p.id.cluster = pk_claim_cluster_name(p.v.claim);

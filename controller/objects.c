@@ -222,6 +222,9 @@ json_t *pk_objects_ipaddress(const json_t *claim, const struct pk_ipaddress_spec
 	if (cluster != NULL)
 		json_object_set_new(meta, "labels",
 		                    json_pack("{s:s}", PK_CLUSTER_NAME_LABEL, cluster));
+	if (s->external_id != NULL && s->external_id[0] != '\0')
+		json_object_set_new(meta, "annotations",
+		                    json_pack("{s:s}", PK_EXTERNAL_ID_ANNOTATION, s->external_id));
 	return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", s->api_version, "kind",
 	                 PK_ADDRESS_KIND, "metadata", meta, "spec", spec);
 }

@@ -73,6 +73,7 @@ struct pk_ipaddress_spec {
 	const struct pk_pool_kind *pool_kind; /* spec.poolRef and the pool's owner reference */
 	const char *pool_name;
 	const char *pool_uid;
+	const char *external_id; /* NULL: none (else PK_EXTERNAL_ID_ANNOTATION) */
 };
 
 /*

@@ -44,6 +44,8 @@
 #define PK_PAUSED_ANNOTATION                 "cluster.x-k8s.io/paused"
 #define PK_DELETE_FOR_MOVE_ANNOTATION        "clusterctl.cluster.x-k8s.io/delete-for-move"
 #define PK_SKIP_DELETE_PROTECTION_ANNOTATION "ipam.poolkeeper.io/skip-delete-protection"
+/* On an IPAddress: the ID of the record a backend made for the address in another system. */
+#define PK_EXTERNAL_ID_ANNOTATION "ipam.poolkeeper.io/external-id"
 
 /* Kubernetes' own kinds poolkeeper reads or writes: the core group's Secrets (poolkeeper-certs),
  * the admission webhook configurations (their caBundle), and the access review the mutating

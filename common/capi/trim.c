@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "external_id.h"
 #include "jpack.h"
 #include "json.h"
 #include "pk.h"
@@ -23,8 +24,9 @@ struct keep {
 	const char *name;
 	const struct keep *only;
 	bool controller_owners;
-	bool finalizers; /* poolkeeper's own entries and where they sit (own_finalizers) */
-	bool presence;   /* kept as "": only whether it is there is read */
+	bool finalizers;   /* poolkeeper's own entries and where they sit (own_finalizers) */
+	bool presence;     /* kept as "": only whether it is there is read */
+	size_t max_string; /* > 0: kept only as a string shorter than this */
 	const struct keep *also;
 };
 
@@ -85,8 +87,12 @@ static const struct keep claim[] = {
  * has its uid. */
 static const struct keep owner_reference[] = {
     {.name = "kind"}, {.name = "uid"}, {.name = "controller"}, {.name = NULL}};
+/* The external ID (external_id.h), at most as long as one poolkeeper writes. */
+static const struct keep address_annotations[] = {
+    {.name = PK_EXTERNAL_ID_ANNOTATION, .max_string = PK_EXTERNAL_ID_MAX}, {.name = NULL}};
 static const struct keep address_metadata[] = {
     {.also = object_metadata},
+    {.name = "annotations", .only = address_annotations},
     {.name = "ownerReferences", .only = owner_reference, .controller_owners = true},
     {.name = NULL},
 };
@@ -228,6 +234,8 @@ static bool keep_member(const json_t *v, const struct keep *k, json_t **copy)
 	*copy = NULL;
 	if (k->presence)
 		return (*copy = json_string("")) != NULL;
+	if (k->max_string > 0 && (!json_is_string(v) || json_string_length(v) >= k->max_string))
+		return true;
 	if (k->finalizers)
 		return keep_finalizers(v, copy) == PK_OK;
 	if (k->controller_owners)

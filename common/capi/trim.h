@@ -23,7 +23,8 @@
  *   IPAddress       metadata: name, namespace, uid, resourceVersion,
  *                     deletionTimestamp, finalizers (below), ownerReferences only
  *                     the controller ones (controller: true), and of those
- *                     only kind, uid and controller
+ *                     only kind, uid and controller; annotations: the external
+ *                     ID (external_id.h), a string shorter than PK_EXTERNAL_ID_MAX
  *                   spec
  *   IPPool, GlobalIPPool
  *                   metadata: name, namespace, uid, resourceVersion,

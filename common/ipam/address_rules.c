@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api.h"
+#include "external_id.h"
+#include "json.h"
 #include "rules.h"
 #include "rules_util.h"
 
@@ -162,10 +165,30 @@ static void ipaddress_prefix_gateway(const json_t *spec, const struct pk_addr *a
 		                  pk_address_family_name(a->family));
 }
 
+/*
+ * The external ID (external_id.h) is written when the IPAddress is created
+ * and never changes: changed, a release could act on another's record.
+ */
+static void check_external_id_kept(const json_t *addr, const json_t *old, struct pk_violations *out)
+{
+	if (old == NULL || !json_is_object(addr) || pk_external_id_same(addr, old))
+		return;
+	char was[DESC_MAX], now[DESC_MAX];
+	const json_t *a = pk_json_path(old, "metadata", "annotations", PK_EXTERNAL_ID_ANNOTATION);
+	const json_t *b = pk_json_path(addr, "metadata", "annotations", PK_EXTERNAL_ID_ANNOTATION);
+	pk_violations_add(out, PK_SEV_DENY,
+	                  "metadata.annotations[\"" PK_EXTERNAL_ID_ANNOTATION "\"]",
+	                  "is set by poolkeeper when it creates the IPAddress and may not change: "
+	                  "was %s, now %s",
+	                  a ? pk_violation_describe_value(a, false, was, sizeof(was)) : "not set",
+	                  b ? pk_violation_describe_value(b, false, now, sizeof(now)) : "not set");
+}
+
 void pk_rules_check_ipaddress(const json_t *addr, const json_t *old, struct pk_violations *out)
 {
 	char desc[DESC_MAX];
 	int version;
+	check_external_id_kept(addr, old, out);
 	const json_t *spec = rules_util_capi_object_spec(
 	    addr, old, PK_ADDRESS_KIND, "address, prefix, claimRef and poolRef", &version, out);
 	if (spec == NULL) {

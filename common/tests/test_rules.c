@@ -935,6 +935,51 @@ static void test_ipaddress(void **state)
 	json_decref(obj);
 }
 
+/* The external ID a backend's record has is written at create and never changes: changed, a
+ * release could act on another tenant's record. Other annotations stay free. */
+static void test_ipaddress_external_id_kept(void **state)
+{
+	(void)state;
+	static const char field[] = "metadata.annotations[\"ipam.poolkeeper.io/external-id\"]";
+	json_t *old = load(ipaddress_base);
+	json_object_set_new(json_object_get(old, "metadata"), "annotations",
+	                    json_pack("{s:s}", PK_EXTERNAL_ID_ANNOTATION, "lease-1"));
+	json_t *obj = json_deep_copy(old);
+	json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+	struct pk_violations v;
+	json_object_set_new(ann, "example.org/note", json_string("x"));
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(obj, old, &v);
+	assert_int_equal(v.n, 0);
+	/* another tenant's record named */
+	json_object_set_new(ann, PK_EXTERNAL_ID_ANNOTATION, json_string("lease-2"));
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(obj, old, &v);
+	expect(&v, PK_SEV_DENY, field,
+	       "is set by poolkeeper when it creates the IPAddress and may not change: was "
+	       "\"lease-1\", now \"lease-2\"");
+	/* removed */
+	json_object_del(ann, PK_EXTERNAL_ID_ANNOTATION);
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(obj, old, &v);
+	expect(&v, PK_SEV_DENY, field, "was \"lease-1\", now not set");
+	/* added after create */
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(old, obj, &v);
+	expect(&v, PK_SEV_DENY, field, "was not set, now \"lease-1\"");
+	/* a NUL inside is another value */
+	json_object_set_new(ann, PK_EXTERNAL_ID_ANNOTATION, json_stringn("lease-1\0x", 9));
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(obj, old, &v);
+	expect(&v, PK_SEV_DENY, field, "was \"lease-1\"");
+	/* at create, any value is the controller's to write */
+	pk_violations_init(&v);
+	pk_rules_check_ipaddress(obj, NULL, &v);
+	expect_none(&v, PK_SEV_DENY);
+	json_decref(old);
+	json_decref(obj);
+}
+
 /* An IPAddress against its claim: the claim named, on the same pool; one message either way. */
 static void test_ipaddress_claim(void **state)
 {
@@ -1119,6 +1164,7 @@ int main(void)
 	    cmocka_unit_test(test_claim_create),
 	    cmocka_unit_test(test_claim_update),
 	    cmocka_unit_test(test_ipaddress),
+	    cmocka_unit_test(test_ipaddress_external_id_kept),
 	    cmocka_unit_test(test_ipaddress_claim),
 	    cmocka_unit_test(test_ipaddress_in_pool),
 	    cmocka_unit_test(test_ipaddress_unique),

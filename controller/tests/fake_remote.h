@@ -62,8 +62,9 @@ struct fake_remote {
 	long retry_after_ms;
 	pthread_t threads[REMOTE_SLOTS * 4];
 	size_t nthreads;
-	unsigned answers; /* calls answered (and the claim queued) */
-	bool down;        /* ready says the system is unreachable */
+	unsigned answers;                    /* calls answered (and the claim queued) */
+	bool down;                           /* ready says the system is unreachable */
+	char checked_id[PK_EXTERNAL_ID_MAX]; /* the external ID check_address was handed */
 	void (*queue_claim)(void *ud, const char *claim_key, long delay_ms);
 	void *ud;
 };
@@ -198,7 +199,10 @@ static inline void remote_check(void *self, const struct pk_pool_view *pool,
                                 const struct pk_claim_id *id, const json_t *claim,
                                 const json_t *address, struct pk_claim_facts *f)
 {
-	(void)self, (void)pool, (void)id, (void)claim, (void)address;
+	struct fake_remote *fr = self;
+	(void)pool, (void)claim, (void)address;
+	snprintf(fr->checked_id, sizeof(fr->checked_id), "%s",
+	         id->external_id ? id->external_id : "");
 	f->address_check = PK_ADDRESS_CONSISTENT;
 }
 
@@ -217,6 +221,7 @@ static inline void remote_ensure(void *self, const struct pk_pool_view *pool,
 	if (l->state == R_ANSWERED) {
 		memset(lease, 0, sizeof(*lease));
 		snprintf(lease->address, sizeof(lease->address), "%s", l->address);
+		snprintf(lease->external_id, sizeof(lease->external_id), "rec/%s", l->address);
 		lease->prefix = 24;
 		lease->fresh = l->fresh;
 		l->fresh = false;

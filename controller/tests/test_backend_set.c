@@ -241,6 +241,35 @@ static void a_slow_system_holds_no_worker(void **state)
 	assert_int_equal(fx->local.ensures, 1);
 }
 
+/*
+ * The remote system's record ID goes on the IPAddress (an annotation), and
+ * comes back to the backend whenever a pass sees that IPAddress.
+ */
+static void the_record_id_is_kept_on_the_ipaddress(void **state)
+{
+	struct fixture *fx = *state;
+	fake_remote_open(&fx->remote);
+	assert_int_equal(run(fx, "r1", REMOTE_POOL), PK_OK);
+	fake_remote_wait_answers(&fx->remote, 1);
+	assert_int_equal(run(fx, "r1", REMOTE_POOL), PK_OK);
+	int i = fake_find(&fx->g.fw, "create", "ipaddresses ");
+	assert_true(i >= 0);
+	json_t *address = json_deep_copy(fx->g.fw.calls[i].body);
+	assert_string_equal(pk_external_id(address), "rec/10.9.0.1");
+	json_object_set_new(json_object_get(address, "metadata"), "resourceVersion",
+	                    json_string("9"));
+	/* the local backend's IPAddress has none */
+	rig_next_pass(&fx->g);
+	assert_int_equal(run(fx, "l1", LOCAL_POOL), PK_OK);
+	i = fake_find(&fx->g.fw, "create", "ipaddresses ");
+	assert_null(pk_external_id(fx->g.fw.calls[i].body));
+	rig_next_pass(&fx->g);
+	json_t *cluster = load("{'metadata': {'name': 'prod', 'namespace': 'ns'}}");
+	struct pk_claim_view v = {claim("r1", REMOTE_POOL), address, cluster, true};
+	assert_int_equal(pk_claim_reconcile(&fx->g.r, "ns", "r1", &v), PK_OK);
+	assert_string_equal(fx->remote.checked_id, "rec/10.9.0.1");
+}
+
 /* The backend queues the claim itself when the answer arrives. */
 static unsigned queued_by_backend;
 static void count_queue(void *ud, const char *claim_key, long delay_ms)
@@ -434,6 +463,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(a_slow_system_holds_no_worker, setup, teardown),
 	    cmocka_unit_test_setup_teardown(the_answer_queues_the_claim, setup, teardown),
+	    cmocka_unit_test_setup_teardown(the_record_id_is_kept_on_the_ipaddress, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(too_many_requests_waits_as_told, setup, teardown),
 	    cmocka_unit_test_setup_teardown(unavailable_and_timeout_back_off, setup, teardown),
 	    cmocka_unit_test_setup_teardown(a_lost_answer_makes_one_lease, setup, teardown),

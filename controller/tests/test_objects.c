@@ -15,6 +15,7 @@
 
 #include "api.h"
 #include "json.h"
+#include "external_id.h"
 #include "json_fixture.h"
 #include "json_patch.h"
 #include "objects.h"
@@ -181,8 +182,14 @@ static void test_ipaddress(void **state)
 	json_t *claim = load("{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','metadata':{"
 	                     "'name':'m-0','namespace':'team','uid':'u-1',"
 	                     "'labels':{'cluster.x-k8s.io/cluster-name':'prod','other':'x'}}}");
-	struct pk_ipaddress_spec s = {
-	    "ipam.cluster.x-k8s.io/v1beta2", "10.0.0.5", 24, "10.0.0.1", &ippool, "nodes", "p-1"};
+	struct pk_ipaddress_spec s = {"ipam.cluster.x-k8s.io/v1beta2",
+	                              "10.0.0.5",
+	                              24,
+	                              "10.0.0.1",
+	                              &ippool,
+	                              "nodes",
+	                              "p-1",
+	                              NULL};
 	json_t *a = pk_objects_ipaddress(claim, &s);
 	assert_json(
 	    a, "{'apiVersion':'ipam.cluster.x-k8s.io/v1beta2','kind':'IPAddress','metadata':{"
@@ -196,13 +203,26 @@ static void test_ipaddress(void **state)
 	       "'claimRef':{'name':'m-0'},'poolRef':{'apiGroup':'ipam.poolkeeper.io',"
 	       "'kind':'IPPool','name':'nodes'}}}");
 	json_decref(a);
-	/* no gateway, no label */
+	/* no gateway, no label, no external ID */
 	json_t *bare = load("{'metadata':{'name':'m','namespace':'t','uid':'u'}}");
 	s.gateway = NULL;
 	a = pk_objects_ipaddress(bare, &s);
 	assert_null(json_object_get(json_object_get(a, "spec"), "gateway"));
 	assert_null(json_object_get(json_object_get(a, "metadata"), "labels"));
+	assert_null(json_object_get(json_object_get(a, "metadata"), "annotations"));
 	json_decref(a);
+	s.external_id = "";
+	a = pk_objects_ipaddress(bare, &s);
+	assert_null(json_object_get(json_object_get(a, "metadata"), "annotations"));
+	json_decref(a);
+	/* a backend's record ID: written as the annotation, read back */
+	s.external_id = "lease-10.0.0.5-7f3a";
+	a = pk_objects_ipaddress(bare, &s);
+	assert_json(json_object_get(json_object_get(a, "metadata"), "annotations"),
+	            "{'ipam.poolkeeper.io/external-id':'lease-10.0.0.5-7f3a'}");
+	assert_string_equal(pk_external_id(a), "lease-10.0.0.5-7f3a");
+	json_decref(a);
+	s.external_id = NULL;
 	/* no uid: no owner reference can be made */
 	json_t *nouid = load("{'metadata':{'name':'m','namespace':'t'}}");
 	assert_null(pk_objects_ipaddress(nouid, &s));
@@ -340,7 +360,7 @@ static void test_nul_fields_invalid(void **state)
 	/* a claim whose uid holds a NUL: no owner reference can name it */
 	json_t *claim = load("{'metadata':{'name':'m','namespace':'t','uid':'u\\u0000-other'}}");
 	struct pk_ipaddress_spec s = {
-	    "ipam.cluster.x-k8s.io/v1beta2", "10.0.0.5", 24, NULL, &ippool, "nodes", "p-1"};
+	    "ipam.cluster.x-k8s.io/v1beta2", "10.0.0.5", 24, NULL, &ippool, "nodes", "p-1", NULL};
 	assert_null(pk_objects_ipaddress(claim, &s));
 	json_decref(claim);
 	/* "ours\u0000" is not our finalizer: nothing to remove, ours still to add */

@@ -20,6 +20,7 @@
 #include "tenant.h"
 
 #include "decide.h"
+#include "external_id.h"
 #include "incluster.h"
 #include "jpack.h"
 #include "json.h"
@@ -215,6 +216,36 @@ static void test_annotations_kept(void **state)
 	assert_json(t, "{'metadata':{'name':'k'},'spec':{'paused':true}}");
 	json_decref(t);
 	json_decref(cluster);
+
+	/* An IPAddress keeps its backend's record ID, as long as poolkeeper writes one at most. */
+	json_t *a = load("{'metadata':{'name':'a','annotations':{"
+	                 "'ipam.poolkeeper.io/external-id':'rec-7','example.com/x':'y'}}}");
+	t = pk_trim_address(a);
+	assert_json(t, "{'metadata':{'name':'a','annotations':{"
+	               "'ipam.poolkeeper.io/external-id':'rec-7'}}}");
+	json_decref(t);
+	char *big = malloc(PK_EXTERNAL_ID_MAX + 1);
+	assert_non_null(big);
+	memset(big, 'x', PK_EXTERNAL_ID_MAX);
+	big[PK_EXTERNAL_ID_MAX] = '\0';
+	json_object_set_new(pk_json_path(a, "metadata", "annotations"), PK_EXTERNAL_ID_ANNOTATION,
+	                    json_string(big));
+	t = pk_trim_address(a);
+	assert_json(t, "{'metadata':{'name':'a'}}");
+	json_decref(t);
+	big[PK_EXTERNAL_ID_MAX - 1] = '\0';
+	json_object_set_new(pk_json_path(a, "metadata", "annotations"), PK_EXTERNAL_ID_ANNOTATION,
+	                    json_string(big));
+	t = pk_trim_address(a);
+	assert_string_equal(pk_external_id(t), big);
+	json_decref(t);
+	json_object_set_new(pk_json_path(a, "metadata", "annotations"), PK_EXTERNAL_ID_ANNOTATION,
+	                    json_integer(7));
+	t = pk_trim_address(a);
+	assert_json(t, "{'metadata':{'name':'a'}}");
+	json_decref(t);
+	free(big);
+	json_decref(a);
 }
 
 static void test_shares_nothing(void **state)

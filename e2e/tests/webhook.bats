@@ -203,8 +203,9 @@ EOF
   [[ $output == *"overlaps with IPPool $NS/nodes"* ]]
 }
 
-# address <name> <address> <claim name>: an IPAddress from pool "nodes",
-# owned by its claim and the pool, as poolkeeper-controller makes them.
+# address <name> <address> <claim name> [<annotations>]: an IPAddress from
+# pool "nodes", owned by its claim and the pool, as poolkeeper-controller
+# makes them.
 address() {
   local cuid puid
   cuid=$(pk_jsonpath -n "$NS" "$CLAIMS" "$3" '{.metadata.uid}')
@@ -214,6 +215,7 @@ apiVersion: ipam.cluster.x-k8s.io/v1beta2
 kind: IPAddress
 metadata:
   name: $1
+  annotations: {${4:-}}
   ownerReferences:
   - {apiVersion: ipam.cluster.x-k8s.io/v1beta2, kind: IPAddressClaim, name: $3, uid: $cuid, controller: true, blockOwnerDeletion: true}
   - {apiVersion: ipam.poolkeeper.io/v1alpha1, kind: IPPool, name: nodes, uid: $puid, controller: false, blockOwnerDeletion: true}
@@ -235,6 +237,27 @@ EOF
   [ "$status" -ne 0 ]
   run address m-1 10.70.0.10 m-1
   [ "$status" -eq 0 ]
+}
+
+@test "an IPAddress's external-id annotation is kept as created: no update adds, changes or removes it" {
+  local key=ipam.poolkeeper.io/external-id
+  pool nodes '{addresses: ["10.72.0.0/24"], prefix: 24}'
+  claim m-1 "$OWNER_OK" "clusterName: prod"
+  claim m-2 "$OWNER_OK" "clusterName: prod"
+  address m-1 10.72.0.10 m-1 "$key: rec-1"
+  address m-2 10.72.0.11 m-2
+  run kubectl -n "$NS" annotate ipaddresses.ipam.cluster.x-k8s.io m-1 --overwrite "$key=rec-2"
+  [ "$status" -ne 0 ]
+  [[ $output == *"metadata.annotations[\"$key\"]: is set by poolkeeper when it creates the IPAddress and may not change: was \"rec-1\", now \"rec-2\""* ]]
+  run kubectl -n "$NS" annotate ipaddresses.ipam.cluster.x-k8s.io m-1 "$key-"
+  [ "$status" -ne 0 ]
+  [[ $output == *'now not set'* ]]
+  run kubectl -n "$NS" annotate ipaddresses.ipam.cluster.x-k8s.io m-2 "$key=rec-1"
+  [ "$status" -ne 0 ]
+  [[ $output == *'was not set, now "rec-1"'* ]]
+  # other annotations stay free, and the ID is still there
+  kubectl -n "$NS" annotate ipaddresses.ipam.cluster.x-k8s.io m-1 example.org/note=x
+  [ "$(pk_jsonpath -n "$NS" ipaddresses.ipam.cluster.x-k8s.io m-1 '{.metadata.annotations.ipam\.poolkeeper\.io/external-id}')" = rec-1 ]
 }
 
 # tenant_kubeconfig <GlobalIPPool>: a ServiceAccount "tenant" of $NS that may
