@@ -25,6 +25,12 @@ const struct pk_pool_kind *pk_backend_kind(const struct pk_backend *b, const cha
 	return NULL;
 }
 
+void pk_backend_cancel(const struct pk_backend *b)
+{
+	if (b->ops != NULL && b->ops->cancel != NULL)
+		b->ops->cancel(b->self);
+}
+
 bool pk_backend_ready(const struct pk_backend *b, char *why, size_t len)
 {
 	return b->ops->ready == NULL || b->ops->ready(b->self, why, len);

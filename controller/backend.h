@@ -54,7 +54,13 @@ struct pk_backend_host {
 	/* The IPAddresses' resource (for the consistent read at on_leading). */
 	const char *ipam_version; /* "v1beta2" or "v1beta1" */
 	const char *namespace;    /* NULL: every namespace */
+	/* The deadline of each call a backend makes to another system: one that has not
+	 * answered by then ends as PK_BACKEND_TRANSIENT (PK_BACKEND_CALL_TIMEOUT_MS). */
+	long call_timeout_ms;
 };
+
+/* The deadline of one call to another system. */
+#define PK_BACKEND_CALL_TIMEOUT_MS 10000L
 
 /*
  * The claim an operation is about. A backend that keeps records elsewhere
@@ -177,6 +183,11 @@ struct pk_backend_ops {
 	int (*on_leading)(void *self);
 	/* Work on one pool (PK_WORK_POOL, PK_WORK_POOL_GRACE): its status and finalizer. */
 	int (*reconcile_pool)(void *self, const struct pk_work_key *k);
+	/* Optional (NULL: no calls of its own). Leadership was lost, or the process is stopping:
+	 * end every call in flight at once. Their answers are dropped and no claim is queued
+	 * for them; the next leadership's on_leading starts again from the other system's
+	 * records. Called from any thread; it does not wait for the calls to end. */
+	void (*cancel)(void *self);
 	/* Optional (NULL: always ready). Whether the backend can serve claims now (its system
 	 * reachable, its credentials accepted), for /readyz; when not, why, naming what. Called
 	 * from the health listener's thread: it must not wait on the network. */
@@ -195,6 +206,9 @@ struct pk_backend {
  * backend does not serve it or it names no pool. */
 bool pk_backend_pool_key(const struct pk_backend *b, const json_t *pool_ref, const char *ns,
                          char *out, size_t len);
+
+/* b's cancel op, when it has one. */
+void pk_backend_cancel(const struct pk_backend *b);
 
 /* b's ready op, true when it has none. */
 bool pk_backend_ready(const struct pk_backend *b, char *why, size_t len);

@@ -157,6 +157,13 @@ static int set_reconcile_pool(void *self, const struct pk_work_key *k)
 	return PK_OK; /* a kind no member has: nothing to do */
 }
 
+static void set_cancel(void *self)
+{
+	struct set *s = self;
+	for (size_t i = 0; i < s->n; i++)
+		pk_backend_cancel(&s->m[i].b);
+}
+
 static bool set_ready(void *self, char *why, size_t len)
 {
 	struct set *s = self;
@@ -194,6 +201,7 @@ static const struct pk_backend_ops set_ops = {
     .address_seen = set_seen,
     .on_leading = set_on_leading,
     .reconcile_pool = set_reconcile_pool,
+    .cancel = set_cancel,
     .ready = set_ready,
     .write_metrics = set_write_metrics,
     .free = set_free,

@@ -10,7 +10,7 @@
  *   a pool work key       the member with a kind of that name (reconcile_pool)
  *   a claim's identity    the member that holds an address for it (holds, abandon_address,
  *                         release_address)
- *   the whole             every member, in order (on_leading, ready: the first not
+ *   the whole             every member, in order (on_leading, cancel, ready: the first not
  *                         ready says why, write_metrics, free)
  *
  * A slow member holds up only its own claims: the set adds no lock and no

@@ -201,7 +201,8 @@ static struct pk_controller *controller_alloc(const struct pk_controller_opts *o
 	                                   .queue_claims_of_pool = host_queue_claims_of_pool,
 	                                   .post_event = host_post_event,
 	                                   .ipam_version = c->claim_version,
-	                                   .namespace = c->namespace};
+	                                   .namespace = c->namespace,
+	                                   .call_timeout_ms = PK_BACKEND_CALL_TIMEOUT_MS};
 	return c;
 }
 
@@ -318,6 +319,8 @@ void pk_controller_set_leading(struct pk_controller *c, bool leading)
 	if (leading)
 		atomic_fetch_add(&c->epoch, 1);
 	atomic_store(&c->leading, leading ? 1 : 0);
+	if (!leading)
+		pk_backend_cancel(&c->backend); /* another process answers for the claims now */
 }
 
 bool pk_controller_ready(struct pk_controller *c, char *why, size_t len)
@@ -338,6 +341,7 @@ void pk_controller_stop(struct pk_controller *c)
 	if (c == NULL)
 		return;
 	atomic_store(&c->stopping, 1);
+	pk_backend_cancel(&c->backend);
 	if (c->queue != NULL)
 		pk_queue_shutdown(c->queue);
 	for (; c->started > 0; c->started--)

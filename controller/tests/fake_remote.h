@@ -19,11 +19,14 @@
  * survives clusterctl move (namespace, name, cluster), so a call retried
  * after a lost answer finds the lease it made. fake_remote_restart forgets
  * what the backend knew, never what the system holds; on_leading reads it
- * back.
+ * back. Each call waits at most deadline_ms (the host's call_timeout_ms;
+ * 0: no deadline) and then ends as a timeout; cancel ends every call at
+ * once, answering nothing and queueing no claim.
  */
 #ifndef PK_TEST_FAKE_REMOTE_H
 #define PK_TEST_FAKE_REMOTE_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,6 +68,9 @@ struct fake_remote {
 	unsigned answers;                    /* calls answered (and the claim queued) */
 	bool down;                           /* ready says the system is unreachable */
 	char checked_id[PK_EXTERNAL_ID_MAX]; /* the external ID check_address was handed */
+	long deadline_ms;                    /* each call's deadline; 0: none */
+	unsigned cancels; /* cancel's count: a call started before a cancel is dropped */
+	unsigned dropped; /* calls ended by a cancel */
 	void (*queue_claim)(void *ud, const char *claim_key, long delay_ms);
 	void *ud;
 };
@@ -72,6 +78,7 @@ struct fake_remote {
 struct remote_call {
 	struct fake_remote *fr;
 	size_t slot;
+	unsigned cancels; /* fr->cancels when the call began */
 };
 
 static const struct pk_pool_kind remote_kinds[] = {
@@ -125,12 +132,34 @@ static inline void *remote_call_run(void *arg)
 {
 	struct remote_call *c = arg;
 	struct fake_remote *fr = c->fr;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += fr->deadline_ms / 1000;
+	until.tv_nsec += (fr->deadline_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
 	pthread_mutex_lock(&fr->mu);
-	while (!fr->open)
-		pthread_cond_wait(&fr->cv, &fr->mu);
+	bool late = false;
+	while (!fr->open && fr->cancels == c->cancels && !late) {
+		if (fr->deadline_ms > 0)
+			late = pthread_cond_timedwait(&fr->cv, &fr->mu, &until) == ETIMEDOUT;
+		else
+			pthread_cond_wait(&fr->cv, &fr->mu);
+	}
 	struct remote_local *l = &fr->local[c->slot];
-	enum remote_fault fault = fr->fault;
-	fr->fault = REMOTE_OK;
+	if (fr->cancels != c->cancels) {
+		if (l->state == R_ASKING)
+			l->state = R_NONE;
+		fr->dropped++;
+		pthread_mutex_unlock(&fr->mu);
+		free(c);
+		return NULL;
+	}
+	enum remote_fault fault = late ? REMOTE_TIMEOUT : fr->fault;
+	if (!late)
+		fr->fault = REMOTE_OK;
 	struct remote_lease *s = NULL;
 	char key[sizeof(l->key)];
 	memcpy(key, l->key, sizeof(key));
@@ -236,7 +265,7 @@ static inline void remote_ensure(void *self, const struct pk_pool_view *pool,
 			snprintf(l->claim_key, sizeof(l->claim_key), "%s", id->key);
 			struct remote_call *c = malloc(sizeof(*c));
 			assert_non_null(c);
-			*c = (struct remote_call){fr, (size_t)(l - fr->local)};
+			*c = (struct remote_call){fr, (size_t)(l - fr->local), fr->cancels};
 			assert_true(fr->nthreads < sizeof(fr->threads) / sizeof(fr->threads[0]));
 			assert_int_equal(
 			    pthread_create(&fr->threads[fr->nthreads++], NULL, remote_call_run, c),
@@ -313,6 +342,15 @@ static inline int remote_reconcile_pool(void *self, const struct pk_work_key *k)
 	return PK_OK;
 }
 
+static inline void remote_cancel(void *self)
+{
+	struct fake_remote *fr = self;
+	pthread_mutex_lock(&fr->mu);
+	fr->cancels++;
+	pthread_cond_broadcast(&fr->cv);
+	pthread_mutex_unlock(&fr->mu);
+}
+
 static inline bool remote_ready(void *self, char *why, size_t len)
 {
 	struct fake_remote *fr = self;
@@ -339,18 +377,30 @@ static inline void fake_remote_open(struct fake_remote *fr)
 	pthread_mutex_unlock(&fr->mu);
 }
 
-/* Waits (5 s at most) until n calls have been answered. */
-static inline void fake_remote_wait_answers(struct fake_remote *fr, unsigned n)
+/* A counter of fr's (answers, dropped), read under its lock. */
+static inline unsigned fake_remote_read(struct fake_remote *fr, const unsigned *counter)
+{
+	pthread_mutex_lock(&fr->mu);
+	unsigned v = *counter;
+	pthread_mutex_unlock(&fr->mu);
+	return v;
+}
+
+/* Waits (5 s at most) until a counter of fr's reaches n. */
+static inline void fake_remote_wait(struct fake_remote *fr, const unsigned *counter, unsigned n)
 {
 	for (int i = 0; i < 500; i++) {
-		pthread_mutex_lock(&fr->mu);
-		unsigned got = fr->answers;
-		pthread_mutex_unlock(&fr->mu);
-		if (got >= n)
+		if (fake_remote_read(fr, counter) >= n)
 			return;
 		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
 	}
-	fail_msg("the remote system answered fewer than %u calls", n);
+	fail_msg("the remote system's counter is at %u, not %u", fake_remote_read(fr, counter), n);
+}
+
+/* Waits (5 s at most) until n calls have been answered. */
+static inline void fake_remote_wait_answers(struct fake_remote *fr, unsigned n)
+{
+	fake_remote_wait(fr, &fr->answers, n);
 }
 
 /* The backend restarts: it forgets what it knew; the system forgets nothing. */
@@ -382,6 +432,7 @@ static const struct pk_backend_ops remote_ops = {
     .address_seen = remote_seen,
     .on_leading = remote_on_leading,
     .reconcile_pool = remote_reconcile_pool,
+    .cancel = remote_cancel,
     .ready = remote_ready,
     .write_metrics = remote_metrics,
     .free = remote_free,

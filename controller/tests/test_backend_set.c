@@ -421,6 +421,43 @@ static void kinds_and_pool_work(void **state)
 	json_decref(ref);
 }
 
+/* A call that outlives its deadline ends as a timeout the claim shows. */
+static void a_call_past_its_deadline_times_out(void **state)
+{
+	struct fixture *fx = *state;
+	fx->remote.deadline_ms = 100; /* the gate stays shut */
+	assert_int_equal(run(fx, "r1", REMOTE_POOL), PK_OK);
+	fake_remote_wait_answers(&fx->remote, 1);
+	assert_int_not_equal(run(fx, "r1", REMOTE_POOL), PK_OK);
+	int status = fake_find(&fx->g.fw, "patch", "ipaddressclaims/status r1");
+	assert_true(fake_body_has(&fx->g.fw, status, "BackendTimeout"));
+	assert_int_equal(fx->remote.adds, 0);
+}
+
+/*
+ * Leadership lost: the set cancels every member's calls in flight. Their
+ * answers are dropped, no claim is queued, and the claim asks again later.
+ */
+static void losing_leadership_cancels_calls_in_flight(void **state)
+{
+	struct fixture *fx = *state;
+	queued_by_backend = 0;
+	fx->remote.queue_claim = count_queue;
+	assert_int_equal(run(fx, "r1", REMOTE_POOL), PK_OK);
+	assert_int_equal(run(fx, "r2", REMOTE_POOL), PK_OK);
+	pk_backend_cancel(&fx->set);
+	fake_remote_wait(&fx->remote, &fx->remote.dropped, 2);
+	assert_int_equal(fake_remote_read(&fx->remote, &fx->remote.answers), 0);
+	assert_int_equal(queued_by_backend, 0);
+	assert_int_equal(fx->remote.adds, 0);
+	/* Leading again: the claim is asked for again, and gets its address. */
+	fake_remote_open(&fx->remote);
+	assert_int_equal(run(fx, "r1", REMOTE_POOL), PK_OK);
+	fake_remote_wait_answers(&fx->remote, 1);
+	assert_int_equal(run(fx, "r1", REMOTE_POOL), PK_OK);
+	assert_string_equal(created_address(fx), "10.9.0.1");
+}
+
 /* /readyz: ready while every member is; a member that has no ready op always is. */
 static void ready_while_every_member_is(void **state)
 {
@@ -472,6 +509,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(kinds_and_pool_work, setup, teardown),
 	    cmocka_unit_test_setup_teardown(a_pool_of_none_is_not_ours, setup, teardown),
 	    cmocka_unit_test_setup_teardown(ready_while_every_member_is, setup, teardown),
+	    cmocka_unit_test_setup_teardown(a_call_past_its_deadline_times_out, setup, teardown),
+	    cmocka_unit_test_setup_teardown(losing_leadership_cancels_calls_in_flight, setup,
+	                                    teardown),
 	    cmocka_unit_test(one_kind_two_members_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
