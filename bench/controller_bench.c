@@ -50,6 +50,7 @@
 #include "decide.h"
 #include "flags.h"
 #include "incluster.h"
+#include "json.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_informer.h"

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "bench_kube.h"
+#include "json.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_informer.h"

@@ -7,6 +7,7 @@
 
 #include "api.h"
 #include "apierr.h"
+#include "json.h"
 #include "parse.h"
 
 int pk_cabundle_parse(const char *s, struct pk_webhook_config *out, struct pk_err *err)

@@ -7,8 +7,9 @@
 #include <string.h>
 
 #include "api.h"
-#include "base64.h"
 #include "apierr.h"
+#include "base64.h"
+#include "json.h"
 
 static struct pk_kube_ref secret_ref(const char *ns, const char *name)
 {

@@ -15,6 +15,7 @@
 
 #include "api.h"
 #include "conformance.h"
+#include "json.h"
 #include "parse.h"
 
 #define BOOK "CAPI book, IPAM contract"

@@ -24,6 +24,7 @@
 
 #include <jansson.h>
 
+#include "json.h"
 #include "pk.h"
 
 #define PK_CONF_EXIT_FAIL  1

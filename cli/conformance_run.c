@@ -13,6 +13,7 @@
 #include "api.h"
 #include "conformance.h"
 #include "flags.h"
+#include "json.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "parse.h"

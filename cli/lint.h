@@ -43,6 +43,7 @@
 
 #include "address.h"
 #include "count.h"
+#include "json.h"
 #include "pool_lookup.h"
 #include "rules.h"
 #include "violation.h"

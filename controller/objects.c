@@ -6,6 +6,7 @@
 
 #include "api.h"
 #include "count.h"
+#include "json.h"
 #include "objects.h"
 #include "rules.h"
 

@@ -15,6 +15,7 @@
 #include "addr_spec.h"
 #include "admission.h"
 #include "base64.h"
+#include "json.h"
 #include "pool.h"
 #include "pool_lookup.h"
 #include "pool_ref.h"

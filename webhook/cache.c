@@ -11,6 +11,7 @@
 #include "api.h"
 #include "cache.h"
 #include "jpack.h"
+#include "json.h"
 #include "log.h"
 #include "pool_ref.h"
 #include "rules.h"

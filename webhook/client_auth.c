@@ -331,18 +331,3 @@ out:
 		gnutls_x509_crt_deinit(crts[i]);
 	return v;
 }
-
-const char *pk_client_verdict_name(enum pk_client_verdict v)
-{
-	switch (v) {
-	case PK_CLIENT_OK:
-		return "ok";
-	case PK_CLIENT_NO_CERT:
-		return "no_certificate";
-	case PK_CLIENT_BAD_CERT:
-		return "invalid_certificate";
-	case PK_CLIENT_NAME_NOT_ALLOWED:
-		return "name_not_allowed";
-	}
-	return "invalid_certificate";
-}

@@ -32,13 +32,6 @@
 #define PK_CLIENT_AUTH_MAX_CAS   64
 #define PK_CLIENT_AUTH_MAX_NAMES 32
 
-enum pk_client_verdict {
-	PK_CLIENT_OK = 0,          /* authenticated, or none needed */
-	PK_CLIENT_NO_CERT,         /* required and not presented: 401 */
-	PK_CLIENT_BAD_CERT,        /* presented and not valid: 401 */
-	PK_CLIENT_NAME_NOT_ALLOWED /* valid, its CN not allowed: 403 */
-};
-
 struct pk_client_auth_config {
 	const char *ca_file; /* PEM bundle; required */
 	bool required;       /* a request without a valid certificate gets 401 */
@@ -74,8 +67,5 @@ void pk_client_auth_request(const struct pk_client_auth *a, gnutls_session_t ses
  */
 enum pk_client_verdict pk_client_auth_check(struct pk_client_auth *a, gnutls_session_t session,
                                             char *why, size_t len);
-
-/* The metrics label of a verdict ("no_certificate", ...). */
-const char *pk_client_verdict_name(enum pk_client_verdict v);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "cache.h"
+#include "json.h"
 #include "kube_client.h"
 #include "kube_informer.h"
 #include "log.h"

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "buf.h"
-#include "client_auth.h"
 
 /* Upper bounds, in seconds; admission answers are sub-millisecond when healthy. */
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -380,4 +379,19 @@ char *pk_metrics_render(const struct pk_metrics *m, size_t *len)
 		return NULL;
 	}
 	return pk_buf_take(&t.b, len);
+}
+
+const char *pk_client_verdict_name(enum pk_client_verdict v)
+{
+	switch (v) {
+	case PK_CLIENT_OK:
+		return "ok";
+	case PK_CLIENT_NO_CERT:
+		return "no_certificate";
+	case PK_CLIENT_BAD_CERT:
+		return "invalid_certificate";
+	case PK_CLIENT_NAME_NOT_ALLOWED:
+		return "name_not_allowed";
+	}
+	return "invalid_certificate";
 }

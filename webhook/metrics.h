@@ -46,9 +46,20 @@ void pk_metrics_observe_request(struct pk_metrics *m, enum pk_admission_endpoint
                                 enum pk_metrics_result result, double seconds);
 /* One certificate reload attempt. */
 void pk_metrics_count_reload(struct pk_metrics *m, bool ok);
+/* What client authentication (client_auth.h) made of a caller: the reasons the metrics count. */
+enum pk_client_verdict {
+	PK_CLIENT_OK = 0,          /* authenticated, or none needed */
+	PK_CLIENT_NO_CERT,         /* required and not presented: 401 */
+	PK_CLIENT_BAD_CERT,        /* presented and not valid: 401 */
+	PK_CLIENT_NAME_NOT_ALLOWED /* valid, its CN not allowed: 403 */
+};
+
+/* The metrics label of a verdict ("no_certificate", ...). */
+const char *pk_client_verdict_name(enum pk_client_verdict v);
+
 /*
  * One request refused before its body was read, for want of a valid client
- * certificate: `verdict` is a non-OK enum pk_client_verdict (client_auth.h).
+ * certificate: `verdict` is a non-OK enum pk_client_verdict.
  */
 void pk_metrics_count_unauthenticated(struct pk_metrics *m, int verdict);
 uint64_t pk_metrics_get_unauthenticated(const struct pk_metrics *m, int verdict);

@@ -8,6 +8,7 @@
 
 #include "answer_cache.h"
 #include "api.h"
+#include "json.h"
 #include "log.h"
 #include "parse.h"
 #include "permission.h"

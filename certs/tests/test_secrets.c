@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "fake_api.h"
+#include "json.h"
 #include "secrets.h"
 
 struct env {

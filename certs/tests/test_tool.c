@@ -21,8 +21,9 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
-#include "fake_api.h"
 #include "base64.h"
+#include "fake_api.h"
+#include "json.h"
 #include "log.h"
 #include "outdir.h"
 #include "secrets.h"

@@ -58,7 +58,4 @@ void pk_text_quote(const char *s, size_t n, char *buf, size_t len);
 /* A short stable text for a return code ("exhausted", "in use", "too big", ...). */
 const char *pk_rc_name(int rc);
 
-/* The JSON readers (pk_json_cstr, ...) every module shares. */
-#include "json.h"
-
 #endif

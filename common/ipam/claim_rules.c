@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json.h"
 #include "pool_ref.h"
 #include "rules.h"
 #include "rules_util.h"

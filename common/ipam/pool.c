@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "addr_spec.h"
+#include "json.h"
 #include "pool.h"
 
 struct decoder {

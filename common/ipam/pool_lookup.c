@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "pool.h"
 #include "pool_lookup.h"
 #include "pool_ref.h"

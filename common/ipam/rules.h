@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "api.h"
+#include "json.h"
 #include "pool.h"
 #include "violation.h"
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "json.h"
 #include "pool_ref.h"
 #include "rules.h"
 #include "rules_util.h"

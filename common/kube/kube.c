@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "json.h"
 
 void pk_kube_logf(const struct pk_kube_log *log, enum pk_kube_level level, const char *fmt, ...)
 {

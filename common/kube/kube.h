@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "base64.h"
+#include "json.h"
 #include "pk.h"
 
 /* ---- logging through the caller ---- */

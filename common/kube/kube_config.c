@@ -21,7 +21,9 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "json.h"
 #include "kube_config_int.h"
+#include "kube_config_member.h"
 #include "kube_exec.h"
 #include "manifest.h"
 #include "parse.h"
@@ -98,38 +100,6 @@ int pk_kube_config_read_small(const char *path, const char *what, char **buf, si
 	int rc = pk_manifest_read_file(path, PK_KUBE_CREDENTIAL_MAX, buf, len, &ferr);
 	if (rc != PK_OK)
 		return pk_err_set(err, rc, "%s: %s", what, ferr.msg);
-	return PK_OK;
-}
-
-/*
- * A string member; NULL when absent. A present member of another type is an
- * error (a YAML plain scalar like `token: 1234` loads as an integer).
- */
-int pk_kube_config_member_str(const json_t *obj, const char *key, const char *where,
-                              const char **out, struct pk_err *err)
-{
-	*out = NULL;
-	json_t *v = json_object_get(obj, key);
-	if (v == NULL || json_is_null(v))
-		return PK_OK;
-	if (!json_is_string(v))
-		return pk_err_set(err, PK_ERR_INVALID, "%s: %s must be a string", where, key);
-	*out = json_string_value(v);
-	if ((*out)[0] == '\0')
-		*out = NULL;
-	return PK_OK;
-}
-
-int pk_kube_config_member_bool(const json_t *obj, const char *key, const char *where, bool *out,
-                               struct pk_err *err)
-{
-	json_t *v = json_object_get(obj, key);
-	*out = false;
-	if (v == NULL || json_is_null(v))
-		return PK_OK;
-	if (!json_is_boolean(v))
-		return pk_err_set(err, PK_ERR_INVALID, "%s: %s must be true or false", where, key);
-	*out = json_is_true(v);
 	return PK_OK;
 }
 

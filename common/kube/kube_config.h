@@ -66,12 +66,11 @@
 #include <jansson.h>
 
 #include "kube.h"
+#include "kube_config_member.h"
 #include "pk.h"
 
 #define PK_KUBE_INCLUSTER_DIR    "/var/run/secrets/kubernetes.io/serviceaccount"
 #define PK_KUBE_CONFIG_MAX_BYTES (4u << 20) /* kubeconfig file */
-#define PK_KUBE_CREDENTIAL_MAX   (1u << 20) /* token file, PEM file, plugin stdout, stderr */
-#define PK_KUBE_EXEC_TIMEOUT_MS  30000
 #define PK_KUBE_TOKEN_RECHECK_MS 10000
 
 struct pk_kube_config;
@@ -150,19 +149,5 @@ void pk_kube_config_token_invalidate(struct pk_kube_config *cfg);
 
 /* The log callback the config was loaded with (for the client). */
 const struct pk_kube_log *pk_kube_config_log(const struct pk_kube_config *cfg);
-
-/* ---- kubeconfig members, read by type (kube_config.c and kube_exec.c) ---- */
-
-/*
- * A string member of a kubeconfig mapping; NULL when absent, null or empty.
- * A present member of another type is an error (a YAML plain scalar like
- * `token: 1234` loads as an integer). `where` starts the message.
- */
-PK_MUST_CHECK int pk_kube_config_member_str(const json_t *obj, const char *key, const char *where,
-                                            const char **out, struct pk_err *err);
-
-/* A true/false member; false when absent or null. */
-PK_MUST_CHECK int pk_kube_config_member_bool(const json_t *obj, const char *key, const char *where,
-                                             bool *out, struct pk_err *err);
 
 #endif

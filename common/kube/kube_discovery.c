@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json.h"
 #include "kube_client_int.h"
 
 enum pk_kube_reason pk_kube_client_group_versions(struct pk_kube_client *c, const char *group,

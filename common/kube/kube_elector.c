@@ -11,6 +11,7 @@
 
 #include <openssl/rand.h>
 
+#include "json.h"
 #include "kube_events.h"
 #include "kube_worker.h"
 

@@ -20,7 +20,8 @@
 
 #include <openssl/crypto.h>
 
-#include "kube_config.h"
+#include "json.h"
+#include "kube_config_member.h"
 
 extern char **environ;
 

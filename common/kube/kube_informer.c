@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "json.h"
 #include "kube_watch.h"
 #include "kube_worker.h"
 #include "strmap.h"

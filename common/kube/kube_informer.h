@@ -63,6 +63,7 @@
 
 #include <jansson.h>
 
+#include "json.h"
 #include "kube_client.h"
 #include "pk.h"
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "kube_client_int.h"
 
 enum pk_kube_reason pk_kube_client_get(struct pk_kube_client *c, const struct pk_kube_ref *r,

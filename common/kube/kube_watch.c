@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "json.h"
 
 /* ---- splitter ---- */
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "json.h"
 #include "manifest_build.h"
 
 struct pk_manifest_limits pk_manifest_limits_default(void)

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include "json.h"
 #include "kube_client.h"
 #include "kube_fakeserver.h"
 

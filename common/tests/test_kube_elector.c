@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "json.h"
 #include "kube_elector.h"
 
 #define S 1000000000LL

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "json.h"
 #include "kube_events.h"
 #include "kube_fakeserver.h"
 

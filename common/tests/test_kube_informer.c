@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "json.h"
 #include "kube_fakeserver.h"
 #include "kube_informer.h"
 #include "parse.h"

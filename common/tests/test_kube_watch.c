@@ -16,8 +16,9 @@
 
 #include <cmocka.h>
 
-#include "kube_watch.h"
+#include "json.h"
 #include "kube_fakeserver.h"
+#include "kube_watch.h"
 
 /* ---- splitter ---- */
 

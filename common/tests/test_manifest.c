@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "json.h"
 #include "manifest.h"
 
 static int parse(const char *text, struct pk_manifest *m, struct pk_err *err)

@@ -19,6 +19,7 @@
 #include "rules.h"
 
 #include "expect_violations.h"
+#include "json.h"
 
 /* The cluster the lookup answers from: an array of pools and IPAddresses. */
 struct fixture {

@@ -29,6 +29,7 @@
 #include "decide.h"
 #include "incluster.h"
 #include "jpack.h"
+#include "json.h"
 #include "objects.h"
 #include "pool.h"
 #include "pool_ref.h"

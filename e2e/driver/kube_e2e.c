@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "kube_informer.h"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "json.h"
 #include "rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
