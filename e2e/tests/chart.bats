@@ -495,6 +495,11 @@ _delete_cel_probe() {
   echo "$output"
   [ "$status" -ne 0 ]
   [[ $output == *"controller.backends: name at least one pool backend"* ]]
+  # each named once, as --backends refuses a name given twice
+  run _template --set 'controller.backends={incluster,incluster}'
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"/controller/backends"* ]]
   run _template
   [ "$status" -eq 0 ]
   [[ $output == *"- --backends=incluster"* ]]
