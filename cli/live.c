@@ -108,18 +108,14 @@ static bool str_eq(const char *a, const char *b)
 
 bool pk_live_address_in_pool(const json_t *addr, const json_t *pool)
 {
-	const json_t *ref = pk_json_path(addr, "spec", "poolRef");
-	const char *api = pk_json_cstr_at(pool, "apiVersion"),
-	           *kind = pk_json_cstr_at(pool, "kind");
-	const char *group = pk_json_cstr_at(ref, "apiGroup");
+	struct pk_pool_ref r;
+	const char *api = pk_json_cstr_at(pool, "apiVersion");
 	size_t glen = api && strchr(api, '/') ? (size_t)(strchr(api, '/') - api) : 0;
-	if (group == NULL || glen == 0 || strlen(group) != glen || strncmp(group, api, glen) != 0)
+	if (!pk_pool_ref_read(pk_json_path(addr, "spec", "poolRef"), pk_live_namespace(addr), &r) ||
+	    glen == 0 || strlen(r.group) != glen || strncmp(r.group, api, glen) != 0)
 		return false;
-	if (!str_eq(pk_json_cstr_at(ref, "kind"), kind) ||
-	    !str_eq(pk_json_cstr_at(ref, "name"), pk_live_name(pool)))
-		return false;
-	return !pk_pool_kind_namespaced(group, kind) ||
-	       !strcmp(pk_live_namespace(addr), pk_live_namespace(pool));
+	return pk_pool_ref_is(&r, pk_json_cstr_at(pool, "kind"), pk_live_namespace(pool),
+	                      pk_live_name(pool));
 }
 
 static int lookup_get_pool(void *ctx, const char *kind, const char *ns, const char *name,

@@ -19,11 +19,6 @@ struct set {
 	size_t nkinds;
 };
 
-static bool declares(const struct member *m, const struct pk_pool_kind *k)
-{
-	return k != NULL && k >= m->kinds && k < m->kinds + m->nkinds;
-}
-
 static bool has_kind(const struct member *m, const char *group, const char *kind)
 {
 	for (size_t i = 0; kind != NULL && i < m->nkinds; i++)
@@ -42,12 +37,12 @@ static struct member *by_ref(struct set *s, const json_t *pool_ref)
 	return NULL;
 }
 
-/* The member that declared a view's kind (the set's copy of it), or NULL. */
+/* The member that declared a view's kind (by group and kind), or NULL. */
 static struct member *by_view(struct set *s, const struct pk_pool_view *v)
 {
 	const struct pk_pool_kind *k = v->facts.kind;
 	for (size_t i = 0; k != NULL && i < s->n; i++)
-		if (declares(&s->m[i], k) || has_kind(&s->m[i], k->group, k->kind))
+		if (has_kind(&s->m[i], k->group, k->kind))
 			return &s->m[i];
 	return NULL;
 }

@@ -18,9 +18,6 @@
 #include "strmap.h"
 #include "trim.h"
 
-/* A pool's key (pk_pool_key). */
-#define POOL_KEY_MAX PK_OBJECT_KEY_MAX
-
 /*
  * An informer item: the trimmed object, packed. An IPAddress of a
  * poolkeeper pool also carries the pool's key after the packed bytes and
@@ -98,7 +95,7 @@ static void report_oversized(struct feed *f, const json_t *obj, size_t bytes)
 static struct kept *keep(struct feed *f, const json_t *obj, json_t *trimmed, const char *pool)
 {
 	size_t plen = pool != NULL ? strlen(pool) : 0;
-	if (plen >= POOL_KEY_MAX) {
+	if (plen >= PK_OBJECT_KEY_MAX) {
 		json_decref(trimmed);
 		return NULL;
 	}
@@ -128,7 +125,7 @@ static void *keep_pool(void *ud, const json_t *obj)
 /* Only the addresses of poolkeeper pools are kept: no lookup asks for the others. */
 static void *keep_address(void *ud, const json_t *obj)
 {
-	char key[POOL_KEY_MAX];
+	char key[PK_OBJECT_KEY_MAX];
 	if (!address_pool_key(obj, key, sizeof(key)))
 		return NULL;
 	return keep(ud, obj, pk_trim_address(obj), key);
@@ -416,7 +413,7 @@ int pk_cache_list_pool_addresses(struct pk_cache *c, const char *kind, const cha
 		return nomem(err, PK_ADDRESS_KIND "es");
 	bool namespaced = pk_pool_kind_namespaced(PK_POOL_GROUP, kind);
 	bool every_ns = ns == NULL && namespaced;
-	char key[POOL_KEY_MAX];
+	char key[PK_OBJECT_KEY_MAX];
 	if (name == NULL)
 		return PK_OK; /* names no pool anything can be in */
 	pk_pool_key(kind, namespaced ? ns : NULL, name, key, sizeof(key));
@@ -445,7 +442,7 @@ static int get_one(struct pk_cache *c, enum pk_cache_kind k, const char *ns, con
 	*obj = NULL;
 	if (name == NULL)
 		return PK_OK;
-	char key[POOL_KEY_MAX];
+	char key[PK_OBJECT_KEY_MAX];
 	int n =
 	    snprintf(key, sizeof(key), "%s%s%s", ns != NULL ? ns : "", ns != NULL ? "/" : "", name);
 	if (n < 0 || (size_t)n >= sizeof(key))
