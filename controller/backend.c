@@ -15,6 +15,23 @@ void pk_pool_view_clear(struct pk_pool_view *v)
 	v->obj = NULL;
 }
 
+int pk_backend_view_pool(const struct pk_backend *b, const json_t *claim, json_t *pool,
+                         struct pk_pool_view *out)
+{
+	const json_t *ref = pk_json_path(claim, "spec", "poolRef");
+	memset(out, 0, sizeof(*out));
+	out->obj = pool;
+	const struct pk_pool_kind *kind =
+	    pk_backend_pool_key(b, ref, pk_json_meta_cstr(claim, "namespace"), out->key,
+	                        sizeof(out->key))
+	        ? pk_backend_kind(b, pk_json_cstr_at(ref, "kind"))
+	        : NULL;
+	pk_pool_facts_from(claim, kind, pool, &out->facts);
+	if (out->facts.state != PK_POOL_ACTIVE || b->ops->view_pool == NULL)
+		return PK_OK;
+	return b->ops->view_pool(b->self, out);
+}
+
 const struct pk_pool_kind *pk_backend_kind(const struct pk_backend *b, const char *kind)
 {
 	size_t n = 0;
@@ -23,6 +40,11 @@ const struct pk_pool_kind *pk_backend_kind(const struct pk_backend *b, const cha
 		if (strcmp(k[i].kind, kind) == 0)
 			return &k[i];
 	return NULL;
+}
+
+bool pk_backend_resyncs(const struct pk_backend *b)
+{
+	return b->ops != NULL && b->ops->resync != NULL;
 }
 
 void pk_backend_cancel(const struct pk_backend *b)
@@ -56,6 +78,7 @@ struct pk_backend_result *pk_backend_result_set(struct pk_backend_result *r,
 {
 	r->status = status;
 	r->retry_after_ms = 0;
+	memset(&r->next, 0, sizeof(r->next));
 	snprintf(r->reason, sizeof(r->reason), "%s", reason != NULL ? reason : "");
 	va_list ap;
 	va_start(ap, fmt);

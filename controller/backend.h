@@ -9,10 +9,12 @@
  * (backends/incluster/); an external IPAM would be another, in a folder of
  * its own, with no change to the reconciler.
  *
- * A backend makes no API call of its own: what it needs of the cluster
- * comes through the host (struct pk_backend_host) the controller hands it
- * at creation: the cached pools, the writer (writer.h), the work queue and
- * Events.
+ * A backend makes no API call of its own and never reads the cache: the
+ * reconciler hands it the pool with each call that is about one (struct
+ * pk_pool_view, reconcile_pool), and the writer (writer.h) and Events come
+ * through the host (struct pk_backend_host) it is given at creation. It
+ * queues no pool work either: what an operation changed comes back in its
+ * struct pk_pool_next, and the controller queues what follows.
  *
  * Threading: every op may be called from any worker thread at once, but
  * never twice at once for one claim key (the queue hands a key to one
@@ -40,14 +42,8 @@ struct pk_kube_object_ref;
 struct pk_backend_host {
 	void *ud;
 	struct pk_writer *writer;
-	/* A new reference to the cached pool (ns "" for a kind not namespaced), or NULL. */
-	json_t *(*get_pool)(void *ud, const char *kind, const char *ns, const char *name);
-	/* Queues work on a pool (PK_WORK_POOL or PK_WORK_POOL_GRACE) after delay_ms. */
-	void (*queue_pool)(void *ud, const struct pk_work_key *k, long delay_ms);
-	/* Queues the claim (its "<ns>/<name>") after delay_ms. */
+	/* Queues the claim (its "<ns>/<name>") after delay_ms: a PENDING answer arrived. */
 	void (*queue_claim)(void *ud, const char *claim_key, long delay_ms);
-	/* Queues the claims of a pool ("<kind>/<ns>/<name>"): all, or only the unbound ones. */
-	void (*queue_claims_of_pool)(void *ud, const char *pool_key, bool unbound_only);
 	/* Posts an Event about an object (written off the work path; dropped when full). */
 	void (*post_event)(void *ud, const struct pk_kube_object_ref *regarding, bool warning,
 	                   const char *reason, const char *action, const char *message);
@@ -79,10 +75,11 @@ struct pk_claim_id {
 	const char *external_id;
 };
 
-/* A claim's pool, as the backend sees it: read once per pass. */
+/* A claim's pool, read once per pass: the reconciler fills it from the cache and the kind
+ * the backend declares (pk_backend_view_pool); the backend's view_pool adds the rest. */
 struct pk_pool_view {
 	struct pk_pool_facts facts;  /* missing, deleting, paused, invalid or active */
-	char key[PK_OBJECT_KEY_MAX]; /* "<kind>/<ns>/<name>" */
+	char key[PK_OBJECT_KEY_MAX]; /* "<kind>/<ns>/<name>"; "" when no kind of the backend's */
 	char text[PK_ERR_MSG_MAX];   /* why it is invalid, for its status; else "" */
 	json_t *obj;                 /* the pool as cached (owned), or NULL */
 };
@@ -121,6 +118,24 @@ enum pk_backend_status {
 /* How long a permanent failure waits before it is asked again anyway. */
 #define PK_BACKEND_PERMANENT_RETRY_MS (5L * 60L * 1000L)
 
+/* How long the controller waits before it writes a pool's status after its counts moved
+ * (several changes in that time make one write). */
+#define PK_POOL_SYNC_DELAY_MS 300L
+
+/*
+ * What an operation changed that the controller follows up: it queues
+ * the pool's status sync, its look when a reuse grace period ends, the
+ * pool's claims not yet bound, or one claim. Nothing when pool_key and
+ * claim_key are "".
+ */
+struct pk_pool_next {
+	char pool_key[PK_OBJECT_KEY_MAX];  /* the pool it is about, or "" */
+	bool sync;                         /* its counts moved (PK_POOL_SYNC_DELAY_MS) */
+	bool wake;                         /* it has room again: its unbound claims are queued */
+	long grace_ms;                     /* > 0: looked at again then (PK_WORK_POOL_GRACE) */
+	char claim_key[PK_OBJECT_KEY_MAX]; /* a claim to look at again now ("<ns>/<name>"), or "" */
+};
+
 /*
  * The result of ensure_address and release_address. With a reason (a
  * condition reason, CamelCase), the claim says it: Ready=False with the
@@ -132,18 +147,19 @@ struct pk_backend_result {
 	long retry_after_ms; /* PK_BACKEND_TRANSIENT: when to ask again; 0: backoff */
 	char reason[64];
 	char message[PK_ERR_MSG_MAX];
+	struct pk_pool_next next; /* whatever the status */
 };
 
-/* Sets r to status with a reason and a formatted message. Returns r. */
+/* Sets r to status with a reason and a formatted message, and nothing to follow (r->next).
+ * Returns r. */
 struct pk_backend_result *pk_backend_result_set(struct pk_backend_result *r,
                                                 enum pk_backend_status status, const char *reason,
                                                 const char *fmt, ...) PK_PRINTF(4, 5);
 
 /* What a release gave back (for the reconciler's log, metric and Event). */
 struct pk_release_note {
-	bool released; /* false: the backend held nothing for the claim */
-	char address[PK_ADDR_STRLEN];
-	char pool_key[PK_OBJECT_KEY_MAX];
+	bool released;                /* false: the backend held nothing for the claim */
+	char address[PK_ADDR_STRLEN]; /* its pool: the result's next.pool_key */
 	long long grace_seconds; /* the address waits that long before it is handed out again */
 };
 
@@ -152,9 +168,10 @@ struct pk_backend_ops {
 	const struct pk_pool_kind *(*kinds)(void *self, size_t *n);
 	/* Whether a poolRef names a pool of this backend. */
 	bool (*serves)(void *self, const json_t *pool_ref);
-	/* The claim's pool (its poolRef, seen from the claim's namespace); out->facts.kind is the
-	 * kind of the backend's that the poolRef names, NULL when none. PK_ERR_NOMEM. */
-	int (*fetch_pool)(void *self, const json_t *claim, struct pk_pool_view *out);
+	/* Optional (NULL: a pool is what its facts say). An active pool's view, as
+	 * pk_backend_view_pool read it: the backend adds what only it knows (a spec it cannot
+	 * use: facts.state PK_POOL_INVALID and text). PK_ERR_NOMEM. */
+	int (*view_pool)(void *self, struct pk_pool_view *v);
 	/* Facts the backend adds before an IPAddress of the claim's is adopted: whether it is
 	 * one the pool hands out and no other IPAddress holds (pk_claim_facts_check_address). */
 	void (*check_address)(void *self, const struct pk_pool_view *pool,
@@ -176,13 +193,23 @@ struct pk_backend_ops {
 	void (*release_address)(void *self, const struct pk_claim_id *id,
 	                        struct pk_release_note *out, struct pk_backend_result *result);
 	/* An IPAddress was seen (the cache or a create's answer): record what it holds, adopting
-	 * an address created elsewhere and counting duplicates. */
-	void (*address_seen)(void *self, const json_t *address);
+	 * an address created elsewhere and counting duplicates; *next: what that changed. */
+	void (*address_seen)(void *self, const json_t *address, struct pk_pool_next *next);
 	/* Leadership started: rebuild every record from a consistent read, before any key is
 	 * processed. PK_OK, or an error (tried again). */
 	int (*on_leading)(void *self);
-	/* Work on one pool (PK_WORK_POOL, PK_WORK_POOL_GRACE): its status and finalizer. */
-	int (*reconcile_pool)(void *self, const struct pk_work_key *k);
+	/* Work on one pool (PK_WORK_POOL, PK_WORK_POOL_GRACE), the pool as cached (never NULL:
+	 * a pool gone is no work): its status and finalizer; *next: what follows. */
+	int (*reconcile_pool)(void *self, const struct pk_work_key *k, const json_t *pool,
+	                      struct pk_pool_next *next);
+	/* Optional (NULL: nothing to compare). While this process leads, every resync period
+	 * (pk_controller_opts): compare the other system's records with the IPAddresses (a
+	 * consistent read through the writer); repair what can be repaired (a record whose
+	 * IPAddress and claim are both gone, left by a create whose answer was lost: released)
+	 * and report the rest (an IPAddress whose record is gone: an Event and the backend's
+	 * metrics). Runs on a worker; its calls have deadlines. PK_OK, or an error (logged;
+	 * the next period tries again). */
+	int (*resync)(void *self);
 	/* Optional (NULL: no calls of its own). Leadership was lost, or the process is stopping:
 	 * end every call in flight at once. Their answers are dropped and no claim is queued
 	 * for them; the next leadership's on_leading starts again from the other system's
@@ -206,6 +233,15 @@ struct pk_backend {
  * backend does not serve it or it names no pool. */
 bool pk_backend_pool_key(const struct pk_backend *b, const json_t *pool_ref, const char *ns,
                          char *out, size_t len);
+
+/* The view of the claim's pool: the cached pool (consumed; NULL when not cached) and the
+ * facts of the kind of b's its poolRef names, completed by b's view_pool when the pool is
+ * active. PK_OK, or PK_ERR_NOMEM. */
+int pk_backend_view_pool(const struct pk_backend *b, const json_t *claim, json_t *pool,
+                         struct pk_pool_view *out);
+
+/* Whether b has a resync op. */
+bool pk_backend_resyncs(const struct pk_backend *b);
 
 /* b's cancel op, when it has one. */
 void pk_backend_cancel(const struct pk_backend *b);

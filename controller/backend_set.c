@@ -13,6 +13,7 @@ struct member {
 };
 
 struct set {
+	struct pk_backend_ops ops; /* set_ops, with resync only when a member resyncs */
 	struct member m[PK_BACKEND_SET_MAX];
 	size_t n;
 	struct pk_pool_kind *kinds; /* every member's, in order */
@@ -68,13 +69,12 @@ static bool set_serves(void *self, const json_t *pool_ref)
 	return by_ref(self, pool_ref) != NULL;
 }
 
-static int set_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *out)
+static int set_view_pool(void *self, struct pk_pool_view *v)
 {
-	struct set *s = self;
-	struct member *m = by_ref(s, pk_json_path(claim, "spec", "poolRef"));
-	/* A pool of none: the first member's view says "no kind of ours". */
-	m = m != NULL ? m : &s->m[0];
-	return m->b.ops->fetch_pool(m->b.self, claim, out);
+	struct member *m = by_view(self, v);
+	if (m == NULL || m->b.ops->view_pool == NULL)
+		return PK_OK;
+	return m->b.ops->view_pool(m->b.self, v);
 }
 
 static void set_check_address(void *self, const struct pk_pool_view *pool,
@@ -124,11 +124,11 @@ static void set_release(void *self, const struct pk_claim_id *id, struct pk_rele
 	result->status = PK_BACKEND_OK;
 }
 
-static void set_seen(void *self, const json_t *address)
+static void set_seen(void *self, const json_t *address, struct pk_pool_next *next)
 {
 	struct member *m = by_ref(self, pk_json_path(address, "spec", "poolRef"));
 	if (m != NULL)
-		m->b.ops->address_seen(m->b.self, address);
+		m->b.ops->address_seen(m->b.self, address, next);
 }
 
 static int set_on_leading(void *self)
@@ -143,13 +143,28 @@ static int set_on_leading(void *self)
 	return rc;
 }
 
-static int set_reconcile_pool(void *self, const struct pk_work_key *k)
+static int set_reconcile_pool(void *self, const struct pk_work_key *k, const json_t *pool,
+                              struct pk_pool_next *next)
 {
 	struct set *s = self;
 	for (size_t i = 0; i < s->n; i++)
 		if (has_kind(&s->m[i], NULL, k->pool_kind))
-			return s->m[i].b.ops->reconcile_pool(s->m[i].b.self, k);
+			return s->m[i].b.ops->reconcile_pool(s->m[i].b.self, k, pool, next);
 	return PK_OK; /* a kind no member has: nothing to do */
+}
+
+/* Every member that resyncs; the first error. */
+static int set_resync(void *self)
+{
+	struct set *s = self;
+	int rc = PK_OK;
+	for (size_t i = 0; i < s->n; i++) {
+		int r =
+		    pk_backend_resyncs(&s->m[i].b) ? s->m[i].b.ops->resync(s->m[i].b.self) : PK_OK;
+		if (rc == PK_OK)
+			rc = r;
+	}
+	return rc;
 }
 
 static void set_cancel(void *self)
@@ -187,7 +202,7 @@ static void set_free(void *self)
 static const struct pk_backend_ops set_ops = {
     .kinds = set_kinds,
     .serves = set_serves,
-    .fetch_pool = set_fetch_pool,
+    .view_pool = set_view_pool,
     .check_address = set_check_address,
     .ensure_address = set_ensure,
     .abandon_address = set_abandon,
@@ -248,6 +263,10 @@ int pk_backend_set_new(const struct pk_backend *members, size_t n, struct pk_bac
 		drop(members, n, s);
 		return rc;
 	}
-	*out = (struct pk_backend){&set_ops, s};
+	s->ops = set_ops;
+	for (size_t i = 0; i < n; i++)
+		if (pk_backend_resyncs(&s->m[i].b))
+			s->ops.resync = set_resync;
+	*out = (struct pk_backend){&s->ops, s};
 	return PK_OK;
 }

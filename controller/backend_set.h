@@ -3,9 +3,9 @@
  * controller's --backends with more than one name. Each question goes to
  * the member it is about:
  *
- *   a claim's pool        the member whose kinds its poolRef names (fetch_pool)
- *   a pool view           the member that declared the view's kind (check_address,
- *                         ensure_address)
+ *   a claim's poolRef     the member whose kinds it names (serves)
+ *   a pool view           the member that declared the view's kind (view_pool,
+ *                         check_address, ensure_address)
  *   an IPAddress          the member whose kinds its spec.poolRef names (address_seen)
  *   a pool work key       the member with a kind of that name (reconcile_pool)
  *   a claim's identity    the member that holds an address for it (holds, abandon_address,

@@ -167,6 +167,13 @@ void pk_cache_claim_view(struct pk_cache *c, const char *ns, const char *name,
 	v->cluster_named = cname != NULL && c->clusters != NULL;
 	if (v->cluster_named)
 		v->cluster = pk_cache_get(c->clusters, ns, cname);
+	char pk[PK_OBJECT_KEY_MAX];
+	struct pk_work_key k;
+	if (v->claim != NULL &&
+	    pk_backend_pool_key(c->backend, pk_json_path(v->claim, "spec", "poolRef"), ns, pk,
+	                        sizeof(pk)) &&
+	    pk_pool_key_parse(pk, &k))
+		v->pool = pk_cache_pool(c, k.pool_kind, k.namespace, k.name);
 }
 
 void pk_claim_view_clear(struct pk_claim_view *v)
@@ -174,6 +181,7 @@ void pk_claim_view_clear(struct pk_claim_view *v)
 	json_decref(v->claim);
 	json_decref(v->address);
 	json_decref(v->cluster);
+	json_decref(v->pool);
 	memset(v, 0, sizeof(*v));
 }
 

@@ -8,9 +8,9 @@
  * claim filter on (the pool's and the Cluster's key hashes, Ready and
  * deleting flags), so that a scan unpacks only the claims it selects.
  *
- * A claim pass unpacks its claim, the IPAddress named like it and its
- * Cluster once (pk_cache_claim_view); the pool is the backend's to fetch
- * (backend.h), through pk_cache_pool.
+ * A claim pass unpacks its claim, the IPAddress named like it, its
+ * Cluster and its pool (of a kind the backend serves) once
+ * (pk_cache_claim_view).
  *
  * Threading: the informers' stores are theirs to guard; every function may
  * be called from any thread.
@@ -71,7 +71,7 @@ struct pk_kube_informer *pk_cache_pool_informer(struct pk_cache *c, const char *
 
 /* One claim as a pass reads it: new references (NULL when not there). */
 struct pk_claim_view {
-	json_t *claim, *address, *cluster;
+	json_t *claim, *address, *cluster, *pool;
 	bool cluster_named; /* the claim names a Cluster and Clusters are watched */
 };
 void pk_cache_claim_view(struct pk_cache *c, const char *ns, const char *name,

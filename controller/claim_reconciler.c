@@ -66,6 +66,13 @@ static void requeue(const struct pass *p, long delay_ms)
 	p->r->queue_claim(p->r->ud, p->ns, p->name, delay_ms);
 }
 
+/* What a backend's operation changed, for the controller to follow up. */
+static void follow(const struct pass *p, const struct pk_pool_next *next)
+{
+	if (next->pool_key[0] != '\0' || next->claim_key[0] != '\0')
+		p->r->follow(p->r->ud, next);
+}
+
 /* The object a write returned replaces *slot for the rest of the pass. */
 static void replace(struct pass *p, json_t **slot, json_t *now)
 {
@@ -164,6 +171,7 @@ static int release_if_gone(struct pass *p, const json_t *claim, bool *done)
 	struct pk_release_note n;
 	struct pk_backend_result r;
 	p->r->backend->ops->release_address(p->r->backend->self, &p->id, &n, &r);
+	follow(p, &r.next);
 	if (r.status != PK_BACKEND_OK) {
 		/* The finalizer stays until the backend confirms: nothing is lost. */
 		pk_log_warn("release not confirmed", PK_LOG_STR("claim", p->key),
@@ -183,10 +191,11 @@ static int release_if_gone(struct pass *p, const json_t *claim, bool *done)
 		return PK_OK;
 	atomic_fetch_add(&p->r->metrics->releases, 1);
 	pk_log_info("address released", PK_LOG_STR("ipaddress", p->key),
-	            PK_LOG_STR("address", n.address), PK_LOG_STR("pool", n.pool_key));
+	            PK_LOG_STR("address", n.address), PK_LOG_STR("pool", r.next.pool_key));
 	if (claim != NULL) {
 		char msg[PK_ERR_MSG_MAX];
-		snprintf(msg, sizeof(msg), "address %s returned to %s%s", n.address, n.pool_key,
+		snprintf(msg, sizeof(msg), "address %s returned to %s%s", n.address,
+		         r.next.pool_key,
 		         n.grace_seconds > 0 ? " (in its reuse grace period)" : "");
 		claim_event(p, claim, false, "AddressReleased", "Release", msg);
 	}
@@ -271,6 +280,7 @@ static int allocate(struct pass *p, json_t **created)
 	struct pk_backend_result res;
 	*created = NULL;
 	b->ops->ensure_address(b->self, &p->pool, &p->id, &l, &res);
+	follow(p, &res.next);
 	if (res.status == PK_BACKEND_STALE) {
 		/* The record goes once the API confirms the IPAddress is gone; a fresh address
 		 * follows. */
@@ -279,6 +289,7 @@ static int allocate(struct pass *p, json_t **created)
 		if (rc != PK_OK || !done)
 			return rc; /* the claim comes back: release_if_gone queued it */
 		b->ops->ensure_address(b->self, &p->pool, &p->id, &l, &res);
+		follow(p, &res.next);
 		if (res.status == PK_BACKEND_STALE)
 			return PK_ERR_INVALID; /* released, yet stale: retried with backoff */
 	}
@@ -440,8 +451,12 @@ static int claim_pass(struct pass *p)
 	if (cache_behind(p))
 		return PK_OK;
 	/* An IPAddress seen for the first time (by hand, moved, or ours) is recorded. */
-	if (p->v.address != NULL)
-		b->ops->address_seen(b->self, p->v.address);
+	if (p->v.address != NULL) {
+		struct pk_pool_next next;
+		memset(&next, 0, sizeof(next));
+		b->ops->address_seen(b->self, p->v.address, &next);
+		follow(p, &next);
+	}
 	p->held = b->ops->holds(b->self, &p->id);
 	if (p->v.claim == NULL) {
 		/* The claim is gone: its address is released once its IPAddress is too. */
@@ -452,7 +467,8 @@ static int claim_pass(struct pass *p)
 			return unprotect_orphan(p);
 		return PK_OK;
 	}
-	int rc = b->ops->fetch_pool(b->self, p->v.claim, &p->pool);
+	int rc = pk_backend_view_pool(b, p->v.claim, p->v.pool, &p->pool);
+	p->v.pool = NULL; /* the view owns it */
 	if (rc != PK_OK)
 		return rc;
 	for (int step = 0; step < 3; step++) {

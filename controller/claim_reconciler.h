@@ -2,9 +2,10 @@
  * claim_reconciler.h - the generic claim reconciler: the CAPI IPAM
  * contract over any pool backend (backend.h). One pass over a claim:
  *
- *   1. facts: the claim, its IPAddress and its Cluster as the cache has them
- *      (cache.h), waiting while the cache is behind the controller's own
- *      writes (expect.h); the pool as the backend fetches it, once;
+ *   1. facts: the claim, its IPAddress, its Cluster and its pool as the
+ *      cache has them (cache.h), waiting while the cache is behind the
+ *      controller's own writes (expect.h); the backend completes the pool's
+ *      view (pk_backend_view_pool);
  *   2. decide: pk_decide_claim (decide.h), pure;
  *   3. act: the one step decided, through the writer (writer.h).
  *
@@ -40,6 +41,8 @@ struct pk_claim_reconciler {
 	const char *ipam_version;       /* "v1beta2" or "v1beta1" */
 	/* Queues the claim ns/name again after delay_ms. */
 	void (*queue_claim)(void *ud, const char *ns, const char *name, long delay_ms);
+	/* Follows up what a backend's operation changed (never an empty next). */
+	void (*follow)(void *ud, const struct pk_pool_next *next);
 	void *ud;
 };
 

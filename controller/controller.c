@@ -37,15 +37,25 @@ void ctl_queue_claim(void *ud, const char *ns, const char *name)
 
 /* ---- the host the backend is handed ---- */
 
-static json_t *host_get_pool(void *ud, const char *kind, const char *ns, const char *name)
+void ctl_follow(void *ud, const struct pk_pool_next *next)
 {
 	struct pk_controller *c = ud;
-	return pk_cache_pool(&c->cache, kind, ns, name);
-}
-
-static void host_queue_pool(void *ud, const struct pk_work_key *k, long delay_ms)
-{
-	ctl_queue(ud, k, delay_ms);
+	struct pk_work_key k;
+	if (next->claim_key[0] != '\0') {
+		pk_object_key_parse(next->claim_key, &k);
+		ctl_queue(c, &k, 0);
+	}
+	if (next->pool_key[0] == '\0' || !pk_pool_key_parse(next->pool_key, &k))
+		return;
+	if (next->sync)
+		ctl_queue(c, &k, PK_POOL_SYNC_DELAY_MS);
+	if (next->grace_ms > 0) {
+		/* Its own key: the earlier status sync of the pool must not absorb it. */
+		k.kind = PK_WORK_POOL_GRACE;
+		ctl_queue(c, &k, next->grace_ms);
+	}
+	if (next->wake)
+		pk_cache_claims_of_pool(&c->cache, next->pool_key, true, ctl_queue_claim, c);
 }
 
 static void host_queue_claim(void *ud, const char *claim_key, long delay_ms)
@@ -53,12 +63,6 @@ static void host_queue_claim(void *ud, const char *claim_key, long delay_ms)
 	struct pk_work_key k;
 	pk_object_key_parse(claim_key, &k);
 	ctl_queue(ud, &k, delay_ms);
-}
-
-static void host_queue_claims_of_pool(void *ud, const char *pool_key, bool unbound_only)
-{
-	struct pk_controller *c = ud;
-	pk_cache_claims_of_pool(&c->cache, pool_key, unbound_only, ctl_queue_claim, c);
 }
 
 static void host_post_event(void *ud, const struct pk_kube_object_ref *regarding, bool warning,
@@ -79,6 +83,30 @@ static void reconciler_queue_claim(void *ud, const char *ns, const char *name, l
 
 /* ---- the workers ---- */
 
+/* The next resync, a period from now (one key: an earlier one queued stays). */
+static void queue_resync(struct pk_controller *c)
+{
+	struct pk_work_key k;
+	if (c->resync_period_ms <= 0 || !pk_backend_resyncs(&c->backend))
+		return;
+	pk_work_key_resync(&k);
+	ctl_queue(c, &k, c->resync_period_ms);
+}
+
+static int resync(struct pk_controller *c)
+{
+	long long t0 = pk_metrics_now_ns();
+	int rc = c->backend.ops->resync(c->backend.self);
+	long long ms = (pk_metrics_now_ns() - t0) / 1000000LL;
+	if (rc == PK_OK)
+		pk_log_info("resync done", PK_LOG_INT("ms", ms));
+	else
+		pk_log_warn("resync failed: the next period tries again", PK_LOG_INT("ms", ms),
+		            PK_LOG_STR("error", pk_rc_name(rc)));
+	queue_resync(c);
+	return PK_OK;
+}
+
 static int process(struct pk_controller *c, const char *text)
 {
 	struct pk_work_key k;
@@ -87,8 +115,19 @@ static int process(struct pk_controller *c, const char *text)
 		pk_log_warn("unknown work key dropped", PK_LOG_STR("key", text));
 		return PK_OK;
 	}
-	if (k.kind != PK_WORK_CLAIM)
-		return c->backend.ops->reconcile_pool(c->backend.self, &k);
+	if (k.kind == PK_WORK_RESYNC)
+		return resync(c);
+	if (k.kind != PK_WORK_CLAIM) {
+		json_t *pool = pk_cache_pool(&c->cache, k.pool_kind, k.namespace, k.name);
+		if (pool == NULL)
+			return PK_OK; /* gone: nothing to write */
+		struct pk_pool_next next;
+		memset(&next, 0, sizeof(next));
+		int rc = c->backend.ops->reconcile_pool(c->backend.self, &k, pool, &next);
+		json_decref(pool);
+		ctl_follow(c, &next);
+		return rc;
+	}
 	struct pk_claim_view v;
 	pk_cache_claim_view(&c->cache, k.namespace, k.name, &v);
 	return pk_claim_reconcile(&c->claims, k.namespace, k.name, &v);
@@ -112,6 +151,7 @@ static bool leadership_ready(struct pk_controller *c)
 		if (ok) {
 			atomic_store(&c->seen_epoch, epoch);
 			ctl_queue_everything(c);
+			queue_resync(c);
 			atomic_store(&c->trim_due, 1);
 		}
 	}
@@ -181,6 +221,7 @@ static struct pk_controller *controller_alloc(const struct pk_controller_opts *o
 	c->selector = dup_or_null(opts->label_selector);
 	c->claim_version = strdup(opts->claim_version ? opts->claim_version : PK_CAPI_V1BETA2);
 	c->cluster_version = dup_or_null(opts->cluster_version);
+	c->resync_period_ms = opts->resync_period_ms;
 	c->queue = pk_queue_new();
 	c->expect = pk_expect_new();
 	int mrc = pk_metrics_init(&c->metrics);
@@ -195,10 +236,7 @@ static struct pk_controller *controller_alloc(const struct pk_controller_opts *o
 	c->writer = pk_api_writer(&c->api);
 	c->host = (struct pk_backend_host){.ud = c,
 	                                   .writer = &c->writer,
-	                                   .get_pool = host_get_pool,
-	                                   .queue_pool = host_queue_pool,
 	                                   .queue_claim = host_queue_claim,
-	                                   .queue_claims_of_pool = host_queue_claims_of_pool,
 	                                   .post_event = host_post_event,
 	                                   .ipam_version = c->claim_version,
 	                                   .namespace = c->namespace,
@@ -237,6 +275,7 @@ int pk_controller_new(const struct pk_controller_opts *opts, struct pk_controlle
 	                                         .events = c->events,
 	                                         .ipam_version = c->claim_version,
 	                                         .queue_claim = reconciler_queue_claim,
+	                                         .follow = ctl_follow,
 	                                         .ud = c};
 	if ((rc = ctl_informers_new(c, err)) != PK_OK) {
 		pk_controller_free(c);

@@ -47,6 +47,7 @@ struct pk_controller {
 	struct pk_claim_reconciler claims;
 	pthread_t workers[MAX_WORKERS];
 	unsigned nworkers, started;
+	long resync_period_ms; /* 0: no resync */
 	atomic_int leading;
 	atomic_int epoch;
 	atomic_int stopping;
@@ -59,6 +60,10 @@ struct pk_controller {
 void ctl_queue(struct pk_controller *c, const struct pk_work_key *k, long delay_ms);
 /* Queues the claim ns/name (a pk_cache claim visitor: ud is the controller). */
 void ctl_queue_claim(void *ud, const char *ns, const char *name);
+
+/* Queues what a backend's operation changed (a pk_claim_reconciler follow: ud is the
+ * controller). */
+void ctl_follow(void *ud, const struct pk_pool_next *next);
 
 /* informers.c: creates the informers (an error: pk_kube_informer_new's, with err) and
  * queues every claim and pool, and every IPAddress being deleted (at leadership). */

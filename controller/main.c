@@ -42,6 +42,7 @@ enum {
 	F_HEALTH_ADDR,
 	F_METRICS_ADDR,
 	F_BACKENDS,
+	F_RESYNC,
 	F_COUNT,
 };
 
@@ -79,6 +80,9 @@ static const struct pk_flag flags[F_COUNT] = {
     [F_BACKENDS] = {"backends", 0, PK_FLAG_STRING, PK_REGISTRY_DEFAULT, "LIST",
                     "the pool backends to run, comma-separated; this build has: incluster "
                     "(IPPool, GlobalIPPool)"},
+    [F_RESYNC] = {"resync-period", 0, PK_FLAG_DURATION, "10m", "0s..24h",
+                  "how often the leader has backends that keep records in another system "
+                  "compare them with the IPAddresses; 0s: never"},
 };
 
 #define PROGRAM "poolkeeper-controller"
@@ -96,6 +100,7 @@ struct options {
 	long lease_ms, renew_ms, retry_ms;
 	bool leader_elect;
 	const char *backend_list; /* --backends as given */
+	long resync_ms;
 	const struct pk_registry_entry *backends[PK_REGISTRY_MAX];
 	size_t nbackends;
 };
@@ -163,6 +168,7 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 	o->lease_ms = (long)(pk_flags_get_num(vals, F_LEASE_DURATION) / PK_NS_PER_MS);
 	o->renew_ms = (long)(pk_flags_get_num(vals, F_RENEW_DEADLINE) / PK_NS_PER_MS);
 	o->retry_ms = (long)(pk_flags_get_num(vals, F_RETRY_PERIOD) / PK_NS_PER_MS);
+	o->resync_ms = (long)(pk_flags_get_num(vals, F_RESYNC) / PK_NS_PER_MS);
 	int rc;
 	if ((rc = check_name(vals, F_NAMESPACE, dns_label, err)) != PK_OK ||
 	    (rc = check_name(vals, F_LEADER_NS, dns_label, err)) != PK_OK ||
@@ -334,7 +340,8 @@ static bool start_controller(struct daemon *dm)
 	    .workers = (unsigned)dm->o.workers,
 	    .backends = dm->o.backends,
 	    .nbackends = dm->o.nbackends,
-	    .events_config = dm->cfg};
+	    .events_config = dm->cfg,
+	    .resync_period_ms = dm->o.resync_ms};
 	struct pk_httpd_probes_config pc = dm->o.probes;
 	pc.ready = probe_ready;
 	pc.metrics = probe_metrics;

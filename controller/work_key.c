@@ -24,11 +24,19 @@ void pk_work_key_pool(struct pk_work_key *k, enum pk_work_kind kind, const char 
 	COPY(k->name, name);
 }
 
+void pk_work_key_resync(struct pk_work_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->kind = PK_WORK_RESYNC;
+}
+
 bool pk_work_key_format(const struct pk_work_key *k, char *buf, size_t len)
 {
 	int n;
 	if (k->kind == PK_WORK_CLAIM)
 		n = snprintf(buf, len, "c/%s/%s", k->namespace, k->name);
+	else if (k->kind == PK_WORK_RESYNC)
+		n = snprintf(buf, len, "r/");
 	else
 		n = snprintf(buf, len, "%c/%s/%s/%s", k->kind == PK_WORK_POOL ? 'p' : 'g',
 		             k->pool_kind, k->namespace, k->name);
@@ -52,6 +60,10 @@ bool pk_work_key_parse(const char *text, struct pk_work_key *k)
 	if (text == NULL || text[0] == '\0' || text[1] != '/')
 		return false;
 	const char *p = text + 2;
+	if (text[0] == 'r') {
+		k->kind = PK_WORK_RESYNC;
+		return *p == '\0';
+	}
 	if (text[0] == 'c') {
 		const char *slash = strchr(p, '/');
 		k->kind = PK_WORK_CLAIM;

@@ -8,6 +8,8 @@
  *   pool grace  g/<kind>/<ns>/<name>   the same, queued when a reuse grace period ends: a key
  *                                      of its own, so the earlier status sync of the pool
  *                                      does not absorb it
+ *   resync      r/                     the backends' periodic comparison with the systems
+ *                                      they keep records in (backend.h, resync)
  *
  * The queue (queue.h) keys on the text; the workers parse it back. Pure.
  */
@@ -27,6 +29,7 @@ enum pk_work_kind {
 	PK_WORK_CLAIM = 0,
 	PK_WORK_POOL,
 	PK_WORK_POOL_GRACE,
+	PK_WORK_RESYNC,
 };
 
 struct pk_work_key {
@@ -40,6 +43,9 @@ struct pk_work_key {
 void pk_work_key_claim(struct pk_work_key *k, const char *ns, const char *name);
 void pk_work_key_pool(struct pk_work_key *k, enum pk_work_kind kind, const char *pool_kind,
                       const char *ns, const char *name);
+
+/* Fills k as the resync key. */
+void pk_work_key_resync(struct pk_work_key *k);
 
 /* The queue text of k into buf (PK_WORK_KEY_MAX is enough); false when it did not fit. */
 bool pk_work_key_format(const struct pk_work_key *k, char *buf, size_t len);

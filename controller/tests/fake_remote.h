@@ -66,6 +66,8 @@ struct fake_remote {
 	pthread_t threads[REMOTE_SLOTS * 4];
 	size_t nthreads;
 	unsigned answers;                    /* calls answered (and the claim queued) */
+	unsigned resyncs;                    /* resync's count */
+	int resync_rc;                       /* what resync answers */
 	bool down;                           /* ready says the system is unreachable */
 	char checked_id[PK_EXTERNAL_ID_MAX]; /* the external ID check_address was handed */
 	long deadline_ms;                    /* each call's deadline; 0: none */
@@ -211,17 +213,10 @@ static inline bool remote_serves(void *self, const json_t *ref)
 	       strcmp(k, remote_kinds[0].kind) == 0;
 }
 
-static inline int remote_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *out)
+/* The remote pool, as the cache would hold it. */
+static inline json_t *remote_pool(void)
 {
-	memset(out, 0, sizeof(*out));
-	out->facts.served =
-	    remote_serves(self, json_object_get(json_object_get(claim, "spec"), "poolRef"));
-	out->facts.kind = out->facts.served ? &remote_kinds[0] : NULL;
-	out->facts.state = PK_POOL_ACTIVE;
-	out->facts.in_scope = true;
-	snprintf(out->key, sizeof(out->key), "RemoteIPPool/ns/remote");
-	out->obj = load("{'metadata': {'name': 'remote', 'namespace': 'ns', 'uid': 'ru'}}");
-	return PK_OK;
+	return load("{'metadata': {'name': 'remote', 'namespace': 'ns', 'uid': 'ru'}}");
 }
 
 static inline void remote_check(void *self, const struct pk_pool_view *pool,
@@ -314,9 +309,9 @@ static inline void remote_release(void *self, const struct pk_claim_id *id,
 	pthread_mutex_unlock(&fr->mu);
 }
 
-static inline void remote_seen(void *self, const json_t *address)
+static inline void remote_seen(void *self, const json_t *address, struct pk_pool_next *next)
 {
-	(void)self, (void)address;
+	(void)self, (void)address, (void)next;
 }
 
 /* Leadership: what the system holds is read back (what a restart forgot). */
@@ -336,10 +331,20 @@ static inline int remote_on_leading(void *self)
 	return PK_OK;
 }
 
-static inline int remote_reconcile_pool(void *self, const struct pk_work_key *k)
+static inline int remote_reconcile_pool(void *self, const struct pk_work_key *k, const json_t *pool,
+                                        struct pk_pool_next *next)
 {
-	(void)self, (void)k;
+	(void)self, (void)k, (void)pool, (void)next;
 	return PK_OK;
+}
+
+static inline int remote_resync(void *self)
+{
+	struct fake_remote *fr = self;
+	pthread_mutex_lock(&fr->mu);
+	fr->resyncs++;
+	pthread_mutex_unlock(&fr->mu);
+	return fr->resync_rc;
 }
 
 static inline void remote_cancel(void *self)
@@ -423,7 +428,6 @@ static inline void remote_free(void *self)
 static const struct pk_backend_ops remote_ops = {
     .kinds = remote_kinds_fn,
     .serves = remote_serves,
-    .fetch_pool = remote_fetch_pool,
     .check_address = remote_check,
     .ensure_address = remote_ensure,
     .abandon_address = remote_abandon,
@@ -432,6 +436,7 @@ static const struct pk_backend_ops remote_ops = {
     .address_seen = remote_seen,
     .on_leading = remote_on_leading,
     .reconcile_pool = remote_reconcile_pool,
+    .resync = remote_resync,
     .cancel = remote_cancel,
     .ready = remote_ready,
     .write_metrics = remote_metrics,

@@ -14,8 +14,10 @@ struct reconciler_rig {
 	struct pk_writer writer;
 	struct pk_metrics metrics;
 	struct pk_claim_reconciler r;
-	unsigned requeued;  /* claims the reconciler queued again */
-	long requeue_delay; /* the last one's delay */
+	unsigned requeued;        /* claims the reconciler queued again */
+	long requeue_delay;       /* the last one's delay */
+	unsigned followed;        /* what the backend's operations changed, handed on */
+	struct pk_pool_next next; /* the last one */
 };
 
 static inline void rig_queue_claim(void *ud, const char *ns, const char *name, long delay_ms)
@@ -24,6 +26,13 @@ static inline void rig_queue_claim(void *ud, const char *ns, const char *name, l
 	(void)ns, (void)name;
 	g->requeued++;
 	g->requeue_delay = delay_ms;
+}
+
+static inline void rig_follow(void *ud, const struct pk_pool_next *next)
+{
+	struct reconciler_rig *g = ud;
+	g->followed++;
+	g->next = *next;
 }
 
 /* g's reconciler over backend b. */
@@ -37,6 +46,7 @@ static inline void rig_init(struct reconciler_rig *g, struct pk_backend *b)
 	                                    .metrics = &g->metrics,
 	                                    .ipam_version = "v1beta2",
 	                                    .queue_claim = rig_queue_claim,
+	                                    .follow = rig_follow,
 	                                    .ud = g};
 	assert_non_null(g->r.expect);
 }

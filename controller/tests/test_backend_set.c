@@ -48,19 +48,6 @@ static bool local_serves(void *self, const json_t *ref)
 	return g != NULL && strcmp(g, local_kinds[0].group) == 0;
 }
 
-static int local_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->facts.served =
-	    local_serves(self, json_object_get(json_object_get(claim, "spec"), "poolRef"));
-	out->facts.kind = out->facts.served ? &local_kinds[0] : NULL;
-	out->facts.state = PK_POOL_ACTIVE;
-	out->facts.in_scope = true;
-	snprintf(out->key, sizeof(out->key), "LocalIPPool/ns/local");
-	out->obj = load("{'metadata': {'name': 'local', 'namespace': 'ns', 'uid': 'lu'}}");
-	return PK_OK;
-}
-
 static void local_ensure(void *self, const struct pk_pool_view *pool, const struct pk_claim_id *id,
                          struct pk_address_lease *lease, struct pk_backend_result *out)
 {
@@ -97,9 +84,10 @@ static int local_on_leading(void *self)
 	return PK_OK;
 }
 
-static int local_reconcile_pool(void *self, const struct pk_work_key *k)
+static int local_reconcile_pool(void *self, const struct pk_work_key *k, const json_t *pool,
+                                struct pk_pool_next *next)
 {
-	(void)k;
+	(void)k, (void)pool, (void)next;
 	((struct fake_local *)self)->pool_work++;
 	return PK_OK;
 }
@@ -118,7 +106,6 @@ static void local_free(void *self)
 static const struct pk_backend_ops local_ops = {
     .kinds = local_kinds_fn,
     .serves = local_serves,
-    .fetch_pool = local_fetch_pool,
     .check_address = remote_check,
     .ensure_address = local_ensure,
     .abandon_address = remote_abandon,
@@ -186,10 +173,18 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* The pool a poolRef names, as the cache holds it. */
+static json_t *pool_of(const char *pool_ref)
+{
+	if (strcmp(pool_ref, LOCAL_POOL) == 0)
+		return load("{'metadata': {'name': 'local', 'namespace': 'ns', 'uid': 'lu'}}");
+	return remote_pool();
+}
+
 static int run(struct fixture *fx, const char *name, const char *pool_ref)
 {
 	json_t *cluster = load("{'metadata': {'name': 'prod', 'namespace': 'ns'}}");
-	struct pk_claim_view v = {claim(name, pool_ref), NULL, cluster, true};
+	struct pk_claim_view v = {claim(name, pool_ref), NULL, cluster, pool_of(pool_ref), true};
 	return pk_claim_reconcile(&fx->g.r, "ns", name, &v);
 }
 
@@ -265,7 +260,7 @@ static void the_record_id_is_kept_on_the_ipaddress(void **state)
 	assert_null(pk_external_id(fx->g.fw.calls[i].body));
 	rig_next_pass(&fx->g);
 	json_t *cluster = load("{'metadata': {'name': 'prod', 'namespace': 'ns'}}");
-	struct pk_claim_view v = {claim("r1", REMOTE_POOL), address, cluster, true};
+	struct pk_claim_view v = {claim("r1", REMOTE_POOL), address, cluster, remote_pool(), true};
 	assert_int_equal(pk_claim_reconcile(&fx->g.r, "ns", "r1", &v), PK_OK);
 	assert_string_equal(fx->remote.checked_id, "rec/10.9.0.1");
 }
@@ -402,10 +397,13 @@ static void kinds_and_pool_work(void **state)
 	assert_string_equal(k[2].kind, "RemoteIPPool");
 	assert_non_null(pk_backend_kind(&fx->set, "RemoteIPPool"));
 	struct pk_work_key w;
+	struct pk_pool_next next;
+	json_t *pool = remote_pool();
 	pk_work_key_pool(&w, PK_WORK_POOL, "GlobalLocalIPPool", "", "g");
-	assert_int_equal(fx->set.ops->reconcile_pool(fx->set.self, &w), PK_OK);
+	assert_int_equal(fx->set.ops->reconcile_pool(fx->set.self, &w, pool, &next), PK_OK);
 	pk_work_key_pool(&w, PK_WORK_POOL, "RemoteIPPool", "ns", "remote");
-	assert_int_equal(fx->set.ops->reconcile_pool(fx->set.self, &w), PK_OK);
+	assert_int_equal(fx->set.ops->reconcile_pool(fx->set.self, &w, pool, &next), PK_OK);
+	json_decref(pool);
 	assert_int_equal(fx->local.pool_work, 1);
 	char *text = NULL;
 	size_t len = 0;
@@ -481,6 +479,26 @@ static void a_pool_of_none_is_not_ours(void **state)
 	assert_int_equal(fx->remote.nthreads, 0);
 }
 
+/* The set resyncs when a member does, and asks only those members; a set of members that
+ * keep no records elsewhere has no resync, so the controller queues none. */
+static void resync_goes_to_the_members_that_resync(void **state)
+{
+	struct fixture *fx = *state;
+	assert_true(pk_backend_resyncs(&fx->set));
+	assert_int_equal(fx->set.ops->resync(fx->set.self), PK_OK);
+	assert_int_equal(fx->remote.resyncs, 1);
+	fx->remote.resync_rc = PK_ERR_API;
+	assert_int_equal(fx->set.ops->resync(fx->set.self), PK_ERR_API);
+	assert_int_equal(fx->remote.resyncs, 2);
+	struct fake_local a = {0};
+	struct pk_backend members[1] = {{&local_ops, &a}}, out = {0};
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_backend_set_new(members, 1, &out, &err), PK_OK);
+	assert_false(pk_backend_resyncs(&out));
+	out.ops->free(out.self);
+	assert_int_equal(a.freed, 1);
+}
+
 /* Two members that declare one kind are refused, and both are freed. */
 static void one_kind_two_members_is_refused(void **state)
 {
@@ -511,6 +529,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(ready_while_every_member_is, setup, teardown),
 	    cmocka_unit_test_setup_teardown(a_call_past_its_deadline_times_out, setup, teardown),
 	    cmocka_unit_test_setup_teardown(losing_leadership_cancels_calls_in_flight, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(resync_goes_to_the_members_that_resync, setup,
 	                                    teardown),
 	    cmocka_unit_test(one_kind_two_members_is_refused),
 	};

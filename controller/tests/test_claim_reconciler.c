@@ -28,6 +28,7 @@ struct fake_backend {
 	struct pk_backend_result release; /* what release_address answers (OK when zero) */
 	bool held;
 	unsigned ensures, abandons, releases, seen, checks;
+	struct pk_pool_next seen_next; /* what address_seen says it changed */
 	char abandoned[64];
 	char
 	    ensured_for[256]; /* the identity ensure_address was given: "ns name cluster uid key" */
@@ -48,21 +49,6 @@ static bool fb_serves(void *self, const json_t *ref)
 	(void)self;
 	const char *g = json_string_value(json_object_get(ref, "apiGroup"));
 	return g != NULL && strcmp(g, "ipam.poolkeeper.io") == 0;
-}
-
-static int fb_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *out)
-{
-	struct fake_backend *b = self;
-	memset(out, 0, sizeof(*out));
-	out->facts.served =
-	    fb_serves(self, json_object_get(json_object_get(claim, "spec"), "poolRef"));
-	out->facts.kind = out->facts.served ? &fb_kinds[0] : NULL;
-	out->facts.state = b->state;
-	out->facts.in_scope = true;
-	snprintf(out->key, sizeof(out->key), "IPPool/ns/pool");
-	if (b->state != PK_POOL_MISSING)
-		out->obj = load("{'metadata': {'name': 'pool', 'namespace': 'ns', 'uid': 'pu'}}");
-	return PK_OK;
 }
 
 static void fb_check_address(void *self, const struct pk_pool_view *pool,
@@ -129,16 +115,16 @@ static void fb_release(void *self, const struct pk_claim_id *key, struct pk_rele
 	b->held = false;
 }
 
-static void fb_seen(void *self, const json_t *address)
+static void fb_seen(void *self, const json_t *address, struct pk_pool_next *next)
 {
 	(void)address;
+	*next = ((struct fake_backend *)self)->seen_next;
 	((struct fake_backend *)self)->seen++;
 }
 
 static const struct pk_backend_ops fb_ops = {
     .kinds = fb_kinds_fn,
     .serves = fb_serves,
-    .fetch_pool = fb_fetch_pool,
     .check_address = fb_check_address,
     .ensure_address = fb_ensure,
     .abandon_address = fb_abandon,
@@ -198,10 +184,21 @@ static json_t *address_of_claim(const char *extra)
 	    extra);
 }
 
+/* The claim's pool as the cache holds it: none when missing, annotated when paused. */
+static json_t *pool_of(const struct fixture *fx)
+{
+	if (fx->fb.state == PK_POOL_MISSING)
+		return NULL;
+	return loadf("{'metadata': {'name': 'pool', 'namespace': 'ns', 'uid': 'pu'%s}}",
+	             fx->fb.state == PK_POOL_PAUSED ? ", 'annotations': {'" PK_PAUSED_ANNOTATION
+	                                              "': 'true'}"
+	                                            : "");
+}
+
 static int run(struct fixture *fx, json_t *claim, json_t *address, json_t *cluster,
                bool cluster_named)
 {
-	struct pk_claim_view v = {claim, address, cluster, cluster_named};
+	struct pk_claim_view v = {claim, address, cluster, pool_of(fx), cluster_named};
 	return pk_claim_reconcile(&fx->g.r, "ns", "c1", &v);
 }
 
@@ -542,6 +539,40 @@ static void a_live_claim_does_not_adopt_an_unowned_ipaddress(void **state)
 	assert_int_equal(fake_find(&fx->g.fw, "patch", "ipaddresses c1"), -1);
 }
 
+/* What a backend's operation changed reaches the controller, which queues what follows (the
+ * pool's status, its waiting claims, the end of a grace period, another claim); an operation
+ * that changed nothing hands on nothing. */
+static void what_the_backend_changed_is_handed_on(void **state)
+{
+	struct fixture *fx = *state;
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->g.followed, 0);
+	rig_next_pass(&fx->g);
+	fx->fb.held = false;
+	fx->fb.failure.next = (struct pk_pool_next){.pool_key = "IPPool/ns/pool", .sync = true};
+	assert_int_equal(run(fx, claim_with(", " FINALIZER, ""), NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->g.followed, 1);
+	assert_string_equal(fx->g.next.pool_key, "IPPool/ns/pool");
+	assert_true(fx->g.next.sync);
+	/* An IPAddress seen for the first time: the pool's counts moved. */
+	rig_next_pass(&fx->g);
+	fx->fb.seen_next = (struct pk_pool_next){.pool_key = "IPPool/ns/other", .sync = true};
+	assert_int_equal(run(fx, NULL, address_of_claim(""), NULL, false), PK_OK);
+	assert_int_equal(fx->g.followed, 2);
+	assert_string_equal(fx->g.next.pool_key, "IPPool/ns/other");
+	/* A release: waiting claims woken, the grace period's end, the other holder. */
+	rig_next_pass(&fx->g);
+	fx->fb.held = true;
+	fx->fb.release.next = (struct pk_pool_next){
+	    .pool_key = "IPPool/ns/pool", .wake = true, .grace_ms = 600100, .claim_key = "ns/c2"};
+	assert_int_equal(run(fx, NULL, NULL, NULL, false), PK_OK);
+	assert_int_equal(fx->fb.releases, 1);
+	assert_int_equal(fx->g.followed, 3);
+	assert_true(fx->g.next.wake);
+	assert_int_equal(fx->g.next.grace_ms, 600100);
+	assert_string_equal(fx->g.next.claim_key, "ns/c2");
+}
+
 static void a_claim_gone_releases_once_its_ipaddress_is_gone(void **state)
 {
 	struct fixture *fx = *state;
@@ -751,6 +782,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(allocates_and_sets_ready_in_one_pass, setup, teardown),
 	    cmocka_unit_test_setup_teardown(the_backend_gets_the_claims_identity, setup, teardown),
 	    cmocka_unit_test_setup_teardown(results_that_are_not_a_lease, setup, teardown),
+	    cmocka_unit_test_setup_teardown(what_the_backend_changed_is_handed_on, setup, teardown),
 	    cmocka_unit_test_setup_teardown(an_unconfirmed_release_keeps_the_finalizer, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(puts_the_finalizer_on_first, setup, teardown),

@@ -1,6 +1,7 @@
 /*
  * test_incluster.c - the in-process allocator backend without a cluster:
- * a fake host hands it the cached pool and a fake writer. Pool views
+ * the test hands it the cached pool, as the reconciler does, and a fake
+ * writer, and follows what each operation says changed. Pool views
  * (missing, paused, invalid, active), leases in order and never twice,
  * exhaustion as a result, abandon and release giving addresses back (and
  * the reuse grace period), adoption of IPAddresses seen and duplicates,
@@ -29,27 +30,8 @@ struct host_fixture {
 	struct pk_backend b;
 	json_t *pool; /* the cached IPPool ns/pool, or NULL */
 	unsigned pool_syncs, grace_syncs, claims_queued, pools_woken, events;
-	char last_claim[128];
+	char last_claim[PK_OBJECT_KEY_MAX];
 };
-
-static json_t *get_pool(void *ud, const char *kind, const char *ns, const char *name)
-{
-	struct host_fixture *h = ud;
-	if (h->pool == NULL || strcmp(kind, "IPPool") != 0 || strcmp(ns, "ns") != 0 ||
-	    strcmp(name, "pool") != 0)
-		return NULL;
-	return json_incref(h->pool);
-}
-
-static void queue_pool(void *ud, const struct pk_work_key *k, long delay_ms)
-{
-	struct host_fixture *h = ud;
-	(void)delay_ms;
-	if (k->kind == PK_WORK_POOL_GRACE)
-		h->grace_syncs++;
-	else
-		h->pool_syncs++;
-}
 
 static void queue_claim(void *ud, const char *key, long delay_ms)
 {
@@ -59,12 +41,42 @@ static void queue_claim(void *ud, const char *key, long delay_ms)
 	snprintf(h->last_claim, sizeof(h->last_claim), "%s", key);
 }
 
-static void queue_claims_of_pool(void *ud, const char *pool_key, bool unbound_only)
+/* What the controller would queue after an operation (ctl_follow). */
+static void follow(struct host_fixture *h, const struct pk_pool_next *next)
 {
-	struct host_fixture *h = ud;
-	assert_string_equal(pool_key, "IPPool/ns/pool");
-	assert_true(unbound_only);
-	h->pools_woken++;
+	if (next->claim_key[0] != '\0')
+		queue_claim(h, next->claim_key, 0);
+	if (next->pool_key[0] == '\0')
+		return;
+	assert_string_equal(next->pool_key, "IPPool/ns/pool");
+	h->pool_syncs += next->sync;
+	h->grace_syncs += next->grace_ms > 0;
+	h->pools_woken += next->wake;
+}
+
+static void seen(struct host_fixture *h, const json_t *address)
+{
+	struct pk_pool_next next;
+	memset(&next, 0, sizeof(next));
+	h->b.ops->address_seen(h->b.self, address, &next);
+	follow(h, &next);
+}
+
+static void release(struct host_fixture *h, const struct pk_claim_id *id, struct pk_release_note *n,
+                    struct pk_backend_result *r)
+{
+	h->b.ops->release_address(h->b.self, id, n, r);
+	follow(h, &r->next);
+}
+
+/* The pool's work, on the pool as cached. */
+static int pool_work(struct host_fixture *h, const struct pk_work_key *k)
+{
+	struct pk_pool_next next;
+	memset(&next, 0, sizeof(next));
+	int rc = h->b.ops->reconcile_pool(h->b.self, k, h->pool, &next);
+	follow(h, &next);
+	return rc;
 }
 
 static void post_event(void *ud, const struct pk_kube_object_ref *r, bool warning,
@@ -95,10 +107,7 @@ static int setup(void **state)
 	h->writer = fake_writer_init(&h->fw);
 	h->host = (struct pk_backend_host){.ud = h,
 	                                   .writer = &h->writer,
-	                                   .get_pool = get_pool,
-	                                   .queue_pool = queue_pool,
 	                                   .queue_claim = queue_claim,
-	                                   .queue_claims_of_pool = queue_claims_of_pool,
 	                                   .post_event = post_event,
 	                                   .ipam_version = "v1beta2"};
 	assert_int_equal(pk_incluster_new(&h->host, &h->b), PK_OK);
@@ -138,7 +147,8 @@ static json_t *ipaddress(const char *name, const char *address)
 static void fetch(struct host_fixture *h, const char *claim, struct pk_pool_view *v)
 {
 	json_t *c = claim_named(claim);
-	assert_int_equal(h->b.ops->fetch_pool(h->b.self, c, v), PK_OK);
+	assert_int_equal(pk_backend_view_pool(&h->b, c, h->pool ? json_incref(h->pool) : NULL, v),
+	                 PK_OK);
 	json_decref(c);
 }
 
@@ -154,6 +164,7 @@ static enum pk_backend_status lease(struct host_fixture *h, const char *name,
 	snprintf(key, sizeof(key), "ns/%s", name);
 	struct pk_claim_id id = {.ns = "ns", .name = name, .key = key};
 	h->b.ops->ensure_address(h->b.self, &v, &id, l, &res);
+	follow(h, &res.next);
 	snprintf(msg, len, "%s", res.message);
 	pk_pool_view_clear(&v);
 	return res.status;
@@ -246,17 +257,17 @@ static void release_gives_back_and_wakes_waiters(void **state)
 		assert_int_equal(lease(h, name, &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	}
 	assert_int_equal(lease(h, "late", &l, msg, sizeof(msg)), PK_BACKEND_EXHAUSTED);
-	h->b.ops->release_address(h->b.self, ID("c3"), &n, &rel);
+	release(h, ID("c3"), &n, &rel);
 	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_true(n.released);
 	assert_string_equal(n.address, "10.0.0.5");
-	assert_string_equal(n.pool_key, "IPPool/ns/pool");
+	assert_string_equal(rel.next.pool_key, "IPPool/ns/pool");
 	assert_int_equal(n.grace_seconds, 0);
 	assert_int_equal(h->pools_woken, 1);
 	assert_int_equal(lease(h, "late", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.5");
 	/* Nothing held: nothing released. */
-	h->b.ops->release_address(h->b.self, ID("none"), &n, &rel);
+	release(h, ID("none"), &n, &rel);
 	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_false(n.released);
 }
@@ -274,7 +285,7 @@ static void grace_period_holds_a_released_address(void **state)
 	                    "");
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.2");
-	h->b.ops->release_address(h->b.self, ID("c1"), &n, &rel);
+	release(h, ID("c1"), &n, &rel);
 	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_int_equal(n.grace_seconds, 600);
 	assert_int_equal(h->grace_syncs, 1);
@@ -289,9 +300,9 @@ static void adopts_what_it_sees_and_counts_duplicates(void **state)
 	struct pk_address_lease l;
 	char msg[PK_ERR_MSG_MAX];
 	json_t *a = ipaddress("made-by-hand", "10.0.0.2");
-	h->b.ops->address_seen(h->b.self, a);
+	seen(h, a);
 	assert_int_equal(h->pool_syncs, 1);
-	h->b.ops->address_seen(h->b.self, a); /* nothing new: no sync */
+	seen(h, a); /* nothing new: no sync */
 	assert_int_equal(h->pool_syncs, 1);
 	json_decref(a);
 	assert_true(h->b.ops->holds(h->b.self, ID("made-by-hand")));
@@ -299,12 +310,12 @@ static void adopts_what_it_sees_and_counts_duplicates(void **state)
 	assert_string_equal(l.address, "10.0.0.3");
 	/* A second IPAddress with the address c1 holds: a duplicate, left as it is. */
 	json_t *dup = ipaddress("dup", "10.0.0.3");
-	h->b.ops->address_seen(h->b.self, dup);
+	seen(h, dup);
 	json_decref(dup);
 	assert_int_equal(h->fw.ncalls, 0);
 	struct pk_work_key k;
 	pk_work_key_pool(&k, PK_WORK_POOL, "IPPool", "ns", "pool");
-	assert_int_equal(h->b.ops->reconcile_pool(h->b.self, &k), PK_OK);
+	assert_int_equal(pool_work(h, &k), PK_OK);
 	int st = fake_find(&h->fw, "patch", "ippools/status pool");
 	assert_true(st >= 0);
 	assert_true(fake_body_has(&h->fw, st, "DuplicateAddresses"));
@@ -312,7 +323,7 @@ static void adopts_what_it_sees_and_counts_duplicates(void **state)
 	/* Released by one holder: the other still holds it, and its claim looks again. */
 	struct pk_release_note n;
 	struct pk_backend_result rel;
-	h->b.ops->release_address(h->b.self, ID("dup"), &n, &rel);
+	release(h, ID("dup"), &n, &rel);
 	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_true(n.released);
 	assert_string_equal(h->last_claim, "ns/c1");
@@ -326,12 +337,12 @@ static void a_record_outside_the_pool_is_stale(void **state)
 	struct pk_address_lease l;
 	char msg[PK_ERR_MSG_MAX];
 	json_t *a = ipaddress("c1", "192.168.1.1");
-	h->b.ops->address_seen(h->b.self, a);
+	seen(h, a);
 	json_decref(a);
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_STALE);
 	struct pk_release_note n;
 	struct pk_backend_result rel;
-	h->b.ops->release_address(h->b.self, ID("c1"), &n, &rel);
+	release(h, ID("c1"), &n, &rel);
 	assert_int_equal(rel.status, PK_BACKEND_OK);
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_OK);
 	assert_string_equal(l.address, "10.0.0.2");
@@ -379,14 +390,14 @@ static void pool_finalizer_follows_what_is_held(void **state)
 	char msg[PK_ERR_MSG_MAX];
 	struct pk_work_key k;
 	pk_work_key_pool(&k, PK_WORK_POOL, "IPPool", "ns", "pool");
-	assert_int_equal(h->b.ops->reconcile_pool(h->b.self, &k), PK_OK);
+	assert_int_equal(pool_work(h, &k), PK_OK);
 	assert_int_equal(fake_find(&h->fw, "patch", "ippools pool"), -1); /* nothing held */
 	int st = fake_find(&h->fw, "patch", "ippools/status pool");
 	assert_true(fake_body_has(&h->fw, st, "\"free\":\"5\""));
 	fake_writer_release(&h->fw);
 
 	assert_int_equal(lease(h, "c1", &l, msg, sizeof(msg)), PK_BACKEND_OK);
-	assert_int_equal(h->b.ops->reconcile_pool(h->b.self, &k), PK_OK);
+	assert_int_equal(pool_work(h, &k), PK_OK);
 	int fin = fake_find(&h->fw, "patch", "ippools pool");
 	assert_true(fake_body_has(&h->fw, fin, "protect-pool"));
 	assert_true(fake_body_has(&h->fw, fin, "\"op\":\"add\""));
@@ -394,9 +405,9 @@ static void pool_finalizer_follows_what_is_held(void **state)
 
 	json_decref(h->pool);
 	h->pool = pool_with(POOL_29, ", 'finalizers': ['ipam.poolkeeper.io/protect-pool']");
-	h->b.ops->release_address(h->b.self, ID("c1"), &n, &rel);
+	release(h, ID("c1"), &n, &rel);
 	assert_int_equal(rel.status, PK_BACKEND_OK);
-	assert_int_equal(h->b.ops->reconcile_pool(h->b.self, &k), PK_OK);
+	assert_int_equal(pool_work(h, &k), PK_OK);
 	fin = fake_find(&h->fw, "patch", "ippools pool");
 	assert_true(fake_body_has(&h->fw, fin, "\"op\":\"remove\""));
 }

@@ -129,6 +129,10 @@ static void test_bad_flags(void **state)
 	                   "it has: incluster");
 	expect_usage_error(ARGS("--backends="), "--backends: empty", "incluster");
 	expect_usage_error(ARGS("--backends=incluster,incluster"), "is named twice", NULL);
+	/* The resync period: a duration up to a day, 0s for never. */
+	expect_usage_error(ARGS("--resync-period=48h"), "--resync-period must be a duration in",
+	                   "48h");
+	expect_usage_error(ARGS("--resync-period=often"), "--resync-period", "often");
 	/* Booleans: bare is true, a value only after "=", and only true or false. */
 	expect_usage_error(ARGS("--leader-elect", "false"), "--leader-elect takes its value after",
 	                   "--leader-elect=false");

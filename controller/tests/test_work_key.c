@@ -36,6 +36,8 @@ static void formats_and_parses_each_kind(void **state)
 	round_trip(&k, "g/GlobalIPPool//shared");
 	pk_work_key_pool(&k, PK_WORK_POOL, "GlobalIPPool", NULL, "shared");
 	round_trip(&k, "p/GlobalIPPool//shared");
+	pk_work_key_resync(&k);
+	round_trip(&k, "r/");
 }
 
 static void longest_names_fit(void **state)
@@ -58,18 +60,20 @@ static void refuses_what_is_not_a_key(void **state)
 {
 	(void)state;
 	static const char *const bad[] = {
-	    "",                     /* empty */
-	    "c",                    /* no parts */
-	    "c/",                   /* no name */
-	    "c/ns",                 /* no name */
-	    "c/ns/",                /* empty name */
-	    "c/ns/a/b",             /* a claim has two parts */
-	    "x/ns/name",            /* unknown prefix */
-	    "cc/ns/name",           /* prefix of two letters */
-	    "p/IPPool/ns",          /* a pool has three parts */
-	    "p//ns/name",           /* no kind */
-	    "p/IPPool/ns/",         /* no name */
-	    "g/IPPool/ns/name/more" /* four parts */
+	    "",                      /* empty */
+	    "c",                     /* no parts */
+	    "c/",                    /* no name */
+	    "c/ns",                  /* no name */
+	    "c/ns/",                 /* empty name */
+	    "c/ns/a/b",              /* a claim has two parts */
+	    "x/ns/name",             /* unknown prefix */
+	    "cc/ns/name",            /* prefix of two letters */
+	    "p/IPPool/ns",           /* a pool has three parts */
+	    "p//ns/name",            /* no kind */
+	    "p/IPPool/ns/",          /* no name */
+	    "g/IPPool/ns/name/more", /* four parts */
+	    "r",                     /* no slash */
+	    "r/x",                   /* the resync key has no parts */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct pk_work_key k;

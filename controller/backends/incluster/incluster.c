@@ -31,25 +31,14 @@ static bool incl_serves(void *self, const json_t *pool_ref)
 	return pk_incluster_kind(pool_ref) != NULL;
 }
 
-static int incl_fetch_pool(void *self, const json_t *claim, struct pk_pool_view *out)
+static int incl_view_pool(void *self, struct pk_pool_view *v)
 {
 	struct incluster *b = self;
-	const json_t *ref = json_object_get(json_object_get(claim, "spec"), "poolRef");
-	const char *ns = pk_json_meta_cstr(claim, "namespace");
-	memset(out, 0, sizeof(*out));
-	if (pk_backend_pool_key(&b->seam, ref, ns, out->key, sizeof(out->key))) {
-		struct pk_work_key k;
-		if (pk_pool_key_parse(out->key, &k))
-			out->obj = b->host.get_pool(b->host.ud, k.pool_kind, k.namespace, k.name);
-	}
-	pk_pool_facts_from(claim, pk_incluster_kind(ref), out->obj, &out->facts);
-	if (out->facts.state != PK_POOL_ACTIVE)
-		return PK_OK;
 	pthread_mutex_lock(&b->mu);
-	struct pool_state *s = incl_pool_state(b, out->key, out->obj);
+	struct pool_state *s = incl_pool_state(b, v->key, v->obj);
 	if (s != NULL && !s->valid) {
-		out->facts.state = PK_POOL_INVALID;
-		snprintf(out->text, sizeof(out->text), "%s", s->invalid);
+		v->facts.state = PK_POOL_INVALID;
+		snprintf(v->text, sizeof(v->text), "%s", s->invalid);
 	}
 	pthread_mutex_unlock(&b->mu);
 	return s != NULL ? PK_OK : PK_ERR_NOMEM;
@@ -127,7 +116,7 @@ static void incl_ensure_address(void *self, const struct pk_pool_view *pool,
 		snprintf(out->reason, sizeof(out->reason), "%s", PK_REASON_POOL_EXHAUSTED);
 		exhausted_message(pool, &t, out->message, sizeof(out->message));
 	} else if (out->status == PK_BACKEND_OK) {
-		incl_sync_later(b, pool->key); /* the pool's counts move */
+		incl_counts_moved(&out->next, pool->key);
 	}
 }
 
@@ -165,22 +154,15 @@ static void incl_release_address(void *self, const struct pk_claim_id *id,
 		return;
 	out->released = true;
 	snprintf(out->address, sizeof(out->address), "%s", r.text);
-	snprintf(out->pool_key, sizeof(out->pool_key), "%s", r.pool_key);
 	out->grace_seconds = r.grace;
-	struct pk_work_key k;
-	if (r.grace > 0 && pk_pool_key_parse(r.pool_key, &k)) {
-		/* Its own key: the earlier status sync of the pool must not absorb it. */
-		k.kind = PK_WORK_POOL_GRACE;
-		b->host.queue_pool(b->host.ud, &k, (long)(r.grace * 1000 + 100));
-	}
-	incl_sync_later(b, r.pool_key);
-	if (r.wake)
-		b->host.queue_claims_of_pool(b->host.ud, r.pool_key, true);
-	if (r.still_held_by[0] != '\0')
-		b->host.queue_claim(b->host.ud, r.still_held_by, 0);
+	struct pk_pool_next *next = &result->next;
+	incl_counts_moved(next, r.pool_key);
+	next->grace_ms = r.grace > 0 ? (long)(r.grace * 1000 + 100) : 0;
+	next->wake = r.wake;
+	snprintf(next->claim_key, sizeof(next->claim_key), "%s", r.still_held_by);
 }
 
-static void incl_address_seen(void *self, const json_t *address)
+static void incl_address_seen(void *self, const json_t *address, struct pk_pool_next *next)
 {
 	struct incluster *b = self;
 	char pk[PK_OBJECT_KEY_MAX];
@@ -190,7 +172,7 @@ static void incl_address_seen(void *self, const json_t *address)
 	/* An IPAddress seen for the first time (by hand, moved, or ours): the pool's counts
 	 * move. */
 	if (recorded)
-		incl_sync_later(b, pk);
+		incl_counts_moved(next, pk);
 }
 
 struct load_ctx {
@@ -258,7 +240,7 @@ static void incl_free(void *self)
 static const struct pk_backend_ops incl_ops = {
     .kinds = incl_kinds,
     .serves = incl_serves,
-    .fetch_pool = incl_fetch_pool,
+    .view_pool = incl_view_pool,
     .check_address = incl_check_address,
     .ensure_address = incl_ensure_address,
     .abandon_address = incl_abandon_address,

@@ -17,9 +17,6 @@
 #include "pool.h"
 #include "strmap.h"
 
-/* Pool status writes are batched: one per pool at most this often. */
-#define INCLUSTER_SYNC_DELAY_MS 300
-
 /* An address held by an IPAddress; the map's key is the IPAddress's namespace/name. */
 struct held {
 	pk_u128 addr;
@@ -85,8 +82,10 @@ int incl_take_address(struct incluster *b, struct pool_state *s, const char *key
 void incl_untake_address(struct incluster *b, const char *key);
 
 /* pool_reconciler.c (outside mu) */
-int incl_reconcile_pool(void *self, const struct pk_work_key *k);
+int incl_reconcile_pool(void *self, const struct pk_work_key *k, const json_t *pool,
+                        struct pk_pool_next *next);
 void incl_write_metrics(void *self, FILE *f);
-void incl_sync_later(struct incluster *b, const char *pool_key);
+/* next says the pool's counts moved. */
+void incl_counts_moved(struct pk_pool_next *next, const char *pool_key);
 
 #endif

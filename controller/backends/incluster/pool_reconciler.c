@@ -16,11 +16,10 @@
 #include "metrics.h"
 #include "objects.h"
 
-void incl_sync_later(struct incluster *b, const char *pool_key)
+void incl_counts_moved(struct pk_pool_next *next, const char *pool_key)
 {
-	struct pk_work_key k;
-	if (pk_pool_key_parse(pool_key, &k))
-		b->host.queue_pool(b->host.ud, &k, INCLUSTER_SYNC_DELAY_MS);
+	snprintf(next->pool_key, sizeof(next->pool_key), "%s", pool_key);
+	next->sync = true;
 }
 
 struct quarantine_out {
@@ -150,7 +149,8 @@ static int write_pool(struct incluster *b, const json_t *pool, struct pk_kube_re
 	return PK_OK;
 }
 
-int incl_reconcile_pool(void *self, const struct pk_work_key *k)
+int incl_reconcile_pool(void *self, const struct pk_work_key *k, const json_t *pool,
+                        struct pk_pool_next *next)
 {
 	struct incluster *b = self;
 	const struct pk_pool_kind *kind = pk_backend_kind(&b->seam, k->pool_kind);
@@ -158,9 +158,7 @@ int incl_reconcile_pool(void *self, const struct pk_work_key *k)
 		return PK_OK;
 	char pk[PK_OBJECT_KEY_MAX];
 	pk_pool_key(k->pool_kind, k->namespace, k->name, pk, sizeof(pk));
-	json_t *pool = b->host.get_pool(b->host.ud, k->pool_kind, k->namespace, k->name);
-	if (pool == NULL)
-		return PK_OK;
+	snprintf(next->pool_key, sizeof(next->pool_key), "%s", pk);
 	struct pool_report r;
 	memset(&r, 0, sizeof(r));
 	r.cond.type = "Ready";
@@ -179,18 +177,14 @@ int incl_reconcile_pool(void *self, const struct pk_work_key *k)
 		                          .namespace = kind->namespaced ? k->namespace : NULL,
 		                          .name = k->name};
 		rc = write_pool(b, pool, &ref, k, pk, &r, &finalized);
-		if (finalized && r.wake)
-			b->host.queue_claims_of_pool(b->host.ud, pk, true);
+		next->wake = finalized && r.wake;
 	}
 	/* The next end of a grace period (restored after a restart, too) syncs the pool again. */
 	if (finalized && r.first_end > 0) {
 		long long in = r.first_end - incl_wall_now();
-		struct pk_work_key g;
-		pk_work_key_pool(&g, PK_WORK_POOL_GRACE, k->pool_kind, k->namespace, k->name);
-		b->host.queue_pool(b->host.ud, &g, (in > 0 ? (long)in * 1000 : 0) + 100);
+		next->grace_ms = (in > 0 ? (long)in * 1000 : 0) + 100;
 	}
 	json_decref(r.quarantine);
-	json_decref(pool);
 	return rc;
 }
 
