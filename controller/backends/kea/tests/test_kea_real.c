@@ -1,0 +1,242 @@
+/*
+ * test_kea_real.c - the Kea client against a real ISC Kea 2.x (Debian's
+ * kea-dhcp4, kea-dhcp6 and kea-ctrl-agent with the lease_cmds hook), which
+ * e2e/kea starts on loopback in a folder of the test's own: what the Kea
+ * backend relies on. A lease is added with the claim's identity in its
+ * user-context and found again by its client-id; a second add of a taken
+ * address is refused (result 1), so taking an address is atomic; an
+ * address in no subnet is refused with Kea's reason; a delete of a lease
+ * that is gone is result 3; IPv6 leases take a DUID and an IAID; leases
+ * survive a restart of the server; a wrong password and a certificate of
+ * another CA are refused; a server that is down is told apart from an
+ * agent that is.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kea_client.h"
+#include "tempdir.h"
+
+struct kea {
+	char dir[256];
+	char url[128];
+	char password[128];
+	char *ca;
+	size_t ca_len;
+};
+
+static struct kea kea;
+
+/* Runs e2e/kea with its state in the test's folder; its exit status. */
+static int run_kea(const char *args)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+	         "PK_KEA_STATE='%s/kea' PK_E2E_LOG_DIR='%s/logs' '%s/e2e/kea' %s >'%s/out' 2>&1",
+	         kea.dir, kea.dir, getenv("PK_SOURCE_DIR"), args, kea.dir);
+	int rc = system(cmd);
+	if (rc != 0) {
+		snprintf(cmd, sizeof(cmd), "cat '%s/out' '%s'/logs/*.log >&2", kea.dir, kea.dir);
+		(void)system(cmd);
+	}
+	return rc;
+}
+
+/* VALUE of NAME=VALUE in the state file. */
+static void state_value(const char *name, char *out, size_t len)
+{
+	char path[512], line[512];
+	snprintf(path, sizeof(path), "%s/kea/state.env", kea.dir);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	out[0] = '\0';
+	size_t n = strlen(name);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, name, n) == 0 && line[n] == '=') {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(out, len, "%s", line + n + 1);
+		}
+	fclose(f);
+	assert_true(out[0] != '\0');
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char *buf = calloc(1, 65536);
+	assert_non_null(buf);
+	*len = fread(buf, 1, 65535, f);
+	fclose(f);
+	return buf;
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	assert_int_equal(pk_test_tempdir_make(kea.dir, sizeof(kea.dir), "pk-kea"), 0);
+	assert_int_equal(run_kea("up"), 0);
+	state_value("KEA_URL", kea.url, sizeof(kea.url));
+	state_value("KEA_PASSWORD", kea.password, sizeof(kea.password));
+	char path[512];
+	snprintf(path, sizeof(path), "%s/kea/pki/ca.crt", kea.dir);
+	kea.ca = slurp(path, &kea.ca_len);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	(void)run_kea("down");
+	free(kea.ca);
+	return pk_test_tempdir_remove(kea.dir);
+}
+
+static struct pk_kea_endpoint endpoint(void)
+{
+	return (struct pk_kea_endpoint){.url = kea.url,
+	                                .ca_pem = kea.ca,
+	                                .ca_len = kea.ca_len,
+	                                .user = "poolkeeper",
+	                                .password = kea.password,
+	                                .timeout_ms = 10000};
+}
+
+/* Sends command with arguments (JSON text, or NULL); returns Kea's result code. */
+static int call(const char *command, const char *service, const char *args, struct pk_kea_answer *a)
+{
+	struct pk_kea_endpoint ep = endpoint();
+	json_t *j = args != NULL ? json_loads(args, 0, NULL) : NULL;
+	assert_true(args == NULL || j != NULL);
+	enum pk_kea_outcome o = pk_kea_command(&ep, command, service, j, a);
+	json_decref(j);
+	if (o != PK_KEA_ANSWERED)
+		fail_msg("%s: %s: %s", command, pk_kea_outcome_name(o), a->text);
+	return a->result;
+}
+
+#define CLAIM_V4                                                                             \
+	"{\"ip-address\": \"10.77.0.10\", \"hw-address\": \"02:00:00:00:00:0a\", "           \
+	"\"client-id\": \"00:70:6b:01\", \"hostname\": \"m-1\", \"valid-lft\": 4294967295, " \
+	"\"user-context\": {\"poolkeeper\": {\"claim\": \"team-a/m-1\", \"uid\": \"u1\"}}}"
+
+static void a_lease_is_taken_once_and_found_by_its_client_id(void **state)
+{
+	(void)state;
+	struct pk_kea_answer a;
+	assert_int_equal(call("lease4-add", "dhcp4", CLAIM_V4, &a), PK_KEA_SUCCESS);
+	pk_kea_answer_clear(&a);
+	/* Taken: another client's add of the same address is refused. */
+	assert_int_equal(call("lease4-add", "dhcp4",
+	                      "{\"ip-address\": \"10.77.0.10\", \"hw-address\": "
+	                      "\"02:00:00:00:00:0b\", \"client-id\": \"00:70:6b:02\"}",
+	                      &a),
+	                 PK_KEA_ERROR);
+	assert_non_null(strstr(a.text, "already exists"));
+	pk_kea_answer_clear(&a);
+	assert_int_equal(
+	    call("lease4-get-by-client-id", "dhcp4", "{\"client-id\": \"00:70:6b:01\"}", &a),
+	    PK_KEA_SUCCESS);
+	json_t *lease = json_array_get(json_object_get(a.arguments, "leases"), 0);
+	assert_string_equal(json_string_value(json_object_get(lease, "ip-address")), "10.77.0.10");
+	assert_string_equal(
+	    json_string_value(json_object_get(
+	        json_object_get(json_object_get(lease, "user-context"), "poolkeeper"), "claim")),
+	    "team-a/m-1");
+	assert_int_equal(json_integer_value(json_object_get(lease, "valid-lft")), 4294967295LL);
+	pk_kea_answer_clear(&a);
+	/* Leases survive a restart of the server (memfile). */
+	assert_int_equal(run_kea("restart dhcp4"), 0);
+	assert_int_equal(call("lease4-get", "dhcp4", "{\"ip-address\": \"10.77.0.10\"}", &a),
+	                 PK_KEA_SUCCESS);
+	pk_kea_answer_clear(&a);
+	assert_int_equal(call("lease4-del", "dhcp4", "{\"ip-address\": \"10.77.0.10\"}", &a),
+	                 PK_KEA_SUCCESS);
+	pk_kea_answer_clear(&a);
+	/* Gone already: result 3, which a release takes as done. */
+	assert_int_equal(call("lease4-del", "dhcp4", "{\"ip-address\": \"10.77.0.10\"}", &a),
+	                 PK_KEA_EMPTY);
+	pk_kea_answer_clear(&a);
+}
+
+static void outside_every_subnet_is_refused_with_keas_reason(void **state)
+{
+	(void)state;
+	struct pk_kea_answer a;
+	assert_int_equal(
+	    call("lease4-add", "dhcp4",
+	         "{\"ip-address\": \"10.99.0.1\", \"hw-address\": \"02:00:00:00:00:01\"}", &a),
+	    PK_KEA_ERROR);
+	assert_non_null(strstr(a.text, "10.99.0.1"));
+	pk_kea_answer_clear(&a);
+}
+
+static void ipv6_leases_take_a_duid_and_an_iaid(void **state)
+{
+	(void)state;
+	struct pk_kea_answer a;
+	assert_int_equal(
+	    call("lease6-add", "dhcp6",
+	         "{\"ip-address\": \"fd77::10\", \"duid\": \"00:70:6b:01\", \"iaid\": 1, "
+	         "\"valid-lft\": 4294967295, \"user-context\": {\"poolkeeper\": {}}}",
+	         &a),
+	    PK_KEA_SUCCESS);
+	pk_kea_answer_clear(&a);
+	assert_int_equal(
+	    call("lease6-get-page", "dhcp6", "{\"from\": \"start\", \"limit\": 10}", &a),
+	    PK_KEA_SUCCESS);
+	assert_int_equal(json_array_size(json_object_get(a.arguments, "leases")), 1);
+	pk_kea_answer_clear(&a);
+	assert_int_equal(call("lease6-del", "dhcp6", "{\"ip-address\": \"fd77::10\"}", &a),
+	                 PK_KEA_SUCCESS);
+	pk_kea_answer_clear(&a);
+}
+
+static void wrong_credentials_and_another_ca_are_refused(void **state)
+{
+	(void)state;
+	struct pk_kea_endpoint ep = endpoint();
+	struct pk_kea_answer a;
+	ep.password = "wrong";
+	assert_int_equal(pk_kea_command(&ep, "version-get", "dhcp4", NULL, &a),
+	                 PK_KEA_UNAUTHORIZED);
+	assert_int_equal(a.http_status, 401);
+	ep = endpoint();
+	ep.ca_pem = NULL; /* the system's roots do not know the test's CA */
+	assert_int_equal(pk_kea_command(&ep, "version-get", "dhcp4", NULL, &a), PK_KEA_UNREACHABLE);
+}
+
+/* The agent answers for a server that is down (result 1, "offline"); with the agent down
+ * nothing answers. */
+static void a_server_down_is_told_apart_from_an_agent_down(void **state)
+{
+	(void)state;
+	struct pk_kea_answer a;
+	assert_int_equal(run_kea("stop dhcp4"), 0);
+	assert_int_equal(call("version-get", "dhcp4", NULL, &a), PK_KEA_ERROR);
+	assert_non_null(strstr(a.text, "unable to forward command to the dhcp4 service"));
+	assert_int_equal(run_kea("start dhcp4"), 0);
+	assert_int_equal(run_kea("stop agent"), 0);
+	struct pk_kea_endpoint ep = endpoint();
+	assert_int_equal(pk_kea_command(&ep, "version-get", "dhcp4", NULL, &a), PK_KEA_UNREACHABLE);
+	assert_int_equal(run_kea("restart agent"), 0);
+	assert_int_equal(call("version-get", "dhcp4", NULL, &a), PK_KEA_SUCCESS);
+	pk_kea_answer_clear(&a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(a_lease_is_taken_once_and_found_by_its_client_id),
+	    cmocka_unit_test(outside_every_subnet_is_refused_with_keas_reason),
+	    cmocka_unit_test(ipv6_leases_take_a_duid_and_an_iaid),
+	    cmocka_unit_test(wrong_credentials_and_another_ca_are_refused),
+	    cmocka_unit_test(a_server_down_is_told_apart_from_an_agent_down),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
