@@ -1,10 +1,12 @@
-/* fuzz_kea_answer.c - any bytes as a Kea Control Agent's answer (pk_kea_answer_parse): read or
- * refused, never a crash or a leak; an answer read has a text that is a C string. */
+/* fuzz_kea_answer.c - any bytes as a Kea Control Agent's answer (pk_kea_answer_parse), and
+ * each lease in it as the backend reads it (pk_kea_lease_read): read or refused, never a crash
+ * or a leak; a lease read as ours names a claim. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kea_client.h"
+#include "kea_lease.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,6 +18,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	if (o != PK_KEA_ANSWERED && a.arguments != NULL)
 		__builtin_trap();
+	size_t i;
+	json_t *lease;
+	json_array_foreach(json_object_get(a.arguments, "leases"), i, lease)
+	{
+		struct pk_kea_lease l;
+		if (pk_kea_lease_read(lease, "mgmt-a", &l) && l.ours &&
+		    (l.ns[0] == '\0' || l.name == NULL || l.name[0] == '\0'))
+			__builtin_trap();
+	}
 	pk_kea_answer_clear(&a);
 	return 0;
 }

@@ -9,7 +9,8 @@
  * that is gone is result 3; IPv6 leases take a DUID and an IAID; leases
  * survive a restart of the server; a wrong password and a certificate of
  * another CA are refused; a server that is down is told apart from an
- * agent that is.
+ * agent that is; the lease poolkeeper makes for a claim (kea_lease.h) is
+ * accepted and read back as that claim's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include <cmocka.h>
 
 #include "kea_client.h"
+#include "kea_lease.h"
 #include "tempdir.h"
 
 struct kea {
@@ -229,6 +231,72 @@ static void a_server_down_is_told_apart_from_an_agent_down(void **state)
 	pk_kea_answer_clear(&a);
 }
 
+/* Sends command with arguments (consumed); returns Kea's result code. */
+static int call_json(const char *command, const char *service, json_t *args,
+                     struct pk_kea_answer *a)
+{
+	struct pk_kea_endpoint ep = endpoint();
+	enum pk_kea_outcome o = pk_kea_command(&ep, command, service, args, a);
+	json_decref(args);
+	if (o != PK_KEA_ANSWERED)
+		fail_msg("%s: %s: %s", command, pk_kea_outcome_name(o), a->text);
+	return a->result;
+}
+
+/* The lease poolkeeper makes for a claim is accepted by Kea, found again by the key derived
+ * from the claim alone, and read back as that claim's; another claim's add of the address is
+ * refused. */
+static void a_claims_lease_round_trips_through_kea(void **state)
+{
+	(void)state;
+	struct pk_kea_answer a;
+	const struct pk_kea_claim m1 = {.owner = "mgmt-a",
+	                                .ns = "team-a",
+	                                .name = "m-1",
+	                                .cluster = "prod",
+	                                .uid = "u-1",
+	                                .pool = "KeaIPPool/team-a/nodes"};
+	struct pk_kea_claim m2 = m1;
+	m2.name = "m-2";
+	struct pk_kea_key k;
+	pk_kea_key_of(&m1, &k);
+	struct pk_addr v4 = {.v = 0x0a4d0014, .family = PK_FAMILY_V4}; /* 10.77.0.20 */
+	struct pk_addr v6 = {.v = ((pk_u128)0xfd77000000000000ULL << 64) | 0x20,
+	                     .family = PK_FAMILY_V6};
+	assert_int_equal(call_json("lease4-add", "dhcp4", pk_kea_lease_add_args(&m1, &v4), &a),
+	                 PK_KEA_SUCCESS);
+	assert_int_equal(call_json("lease4-add", "dhcp4", pk_kea_lease_add_args(&m2, &v4), &a),
+	                 PK_KEA_ERROR);
+	assert_int_equal(call_json("lease6-add", "dhcp6", pk_kea_lease_add_args(&m1, &v6), &a),
+	                 PK_KEA_SUCCESS);
+	assert_int_equal(call_json("lease4-get-by-client-id", "dhcp4",
+	                           json_pack("{s:s}", "client-id", k.client_id), &a),
+	                 PK_KEA_SUCCESS);
+	struct pk_kea_lease l;
+	json_t *leases = json_object_get(a.arguments, "leases");
+	assert_int_equal(json_array_size(leases), 1);
+	assert_true(pk_kea_lease_read(json_array_get(leases, 0), "mgmt-a", &l));
+	assert_true(l.ours);
+	assert_string_equal(l.ns, "team-a");
+	assert_string_equal(l.name, "m-1");
+	assert_string_equal(l.uid, "u-1");
+	assert_true(pk_kea_lease_read(json_array_get(leases, 0), "mgmt-b", &l));
+	assert_false(l.ours);
+	pk_kea_answer_clear(&a);
+	assert_int_equal(
+	    call_json("lease6-get-by-duid", "dhcp6", json_pack("{s:s}", "duid", k.duid), &a),
+	    PK_KEA_SUCCESS);
+	leases = json_object_get(a.arguments, "leases");
+	assert_int_equal(json_array_size(leases), 1);
+	assert_true(pk_kea_lease_read(json_array_get(leases, 0), "mgmt-a", &l));
+	assert_true(l.ours);
+	pk_kea_answer_clear(&a);
+	assert_int_equal(call("lease4-del", "dhcp4", "{\"ip-address\": \"10.77.0.20\"}", &a),
+	                 PK_KEA_SUCCESS);
+	assert_int_equal(call("lease6-del", "dhcp6", "{\"ip-address\": \"fd77::20\"}", &a),
+	                 PK_KEA_SUCCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +305,7 @@ int main(void)
 	    cmocka_unit_test(ipv6_leases_take_a_duid_and_an_iaid),
 	    cmocka_unit_test(wrong_credentials_and_another_ca_are_refused),
 	    cmocka_unit_test(a_server_down_is_told_apart_from_an_agent_down),
+	    cmocka_unit_test(a_claims_lease_round_trips_through_kea),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
