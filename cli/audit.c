@@ -398,8 +398,8 @@ enum audit_flag { A_FAIL_ON = PK_LIVE_F_COMMON, A_PENDING, A_COUNT };
 static const struct pk_flag audit_flags[A_COUNT] = {
     [PK_LIVE_F_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
     [PK_LIVE_F_NS] = {"namespace", 'n', PK_FLAG_STRING, NULL, "NAME",
-                      "only this namespace's IPPools, IPAddresses and claims (GlobalIPPools "
-                      "always)"},
+                      "only this namespace's pools, IPAddresses and claims (cluster-scoped "
+                      "pools such as GlobalIPPools always)"},
     [PK_LIVE_F_OUTPUT] = {"output", 'o', PK_FLAG_CHOICE, "text", "text|json|github|junit|sarif",
                           "report as lint does: text lines, one JSON object, GitHub workflow "
                           "commands, JUnit XML or SARIF 2.1.0"},
@@ -411,8 +411,8 @@ static const struct pk_flag audit_flags[A_COUNT] = {
 };
 
 static const char audit_summary[] =
-    "Runs lint's checks on a live cluster's " PK_POOL_KIND "s, " PK_GLOBAL_POOL_KIND
-    "s,\n" PK_ADDRESS_KIND "es and " PK_CLAIM_KIND "s, and finds what only a live cluster shows:\n"
+    "Runs lint's checks on a live cluster's pools (every kind of " PK_POOL_GROUP
+    "),\n" PK_ADDRESS_KIND "es and " PK_CLAIM_KIND "s, and finds what only a live cluster shows:\n"
     "an address held twice in one pool, a claim bound to an " PK_ADDRESS_KIND " that no longer\n"
     "exists, an " PK_ADDRESS_KIND " whose claim is gone, and a claim pending for longer than\n"
     "--pending-after (with the reason of its Ready condition). The report takes lint's\n"

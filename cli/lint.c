@@ -18,6 +18,7 @@
 #include "json.h"
 #include "lint_internal.h"
 #include "pool_lookup.h"
+#include "pool_ref.h"
 #include "rules.h"
 
 struct pk_lint *pk_lint_new(void)
@@ -309,15 +310,18 @@ int lint_flush(struct pk_lint *l, size_t i, const char *prefix, const char *rule
 	return lint_flush_to(&l->scratch, &l->objects[i], prefix, rule);
 }
 
-/* Namespaced kinds land in "default" when the manifest names no namespace. */
+/*
+ * Namespaced kinds land in "default" when the manifest names no namespace;
+ * a cluster-scoped pool kind has none, whatever the manifest says.
+ */
 const char *lint_effective_namespace(const struct pk_lint_object *o)
 {
-	if (o->kind == NULL || !strcmp(o->kind, PK_GLOBAL_POOL_KIND))
+	const struct pk_pool_kind *pk = lint_pool_kind(o);
+	if (o->kind == NULL || (pk != NULL && !pk->namespaced))
 		return NULL;
 	if (o->namespace_ != NULL && o->namespace_[0] != '\0')
 		return o->namespace_;
-	if (!strcmp(o->kind, PK_POOL_KIND) || !strcmp(o->kind, PK_CLAIM_KIND) ||
-	    !strcmp(o->kind, PK_ADDRESS_KIND))
+	if (pk != NULL || !strcmp(o->kind, PK_CLAIM_KIND) || !strcmp(o->kind, PK_ADDRESS_KIND))
 		return "default";
 	return NULL;
 }

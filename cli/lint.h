@@ -3,7 +3,9 @@
  * manifests, collected into a report that report.h prints.
  *
  * Which rules run, by apiVersion group and kind:
- *   ipam.poolkeeper.io       IPPool, GlobalIPPool    pk_rules_check_pool (as a CREATE)
+ *   ipam.poolkeeper.io       a pool kind of          pk_rules_check_pool (as a CREATE)
+ *                            pool_ref.h's table
+ *                            (IPPool, GlobalIPPool)
  *                            any other kind          DENY: not a poolkeeper kind
  *   ipam.cluster.x-k8s.io    IPAddressClaim          as the webhook on CREATE: the repair
  *                                                    plan applied to a copy, its warnings,
@@ -24,8 +26,9 @@
  *
  * Across everything loaded, pools that pass their own rules are checked for
  * overlap by the webhook's rule (pk_pool_lookup_check_overlaps, through
- * pk_lint_lookup): an IPPool against the IPPools of its namespace ("default"
- * when unset) and every GlobalIPPool; a GlobalIPPool against every pool.
+ * pk_lint_lookup): a pool of a namespaced kind (IPPool) against the pools
+ * of its namespace ("default" when unset) and every cluster-scoped pool; a
+ * cluster-scoped pool (GlobalIPPool) against every pool.
  * Each overlapping pair is reported once, on the pool loaded later, naming
  * the earlier one and where it is. An object defined
  * twice (same kind, namespace and name) is a WARN on the later one, since
@@ -195,7 +198,8 @@ int pk_lint_exit_code(const struct pk_lint *l, bool fail_on_warning);
 char *pk_lint_describe_object(const struct pk_lint_object *o, char *buf, size_t len);
 
 /* The namespace the object lands in: its own, "default" for namespaced IPAM
- * kinds without one, NULL for GlobalIPPool and for other kinds without one. */
+ * kinds without one, NULL for cluster-scoped pool kinds (GlobalIPPool) and for
+ * other kinds without one. */
 const char *pk_lint_object_namespace(const struct pk_lint_object *o);
 
 /*

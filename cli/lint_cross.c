@@ -174,13 +174,15 @@ static int cmp_pair(const void *pa, const void *pb)
 }
 
 /*
- * Whether the webhook's rule compares pools x and y: a GlobalIPPool with
- * every pool, an IPPool with the IPPools of its namespace.
+ * Whether the webhook's rule compares pools x and y: a pool of a
+ * cluster-scoped kind (GlobalIPPool) with every pool, one of a namespaced
+ * kind (IPPool) with the pools of its namespace. Both passed their own
+ * rules, so both are of a pool kind.
  */
 static bool compared(const struct pk_lint *l, size_t x, size_t y)
 {
 	const struct pk_lint_object *a = &l->objects[x], *b = &l->objects[y];
-	return !strcmp(a->kind, PK_GLOBAL_POOL_KIND) || !strcmp(b->kind, PK_GLOBAL_POOL_KIND) ||
+	return !lint_pool_kind(a)->namespaced || !lint_pool_kind(b)->namespaced ||
 	       !lint_str_cmp(lint_effective_namespace(a), lint_effective_namespace(b));
 }
 
@@ -301,9 +303,8 @@ static int check_claim_pool(struct pk_lint *l, const struct index *x, size_t i)
 	const char *kind = in->ref_kind, *name = in->ref_name;
 	if (!in->pk_ref || kind == NULL || name == NULL || find_pool(x, in, ns) != SIZE_MAX)
 		return PK_OK;
-	const char *elsewhere = pk_pool_kind_namespaced(in->ref_group, kind)
-	                            ? lint_pool_namespace(l, kind, name)
-	                            : NULL;
+	bool namespaced = pk_pool_kind_namespaced(in->ref_group, kind);
+	const char *elsewhere = namespaced ? lint_pool_namespace(l, kind, name) : NULL;
 	if (elsewhere != NULL)
 		pk_violations_add(
 		    &l->scratch, PK_SEV_WARN, "spec.poolRef.name",
@@ -313,8 +314,8 @@ static int check_claim_pool(struct pk_lint *l, const struct index *x, size_t i)
 	else
 		pk_violations_add(&l->scratch, PK_SEV_WARN, "spec.poolRef.name",
 		                  "%s \"%s\" is not in the files linted%s%s", kind, name,
-		                  ns && !strcmp(kind, PK_POOL_KIND) ? " in namespace " : "",
-		                  ns && !strcmp(kind, PK_POOL_KIND) ? ns : "");
+		                  ns && namespaced ? " in namespace " : "",
+		                  ns && namespaced ? ns : "");
 	return lint_flush(l, i, NULL, "claim-pool-missing");
 }
 
@@ -442,11 +443,10 @@ static int check_same_address(struct pk_lint *l, const struct index *x)
 }
 
 /* Whether the files hold any pool: only then is a claim's missing pool worth a word. */
-static bool any_pool(const struct index *x)
+static bool any_pool(const struct pk_lint *l, const struct index *x)
 {
 	for (size_t k = 0; k < x->n; k++)
-		if (!strcmp(x->ids[k].kind, PK_POOL_KIND) ||
-		    !strcmp(x->ids[k].kind, PK_GLOBAL_POOL_KIND))
+		if (lint_pool_kind(&l->objects[x->ids[k].idx]) != NULL)
 			return true;
 	return false;
 }
@@ -456,7 +456,7 @@ int lint_check_across(struct pk_lint *l)
 	struct index x;
 	if (build_index(l, &x) != PK_OK)
 		return PK_ERR_NOMEM;
-	bool pools = any_pool(&x);
+	bool pools = any_pool(l, &x);
 	int rc = check_duplicates(l, &x);
 	if (rc == PK_OK)
 		rc = check_overlaps(l);

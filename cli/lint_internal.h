@@ -10,6 +10,7 @@
 #include "lint.h"
 #include "manifest.h"
 #include "pool.h"
+#include "pool_ref.h"
 
 /*
  * What the report does not show, and all the checks across objects read:
@@ -111,6 +112,10 @@ bool lint_same_identity(const struct pk_lint_object *x, const struct pk_lint_obj
 
 /* Whether o's apiVersion is in `group` and its kind is `kind`. */
 bool lint_is_kind(const struct pk_lint_object *o, const char *group, const char *kind);
+
+/* poolkeeper's pool kind (pool_ref.h) o is of, by its apiVersion's group and its kind (any
+ * version), or NULL. */
+const struct pk_pool_kind *lint_pool_kind(const struct pk_lint_object *o);
 
 /*
  * Moves what `scratch` holds onto object o as findings, each with `rule`

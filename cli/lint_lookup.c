@@ -18,6 +18,16 @@ bool lint_is_kind(const struct pk_lint_object *o, const char *group, const char 
 	       o->api_version[n] == '/' && !strcmp(o->kind, kind);
 }
 
+const struct pk_pool_kind *lint_pool_kind(const struct pk_lint_object *o)
+{
+	size_t n;
+	const struct pk_pool_kind *k = pk_pool_kinds(&n);
+	for (size_t i = 0; i < n; i++)
+		if (lint_is_kind(o, k[i].group, k[i].kind))
+			return &k[i];
+	return NULL;
+}
+
 /* Whether object i is a pool of `kind` in namespace ns (NULL: any) named `name` (NULL: any). */
 static bool pool_matches(const struct pk_lint *l, size_t i, const char *kind, const char *ns,
                          const char *name)
@@ -122,8 +132,7 @@ int lint_build_lookup(struct pk_lint *l)
 	for (size_t i = 0; i < l->n_objects; i++) {
 		const struct pk_lint_object *o = &l->objects[i];
 		const char *ns = lint_effective_namespace(o);
-		if (o->name != NULL && (lint_is_kind(o, PK_POOL_GROUP, PK_POOL_KIND) ||
-		                        lint_is_kind(o, PK_POOL_GROUP, PK_GLOBAL_POOL_KIND))) {
+		if (o->name != NULL && lint_pool_kind(o) != NULL) {
 			if (push_ref(&l->pool_refs, &l->n_pool_refs, &pcap,
 			             (struct lint_ref){o->kind, ns, o->name, i}) != PK_OK)
 				return PK_ERR_NOMEM;

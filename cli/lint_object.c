@@ -105,9 +105,18 @@ static void check_name(const json_t *obj, struct pk_violations *v)
 		                  "required: the API server refuses an object without a name");
 }
 
-static bool is_pool_kind(const char *kind)
+/* "IPPool and GlobalIPPool": poolkeeper's pool kinds, as a message names them. */
+static const char *pool_kinds_phrase(char *buf, size_t len)
 {
-	return kind != NULL && (!strcmp(kind, PK_POOL_KIND) || !strcmp(kind, PK_GLOBAL_POOL_KIND));
+	size_t n, at = 0;
+	const struct pk_pool_kind *k = pk_pool_kinds(&n);
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && at < len; i++) {
+		const char *sep = i == 0 ? "" : i + 1 < n ? ", " : " and ";
+		int w = snprintf(buf + at, len - at, "%s%s", sep, k[i].kind);
+		at += w > 0 ? (size_t)w : 0;
+	}
+	return buf;
 }
 
 /* A pool's rules; one that passes is decoded for the checks across objects and its summary. */
@@ -259,15 +268,16 @@ static const char *check_capi_unserved(struct lint_batch *b, const struct pk_lin
 		                  PK_CAPI_V1ALPHA1);
 		return "unknown-api-version";
 	}
-	if (is_pool_kind(o->kind))
+	const struct pk_pool_kind *pk = pk_pool_kind_find(PK_POOL_GROUP, o->kind);
+	if (pk != NULL)
 		pk_violations_add(b->scratch, PK_SEV_DENY, "apiVersion",
-		                  "%s is not a kind of %s; poolkeeper's %s is %s", o->kind,
-		                  g->group, o->kind, PK_POOL_API_VERSION);
+		                  "%s is not a kind of %s; poolkeeper's %s is %s/%s", o->kind,
+		                  g->group, o->kind, pk->group, pk->version);
 	else
 		pk_violations_add(b->scratch, PK_SEV_DENY, "kind",
 		                  "\"%.64s\" is not a kind of %s, which has %s and %s", o->kind,
 		                  g->group, PK_CLAIM_KIND, PK_ADDRESS_KIND);
-	return is_pool_kind(o->kind) ? "unknown-api-version" : "unknown-kind";
+	return pk != NULL ? "unknown-api-version" : "unknown-kind";
 }
 
 /*
@@ -302,25 +312,27 @@ static int check_fields(struct lint_batch *b, const json_t *value, struct pk_lin
 	return lint_flush_to(b->scratch, o, NULL, "unknown-field");
 }
 
-/* A poolkeeper group object: a pool of the served version, or a DENY. */
+/* A poolkeeper group object: a pool kind's (pool_ref.h) of its served version, or a DENY. */
 static int check_ours(struct lint_batch *b, const json_t *value, struct pk_lint_object *o,
                       struct lint_internal *in, const struct gvk *g)
 {
-	if (is_pool_kind(o->kind) && !strcmp(g->version, PK_POOL_VERSION)) {
+	const struct pk_pool_kind *pk = pk_pool_kind_find(g->group, o->kind);
+	char kinds[PK_POOL_KINDS_MAX * 72];
+	if (pk != NULL && !strcmp(g->version, pk->version)) {
 		if (check_fields(b, value, o, g) != PK_OK)
 			return PK_ERR_NOMEM;
 		check_pool_object(b, value, in);
 		return lint_flush_to(b->scratch, o, "pool", NULL);
 	}
-	if (is_pool_kind(o->kind)) {
+	if (pk != NULL) {
 		pk_violations_add(b->scratch, PK_SEV_DENY, "apiVersion",
-		                  "%.64s is not served; %s serves %s", o->api_version, o->kind,
-		                  PK_POOL_API_VERSION);
+		                  "%.64s is not served; %s serves %s/%s", o->api_version, o->kind,
+		                  pk->group, pk->version);
 		return lint_flush_to(b->scratch, o, NULL, "unknown-api-version");
 	}
 	pk_violations_add(b->scratch, PK_SEV_DENY, "kind",
-	                  "\"%.64s\" is not a kind of %s, which has %s and %s", o->kind,
-	                  PK_POOL_GROUP, PK_POOL_KIND, PK_GLOBAL_POOL_KIND);
+	                  "\"%.64s\" is not a kind of %s, which has %s", o->kind, PK_POOL_GROUP,
+	                  pool_kinds_phrase(kinds, sizeof(kinds)));
 	return lint_flush_to(b->scratch, o, NULL, "unknown-kind");
 }
 
@@ -393,18 +405,22 @@ enum {
 };
 
 /*
- * The kinds lint checks, spelled once: an object of one of them points its
- * kind here, so that sorting and matching by kind can compare pointers
- * first (lint_str_cmp).
+ * The kinds lint checks, spelled once (the pool kinds in pool_ref.h's
+ * table): an object of one of them points its kind there, so that sorting
+ * and matching by kind can compare pointers first (lint_str_cmp).
  */
-static const char *const known_kinds[] = {PK_POOL_KIND, PK_GLOBAL_POOL_KIND, PK_CLAIM_KIND,
-                                          PK_ADDRESS_KIND};
+static const char *const capi_kinds[] = {PK_CLAIM_KIND, PK_ADDRESS_KIND};
 
 static const char *intern_kind(const char *kind)
 {
-	for (size_t k = 0; kind != NULL && k < sizeof(known_kinds) / sizeof(*known_kinds); k++)
-		if (!strcmp(kind, known_kinds[k]))
-			return known_kinds[k];
+	size_t n;
+	const struct pk_pool_kind *pk = pk_pool_kinds(&n);
+	for (size_t k = 0; kind != NULL && k < n; k++)
+		if (!strcmp(kind, pk[k].kind))
+			return pk[k].kind;
+	for (size_t k = 0; kind != NULL && k < sizeof(capi_kinds) / sizeof(*capi_kinds); k++)
+		if (!strcmp(kind, capi_kinds[k]))
+			return capi_kinds[k];
 	return kind;
 }
 

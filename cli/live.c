@@ -151,9 +151,24 @@ struct lister {
 	const char *ns;
 };
 
-/* Lists one resource into `into`, setting each item's apiVersion and kind. */
+/* "poolkeeper <cmd>: listing <resource>.<group>: <reason>: <words>"; PK_ERR_API. */
+static int say_list_failed(const struct lister *ls, const char *resource, const char *group,
+                           const struct pk_kube_error *e)
+{
+	fprintf(stderr, "poolkeeper %s: listing %s.%s: %s: %s\n", ls->cmd, resource, group,
+	        pk_kube_reason_name(e->reason), e->message);
+	return PK_ERR_API;
+}
+
+/*
+ * Lists one resource into `into`, setting each item's apiVersion and kind.
+ * With `unserved`, a resource the server does not serve (404) lists
+ * nothing and is told there (reason PK_KUBE_NOT_FOUND, the server's
+ * words); any other failure is printed.
+ */
 static int list_into(struct lister *ls, const char *group, const char *version,
-                     const char *resource, const char *kind, bool namespaced, json_t *into)
+                     const char *resource, const char *kind, bool namespaced, json_t *into,
+                     struct pk_kube_error *unserved)
 {
 	struct pk_kube_ref ref = {.group = group,
 	                          .version = version,
@@ -165,10 +180,13 @@ static int list_into(struct lister *ls, const char *group, const char *version,
 	char api[128];
 	enum pk_kube_reason rc = pk_kube_client_list_all(ls->c, &ref, &o, &list, &e);
 	if (rc != PK_KUBE_OK) {
-		fprintf(stderr, "poolkeeper %s: listing %s.%s: %s: %s\n", ls->cmd, resource, group,
-		        pk_kube_reason_name(rc), e.message);
 		json_decref(list);
-		return PK_ERR_API;
+		e.reason = rc;
+		if (rc == PK_KUBE_NOT_FOUND && unserved != NULL) {
+			*unserved = e;
+			return PK_OK;
+		}
+		return say_list_failed(ls, resource, group, &e);
 	}
 	snprintf(api, sizeof(api), "%s/%s", group, version);
 	size_t i;
@@ -185,6 +203,32 @@ static int list_into(struct lister *ls, const char *group, const char *version,
 	return status;
 }
 
+/*
+ * Every pool kind of pool_ref.h's table into `into`. A kind the server does
+ * not serve (404: a cluster whose poolkeeper predates that kind's CRD) has
+ * no pools; a server that serves none of them has no poolkeeper, and that
+ * is the failure, said of the first kind.
+ */
+static int list_pools(struct lister *ls, json_t *into)
+{
+	size_t n, unserved = 0;
+	const struct pk_pool_kind *pk = pk_pool_kinds(&n);
+	struct pk_kube_error first = {0};
+	for (size_t i = 0; i < n; i++) {
+		struct pk_kube_error e = {0};
+		int rc = list_into(ls, pk[i].group, pk[i].version, pk[i].resource, pk[i].kind,
+		                   pk[i].namespaced, into, &e);
+		if (rc != PK_OK)
+			return rc;
+		if (e.reason == PK_KUBE_NOT_FOUND)
+			unserved++;
+		if (i == 0)
+			first = e;
+	}
+	return n > 0 && unserved == n ? say_list_failed(ls, pk[0].resource, pk[0].group, &first)
+	                              : PK_OK;
+}
+
 static int list_everything(struct lister *ls, struct pk_live *l)
 {
 	static const char *const want[] = {PK_CAPI_V1BETA2, PK_CAPI_V1BETA1, NULL};
@@ -198,17 +242,13 @@ static int list_everything(struct lister *ls, struct pk_live *l)
 		        *e.message ? e.message : "not served");
 		return PK_ERR_API;
 	}
-	int rc = list_into(ls, PK_POOL_GROUP, PK_POOL_VERSION, PK_POOL_RESOURCE, PK_POOL_KIND, true,
-	                   l->pools);
-	if (rc == PK_OK)
-		rc = list_into(ls, PK_POOL_GROUP, PK_POOL_VERSION, PK_GLOBAL_POOL_RESOURCE,
-		               PK_GLOBAL_POOL_KIND, false, l->pools);
+	int rc = list_pools(ls, l->pools);
 	if (rc == PK_OK)
 		rc = list_into(ls, PK_CAPI_IPAM_GROUP, ipam_v, PK_ADDRESS_RESOURCE, PK_ADDRESS_KIND,
-		               true, l->addresses);
+		               true, l->addresses, NULL);
 	if (rc == PK_OK)
 		rc = list_into(ls, PK_CAPI_IPAM_GROUP, ipam_v, PK_CLAIM_RESOURCE, PK_CLAIM_KIND,
-		               true, l->claims);
+		               true, l->claims, NULL);
 	if (rc == PK_ERR_NOMEM)
 		fprintf(stderr, "poolkeeper %s: out of memory\n", ls->cmd);
 	return rc;

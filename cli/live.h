@@ -1,9 +1,10 @@
 /*
  * live.h - a live cluster's IPAM objects, listed once for `poolkeeper audit`
- * and `poolkeeper usage`: poolkeeper's pools (IPPools and GlobalIPPools),
- * and the IPAddresses and IPAddressClaims of ipam.cluster.x-k8s.io in the
- * version the server serves (v1beta2 before v1beta1). Every listed item has
- * its apiVersion and kind set, as a manifest would.
+ * and `poolkeeper usage`: poolkeeper's pools (of every kind in pool_ref.h's
+ * table: IPPools, GlobalIPPools, ...), and the IPAddresses and
+ * IPAddressClaims of ipam.cluster.x-k8s.io in the version the server serves
+ * (v1beta2 before v1beta1). Every listed item has its apiVersion and kind
+ * set, as a manifest would.
  *
  * The commands judge these arrays with pure functions (audit.h, usage.h),
  * so unit tests build a struct pk_live from JSON fixtures.
@@ -19,7 +20,7 @@
 #include "strmap.h"
 
 struct pk_live {
-	json_t *pools;     /* IPPools, then GlobalIPPools */
+	json_t *pools;     /* poolkeeper's pools, kind by kind in pool_ref.h's table order */
 	json_t *addresses; /* IPAddresses */
 	json_t *claims;    /* IPAddressClaims */
 	/* "<ns>/<name>" -> the object (borrowed from the arrays); pk_live_index fills them. */
@@ -33,9 +34,11 @@ void pk_live_release(struct pk_live *l);
 /*
  * Connects through `kubeconfig` (NULL: $KUBECONFIG, else the pod's service
  * account) and lists everything; `ns` (NULL: all) limits the
- * namespaced kinds, GlobalIPPools are always listed. What fails is printed
- * on stderr as "poolkeeper <cmd>: ...". Returns PK_OK, or an error after
- * printing it (l is then released).
+ * namespaced kinds, cluster-scoped pool kinds (GlobalIPPool) are always
+ * listed. A pool kind whose resource the server does not serve (404, its
+ * CRD not installed) has no pools, unless the server serves none of them.
+ * What fails is printed on stderr as "poolkeeper <cmd>: ...". Returns
+ * PK_OK, or an error after printing it (l is then released).
  */
 PK_MUST_CHECK int pk_live_load(const char *cmd, const char *kubeconfig, const char *ns,
                                struct pk_live *l);
@@ -54,7 +57,7 @@ const json_t *pk_live_address(const struct pk_live *l, const char *ns, const cha
 
 /*
  * Whether an IPAddress's spec.poolRef names `pool`: the same apiGroup, kind
- * and name, and for an IPPool the same namespace.
+ * and name, and for a namespaced kind (IPPool) the same namespace.
  */
 bool pk_live_address_in_pool(const json_t *addr, const json_t *pool);
 

@@ -83,10 +83,9 @@ static const struct pk_flag lint_flags[F_COUNT] = {
 static const char lint_usage[] = "poolkeeper lint [flags] FILE|DIR|- ...";
 static const char lint_summary[] =
     "Checks Kubernetes manifests (YAML or JSON, several documents per file, kind: List)\n"
-    "with the rules poolkeeper's webhook enforces: " PK_POOL_KIND " and " PK_GLOBAL_POOL_KIND "\n"
-    "(" PK_POOL_API_VERSION ") against the pool rules and each other for overlaps,\n" PK_CLAIM_KIND
-    " and " PK_ADDRESS_KIND " (" PK_CAPI_IPAM_GROUP " " PK_CAPI_V1BETA2 ", " PK_CAPI_V1BETA1
-    ", " PK_CAPI_V1ALPHA1 ")\n"
+    "with the rules poolkeeper's webhook enforces: poolkeeper's pools (" PK_POOL_GROUP ")\n"
+    "against the pool rules and each other for overlaps,\n" PK_CLAIM_KIND " and " PK_ADDRESS_KIND
+    " (" PK_CAPI_IPAM_GROUP " " PK_CAPI_V1BETA2 ", " PK_CAPI_V1BETA1 ", " PK_CAPI_V1ALPHA1 ")\n"
     "against the CAPI IPAM contract and the files' pools and claims, under the webhook's\n"
     "claim modes. Fields the CRDs (and ObjectMeta) do not define are errors, with a\n"
     "suggestion; so are apiVersions and kinds close to these, and versions and kinds the\n"

@@ -1,16 +1,22 @@
 /* schema.c - the field trees of the kinds lint checks, and unknown fields against them. */
 #include "schema.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api.h"
+#include "pool_ref.h"
 #include "suggest.h"
 
 #define PATH_MAX_LEN PK_FIELD_MAX
 
-/* charts/poolkeeper/crds/ipam.poolkeeper.io_{ippools,globalippools}.yaml (the same tree). */
+/*
+ * The CRDs of the pool kinds whose spec is PK_POOL_SPEC_RANGES, in
+ * charts/poolkeeper/crds: ipam.poolkeeper.io_{ippools,globalippools}.yaml
+ * (the same tree).
+ */
 static const char *const pool_paths[] = {"apiVersion",
                                          "kind",
                                          "metadata *",
@@ -139,9 +145,17 @@ static const char *const meta_paths[] = {"metadata.name",
                                          "metadata.managedFields[] *",
                                          NULL};
 
-static const struct pk_schema schemas[] = {
-    {PK_POOL_GROUP, PK_POOL_VERSION, PK_POOL_KIND, pool_paths},
-    {PK_POOL_GROUP, PK_POOL_VERSION, PK_GLOBAL_POOL_KIND, pool_paths},
+/* A pool kind's paths, by what its spec holds (pool_ref.h); NULL for a spec with none here. */
+static const char *const *paths_of_spec(enum pk_pool_spec spec)
+{
+	switch (spec) {
+	case PK_POOL_SPEC_RANGES:
+		return pool_paths;
+	}
+	return NULL;
+}
+
+static const struct pk_schema capi_schemas[] = {
     {PK_CAPI_IPAM_GROUP, PK_CAPI_V1ALPHA1, PK_CLAIM_KIND, claim_v1alpha1_paths},
     {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA1, PK_CLAIM_KIND, claim_v1beta1_paths},
     {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_CLAIM_KIND, claim_v1beta2_paths},
@@ -150,30 +164,82 @@ static const struct pk_schema schemas[] = {
     {PK_CAPI_IPAM_GROUP, PK_CAPI_V1BETA2, PK_ADDRESS_KIND, address_paths},
 };
 
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const capi_api_versions[] = {PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1ALPHA1,
+                                                PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1,
+                                                PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2};
+static const char *const capi_kinds[] = {PK_CLAIM_KIND, PK_ADDRESS_KIND};
+
+/*
+ * Every kind's schema, apiVersion and kind name: the pool kinds' from
+ * pool_ref.h's table (one schema each, its paths chosen by its spec), then
+ * the Cluster API kinds'. Made once, on first use, by make_known.
+ */
+static struct {
+	struct pk_schema schemas[PK_POOL_KINDS_MAX + COUNT(capi_schemas)];
+	char pool_api_versions[PK_POOL_KINDS_MAX][320]; /* group (253) / version (63) */
+	const char *api_versions[PK_POOL_KINDS_MAX + COUNT(capi_api_versions)];
+	const char *kinds[PK_POOL_KINDS_MAX + COUNT(capi_kinds)];
+	size_t n_schemas, n_api_versions, n_kinds;
+} known;
+static pthread_once_t known_once = PTHREAD_ONCE_INIT;
+
+/* Appends s to list[*n] unless list has it already. */
+static void add_once(const char **list, size_t *n, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(list[i], s))
+			return;
+	list[(*n)++] = s;
+}
+
+static void make_known(void)
+{
+	size_t n;
+	const struct pk_pool_kind *pk = pk_pool_kinds(&n);
+	for (size_t i = 0; i < n; i++) {
+		char *api = known.pool_api_versions[i];
+		const char *const *paths = paths_of_spec(pk[i].spec);
+		snprintf(api, sizeof(known.pool_api_versions[i]), "%s/%s", pk[i].group,
+		         pk[i].version);
+		add_once(known.api_versions, &known.n_api_versions, api);
+		add_once(known.kinds, &known.n_kinds, pk[i].kind);
+		if (paths != NULL)
+			known.schemas[known.n_schemas++] =
+			    (struct pk_schema){pk[i].group, pk[i].version, pk[i].kind, paths};
+	}
+	for (size_t i = 0; i < COUNT(capi_schemas); i++)
+		known.schemas[known.n_schemas++] = capi_schemas[i];
+	for (size_t i = 0; i < COUNT(capi_api_versions); i++)
+		add_once(known.api_versions, &known.n_api_versions, capi_api_versions[i]);
+	for (size_t i = 0; i < COUNT(capi_kinds); i++)
+		add_once(known.kinds, &known.n_kinds, capi_kinds[i]);
+}
+
 const struct pk_schema *pk_schema_find(const char *group, const char *version, const char *kind)
 {
-	for (size_t i = 0; i < sizeof(schemas) / sizeof(schemas[0]); i++)
-		if (!strcmp(schemas[i].group, group) && !strcmp(schemas[i].version, version) &&
-		    !strcmp(schemas[i].kind, kind))
-			return &schemas[i];
+	pthread_once(&known_once, make_known);
+	for (size_t i = 0; i < known.n_schemas; i++)
+		if (!strcmp(known.schemas[i].group, group) &&
+		    !strcmp(known.schemas[i].version, version) &&
+		    !strcmp(known.schemas[i].kind, kind))
+			return &known.schemas[i];
 	return NULL;
 }
 
 const char *const *pk_schema_api_versions(size_t *n)
 {
-	static const char *const v[] = {
-	    PK_POOL_API_VERSION, PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1ALPHA1,
-	    PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA1, PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2};
-	*n = sizeof(v) / sizeof(v[0]);
-	return v;
+	pthread_once(&known_once, make_known);
+	*n = known.n_api_versions;
+	return known.api_versions;
 }
 
 const char *const *pk_schema_kinds(size_t *n)
 {
-	static const char *const k[] = {PK_POOL_KIND, PK_GLOBAL_POOL_KIND, PK_CLAIM_KIND,
-	                                PK_ADDRESS_KIND};
-	*n = sizeof(k) / sizeof(k[0]);
-	return k;
+	pthread_once(&known_once, make_known);
+	*n = known.n_kinds;
+	return known.kinds;
 }
 
 /* ---- checking an object ---- */

@@ -8,11 +8,12 @@
  *   "spec.addresses[]"   a list of scalars
  *   "status.conditions[].type"   a field of the objects in a list
  *   "metadata *"         as the CRDs say it; checked against ObjectMeta's fields
- * poolkeeper's pools come from the CRDs in charts/poolkeeper/crds; test_schema
- * derives the same paths from those files (pk_schema_paths_from_openapi)
- * and fails when the two differ. The Cluster API kinds are derived from
- * cluster-api's config/crd/bases/ipam.cluster.x-k8s.io_ipaddressclaims.yaml
- * and ipam.cluster.x-k8s.io_ipaddresses.yaml (v1alpha1, v1beta1 and v1beta2).
+ * poolkeeper's pool kinds are those of pool_ref.h's table, each with the
+ * paths of its spec (enum pk_pool_spec), from the CRDs in
+ * charts/poolkeeper/crds; test_schema derives the same paths from every CRD
+ * there (pk_schema_paths_from_openapi) and fails when the two differ. The Cluster API kinds are
+ * derived from cluster-api's config/crd/bases/ipam.cluster.x-k8s.io_ipaddressclaims.yaml and
+ * ipam.cluster.x-k8s.io_ipaddresses.yaml (v1alpha1, v1beta1 and v1beta2).
  */
 #ifndef PK_SCHEMA_H
 #define PK_SCHEMA_H

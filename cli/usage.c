@@ -222,7 +222,8 @@ enum usage_flag { U_TOP = PK_LIVE_F_COMMON, U_COUNT };
 static const struct pk_flag usage_flags[U_COUNT] = {
     [PK_LIVE_F_KUBECONFIG] = PK_FLAG_DEF_KUBECONFIG,
     [PK_LIVE_F_NS] = {"namespace", 'n', PK_FLAG_STRING, NULL, "NAME",
-                      "only this namespace's IPPools and IPAddresses (GlobalIPPools always)"},
+                      "only this namespace's pools and IPAddresses (cluster-scoped pools such "
+                      "as GlobalIPPools always)"},
     [PK_LIVE_F_OUTPUT] = {"output", 'o', PK_FLAG_CHOICE, "text", "text|json",
                           "a table, or one JSON object"},
     [PK_LIVE_F_HELP] = PK_FLAG_DEF_HELP,
@@ -230,9 +231,9 @@ static const struct pk_flag usage_flags[U_COUNT] = {
 };
 
 static const char usage_summary[] =
-    "Shows each " PK_POOL_KIND " and " PK_GLOBAL_POOL_KIND " of a live cluster with its total,\n"
-    "used and free addresses (exact, also for IPv6) and the clusters holding the most of\n"
-    "them (a claim's spec.clusterName, else its " PK_CLUSTER_NAME_LABEL " label).\n"
+    "Shows each pool of a live cluster (every kind of " PK_POOL_GROUP ") with its\n"
+    "total, used and free addresses (exact, also for IPv6) and the clusters holding the\n"
+    "most of them (a claim's spec.clusterName, else its " PK_CLUSTER_NAME_LABEL " label).\n"
     "See docs/audit.md.\n"
     "\n"
     "Exit status: 0 shown, 2 usage error or the cluster could not be read.";

@@ -27,7 +27,8 @@
 #include "metrics.h"
 #include "kube_informer.h"
 
-#define PK_CACHE_MAX_POOL_KINDS 4
+/* As many pool kinds as poolkeeper has (pool_ref.h). */
+#define PK_CACHE_MAX_POOL_KINDS PK_POOL_KINDS_MAX
 
 struct pk_cache {
 	const struct pk_backend *backend; /* its pool keys for the claims' pool hash */

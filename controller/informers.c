@@ -228,7 +228,12 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 			return rc;
 	size_t n = 0;
 	const struct pk_pool_kind *kinds = c->backend.ops->kinds(c->backend.self, &n);
-	for (size_t i = 0; i < n && i < PK_CACHE_MAX_POOL_KINDS; i++) {
+	if (n > PK_CACHE_MAX_POOL_KINDS)
+		return pk_err_set(
+		    err, PK_ERR_INVALID,
+		    "the backends serve %zu pool kinds; the controller watches at most %d", n,
+		    PK_CACHE_MAX_POOL_KINDS);
+	for (size_t i = 0; i < n; i++) {
 		c->watches[i] = (struct pool_watch){c, &kinds[i]};
 		c->cache.pools[i].kind = &kinds[i];
 		c->cache.npools = i + 1;

@@ -1,7 +1,8 @@
 /*
  * test_lint_cross.c - what lint finds across files: claims' pools, one
  * address held twice, IPAddresses against their claim and pool, overlaps
- * by sweep; near-miss apiVersions and kinds; unknown fields; rule ids.
+ * by sweep; near-miss apiVersions and kinds; unknown fields; rule ids;
+ * every pool kind of pool_ref.h's table by its scope.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "lint.h"
+#include "pool_ref.h"
 
 #define POOL(name, ns, addrs)                                                       \
 	"apiVersion: " PK_POOL_API_VERSION "\nkind: IPPool\nmetadata: {name: " name \
@@ -235,6 +237,169 @@ static void test_near_misses_and_fields(void **state)
 	pk_lint_free(l);
 }
 
+/* ---- every pool kind of pool_ref.h's table ---- */
+
+/* A pool of kind k named `name` in namespace ns ("": none) holding `range`, then "---". */
+static void pool_of(const struct pk_pool_kind *k, const char *ns, const char *name,
+                    const char *range, char *buf, size_t len)
+{
+	char spec[256] = "";
+	switch (k->spec) {
+	case PK_POOL_SPEC_RANGES:
+		snprintf(spec, sizeof(spec), "{addresses: [%s], prefix: 24}", range);
+		break;
+	}
+	assert_true(spec[0] != '\0');
+	snprintf(buf, len, "apiVersion: %s/%s\nkind: %s\nmetadata: {name: %s%s%s}\nspec: %s\n---\n",
+	         k->group, k->version, k->kind, name, ns[0] ? ", namespace: " : "", ns, spec);
+}
+
+/* A claim in namespace ns on the pool of kind k named `pool`, then "---". */
+static void claim_on(const struct pk_pool_kind *k, const char *ns, const char *pool, char *buf,
+                     size_t len)
+{
+	snprintf(buf, len,
+	         "apiVersion: ipam.cluster.x-k8s.io/v1beta2\nkind: IPAddressClaim\nmetadata:\n"
+	         "  name: c\n  namespace: %s\n  ownerReferences:\n  - {apiVersion: "
+	         "infrastructure.cluster.x-k8s.io/v1beta1, kind: Metal3Machine, name: m, uid: u, "
+	         "controller: true, blockOwnerDeletion: true}\nspec:\n  clusterName: w\n  "
+	         "poolRef: {apiGroup: %s, kind: %s, name: %s}\n---\n",
+	         ns, k->group, k->kind, pool);
+}
+
+/*
+ * Each kind is a pool: checked by the pool rules and summarized, in the
+ * namespace its scope gives it ("default" when a namespaced one names
+ * none; none for a cluster-scoped one, whatever the manifest says).
+ */
+static void test_each_pool_kind_scope(void **state)
+{
+	(void)state;
+	size_t n, m;
+	const struct pk_pool_kind *k = pk_pool_kinds(&n);
+	assert_true(n > 0);
+	for (size_t i = 0; i < n; i++) {
+		char a[512], b[512], text[1024], what[256], want[256];
+		pool_of(&k[i], "", "a", "10.0.0.0/24", a, sizeof(a));
+		pool_of(&k[i], "team", "b", "10.0.1.0/24", b, sizeof(b));
+		snprintf(text, sizeof(text), "%s%s", a, b);
+		struct pk_lint *l = run(text);
+		const struct pk_lint_object *o = pk_lint_objects(l, &m);
+		assert_int_equal(m, 2);
+		for (size_t j = 0; j < m; j++) {
+			if (o[j].status != PK_LINT_PASS || o[j].pool == NULL)
+				fail_msg("%s %s: not checked as a pool", k[i].kind, o[j].name);
+		}
+		if (k[i].namespaced) {
+			assert_string_equal(pk_lint_object_namespace(&o[0]), "default");
+			assert_string_equal(pk_lint_object_namespace(&o[1]), "team");
+		} else {
+			assert_null(pk_lint_object_namespace(&o[0]));
+			assert_null(pk_lint_object_namespace(&o[1]));
+		}
+		snprintf(want, sizeof(want), "%s %s%s", k[i].kind, k[i].namespaced ? "team/" : "",
+		         "b");
+		assert_string_equal(pk_lint_describe_object(&o[1], what, sizeof(what)), want);
+		pk_lint_free(l);
+	}
+}
+
+/*
+ * Two pools of one range in two namespaces, of every pair of kinds: they
+ * overlap unless both kinds are namespaced, and always in one namespace.
+ */
+static void test_each_pool_kind_overlaps(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct pk_pool_kind *k = pk_pool_kinds(&n);
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < n; j++) {
+			for (int same_ns = 0; same_ns < 2; same_ns++) {
+				char a[512], b[512], text[1024];
+				pool_of(&k[i], "one", "x", "10.9.0.0/24", a, sizeof(a));
+				pool_of(&k[j], same_ns ? "one" : "two", "y", "10.9.0.0/24", b,
+				        sizeof(b));
+				snprintf(text, sizeof(text), "%s%s", a, b);
+				struct pk_lint *l = run(text);
+				bool want = same_ns || !k[i].namespaced || !k[j].namespaced;
+				if ((rule(l, 1, "pool-overlap") != NULL) != want)
+					fail_msg("%s one/x and %s %s/y: overlap %s", k[i].kind,
+					         k[j].kind, same_ns ? "one" : "two",
+					         want ? "missed" : "reported");
+				pk_lint_free(l);
+			}
+		}
+	}
+}
+
+/*
+ * A claim on each kind finds its pool by the kind's scope: a namespaced
+ * kind's in the claim's namespace only, a cluster-scoped kind's from any.
+ */
+static void test_each_pool_kind_claims(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct pk_pool_kind *k = pk_pool_kinds(&n);
+	for (size_t i = 0; i < n; i++) {
+		char pool[512], claim[512], missing[512], text[2048];
+		pool_of(&k[i], k[i].namespaced ? "other" : "", "p", "10.0.0.0/24", pool,
+		        sizeof(pool));
+		claim_on(&k[i], "team", "p", claim, sizeof(claim));
+		claim_on(&k[i], "team", "q", missing, sizeof(missing));
+		snprintf(text, sizeof(text), "%s%s%s", pool, claim, missing);
+		struct pk_lint *l = run(text);
+		const struct pk_lint_finding *f = rule(l, 1, "claim-pool-missing");
+		if (k[i].namespaced)
+			assert_true(says(f, "the files have it in namespace other"));
+		else
+			assert_null(f);
+		f = rule(l, 2, "claim-pool-missing");
+		assert_non_null(f);
+		assert_true(says(f, "is not in the files linted"));
+		assert_true(says(f, " in namespace team") == k[i].namespaced);
+		pk_lint_free(l);
+	}
+}
+
+/* A kind of poolkeeper's group that is no pool kind is denied, naming every pool kind. */
+static void test_unknown_kind_names_every_pool_kind(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct pk_pool_kind *k = pk_pool_kinds(&n);
+	struct pk_lint *l =
+	    run("apiVersion: " PK_POOL_API_VERSION "\nkind: AddressBlock\nmetadata: {name: a}\n");
+	const struct pk_lint_finding *f = rule(l, 0, "unknown-kind");
+	assert_true(says(f, "\"AddressBlock\" is not a kind of " PK_POOL_GROUP ", which has "));
+	for (size_t i = 0; i < n; i++)
+		if (!says(f, k[i].kind))
+			fail_msg("%s is not named: %s", k[i].kind, f->v.message);
+	pk_lint_free(l);
+}
+
+/*
+ * Another group's kinds of the pool kinds' names are not poolkeeper's
+ * pools: Calico's cluster-scoped IPPool gets no "default" namespace, and
+ * another GlobalIPPool keeps the namespace it names.
+ */
+static void test_pool_kind_names_of_other_groups(void **state)
+{
+	(void)state;
+	size_t n;
+	struct pk_lint *l = run("apiVersion: crd.projectcalico.org/v1\nkind: " PK_POOL_KIND
+	                        "\nmetadata: {name: a}\nspec: {cidr: 10.0.0.0/16}\n---\n"
+	                        "apiVersion: example.io/v1\nkind: " PK_GLOBAL_POOL_KIND
+	                        "\nmetadata: {name: b, namespace: x}\n");
+	const struct pk_lint_object *o = pk_lint_objects(l, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(o[0].status, PK_LINT_SKIPPED);
+	assert_null(pk_lint_object_namespace(&o[0]));
+	assert_string_equal(pk_lint_object_namespace(&o[1]), "x");
+	pk_lint_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +409,11 @@ int main(void)
 	    cmocka_unit_test(test_overlaps_by_sweep),
 	    cmocka_unit_test(test_overlaps_many_copies),
 	    cmocka_unit_test(test_near_misses_and_fields),
+	    cmocka_unit_test(test_each_pool_kind_scope),
+	    cmocka_unit_test(test_each_pool_kind_overlaps),
+	    cmocka_unit_test(test_each_pool_kind_claims),
+	    cmocka_unit_test(test_unknown_kind_names_every_pool_kind),
+	    cmocka_unit_test(test_pool_kind_names_of_other_groups),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

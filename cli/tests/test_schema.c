@@ -1,4 +1,5 @@
 /* test_schema.c - the field tables agree with the chart's CRDs; unknown fields and suggestions. */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #include "api.h"
 #include "manifest.h"
+#include "pool_ref.h"
 #include "schema.h"
 #include "suggest.h"
 
@@ -48,17 +50,77 @@ static void assert_same_paths(const struct pk_schema *s, const json_t *openapi)
 	json_decref(paths);
 }
 
-/* charts/poolkeeper/crds: a drift between the chart and schema.c fails here. */
+#define CRDS_MAX 32
+
+/* qsort's strcmp for an array of names (char[N], each its own string). */
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* The *.yaml files of folder dir, sorted, into names; how many. */
+static size_t yaml_files(const char *dir, char names[][256], size_t max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t n = 0;
+	if (d == NULL)
+		fail_msg("%s: cannot be read", dir);
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		if (len < 5 || strcmp(e->d_name + len - 5, ".yaml") != 0)
+			continue;
+		if (n == max || len >= sizeof(names[0]))
+			fail_msg("%s: more CRDs, or longer names, than the test holds", dir);
+		memcpy(names[n++], e->d_name, len + 1);
+	}
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_name);
+	return n;
+}
+
+/* A CRD of a pool kind names the resource and scope of its row in pool_ref.h's table. */
+static const struct pk_pool_kind *check_pool_row(const json_t *spec, const char *file)
+{
+	const json_t *names = json_object_get(spec, "names");
+	const char *group = json_string_value(json_object_get(spec, "group"));
+	const char *kind = json_string_value(json_object_get(names, "kind"));
+	const char *plural = json_string_value(json_object_get(names, "plural"));
+	const char *scope = json_string_value(json_object_get(spec, "scope"));
+	const struct pk_pool_kind *k = pk_pool_kind_find(group, kind);
+	if (k == NULL)
+		return NULL;
+	assert_non_null(plural);
+	assert_non_null(scope);
+	if (strcmp(k->resource, plural) != 0)
+		fail_msg("%s: plural %s, the table's resource %s", file, plural, k->resource);
+	if (k->namespaced != !strcmp(scope, "Namespaced"))
+		fail_msg("%s: scope %s, the table's %s", file, scope,
+		         k->namespaced ? "namespaced" : "cluster-scoped");
+	return k;
+}
+
+/*
+ * charts/poolkeeper/crds, every CRD there: a drift between the chart and
+ * schema.c, or between the chart and pool_ref.h's table of pool kinds, fails
+ * here. Every pool kind of the table has its CRD in the chart.
+ */
 static void test_tables_match_chart(void **state)
 {
 	(void)state;
-	static const char *const files[] = {"ipam.poolkeeper.io_ippools.yaml",
-	                                    "ipam.poolkeeper.io_globalippools.yaml"};
+	static char files[CRDS_MAX][256];
+	char dir[512];
 	const char *src = getenv("PK_SOURCE_DIR");
+	size_t n_kinds;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n_kinds);
+	bool has_crd[PK_POOL_KINDS_MAX] = {false};
 	assert_non_null(src);
-	for (size_t i = 0; i < 2; i++) {
-		char path[512];
-		snprintf(path, sizeof(path), "%s/charts/poolkeeper/crds/%s", src, files[i]);
+	snprintf(dir, sizeof(dir), "%s/charts/poolkeeper/crds", src);
+	size_t n = yaml_files(dir, files, CRDS_MAX);
+	assert_true(n > 0);
+	for (size_t i = 0; i < n; i++) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
 		struct pk_manifest m = {0};
 		struct pk_err err;
 		char *buf;
@@ -68,21 +130,58 @@ static void test_tables_match_chart(void **state)
 		assert_int_equal(pk_manifest_parse_buffer(buf, len, path, NULL, &m, &err), PK_OK);
 		free(buf);
 		assert_int_equal(m.n, 1);
-		const json_t *crd = m.docs[0].value;
-		const char *kind = json_string_value(json_object_get(
-		    json_object_get(json_object_get(crd, "spec"), "names"), "kind"));
-		const json_t *versions = json_object_get(json_object_get(crd, "spec"), "versions");
+		const json_t *spec = json_object_get(m.docs[0].value, "spec");
+		const char *group = json_string_value(json_object_get(spec, "group"));
+		const char *kind =
+		    json_string_value(json_object_get(json_object_get(spec, "names"), "kind"));
+		const json_t *versions = json_object_get(spec, "versions");
+		const struct pk_pool_kind *row = check_pool_row(spec, files[i]);
+		if (row != NULL)
+			has_crd[row - kinds] = true;
+		assert_non_null(group);
+		assert_non_null(kind);
 		assert_true(json_array_size(versions) > 0);
 		for (size_t v = 0; v < json_array_size(versions); v++) {
 			const json_t *ver = json_array_get(versions, v);
-			const struct pk_schema *s = pk_schema_find(
-			    PK_POOL_GROUP, json_string_value(json_object_get(ver, "name")), kind);
-			assert_non_null(s);
+			const char *name = json_string_value(json_object_get(ver, "name"));
+			const struct pk_schema *s = pk_schema_find(group, name, kind);
+			if (s == NULL)
+				fail_msg("%s: %s %s has no schema in schema.c", files[i], kind,
+				         name);
 			assert_same_paths(
 			    s, json_object_get(json_object_get(ver, "schema"), "openAPIV3Schema"));
 		}
 		pk_manifest_free(&m);
 	}
+	for (size_t k = 0; k < n_kinds; k++)
+		if (!has_crd[k])
+			fail_msg("%s: no CRD in %s", kinds[k].kind, dir);
+}
+
+/* Lint knows every pool kind of the table: its schema, apiVersion and name. */
+static void test_every_pool_kind_known(void **state)
+{
+	(void)state;
+	size_t n, nk, nv;
+	const struct pk_pool_kind *k = pk_pool_kinds(&n);
+	const char *const *kinds = pk_schema_kinds(&nk);
+	const char *const *versions = pk_schema_api_versions(&nv);
+	for (size_t i = 0; i < n; i++) {
+		char api[320];
+		bool kind_known = false, version_known = false;
+		snprintf(api, sizeof(api), "%s/%s", k[i].group, k[i].version);
+		for (size_t j = 0; j < nk; j++)
+			kind_known = kind_known || !strcmp(kinds[j], k[i].kind);
+		for (size_t j = 0; j < nv; j++)
+			version_known = version_known || !strcmp(versions[j], api);
+		if (pk_schema_find(k[i].group, k[i].version, k[i].kind) == NULL || !kind_known ||
+		    !version_known)
+			fail_msg("%s %s: not known to lint's schemas", api, k[i].kind);
+	}
+	/* and the Cluster API kinds, each once */
+	assert_int_equal(nk, n + 2);
+	assert_string_equal(kinds[nk - 2], PK_CLAIM_KIND);
+	assert_string_equal(kinds[nk - 1], PK_ADDRESS_KIND);
 }
 
 /* The derivation itself: a property that appears or goes changes the list. */
@@ -197,6 +296,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tables_match_chart),
+	    cmocka_unit_test(test_every_pool_kind_known),
 	    cmocka_unit_test(test_paths_from_openapi),
 	    cmocka_unit_test(test_unknown_fields),
 	    cmocka_unit_test(test_closest),

@@ -9,15 +9,26 @@
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const struct pk_pool_kind kinds[] = {
-    {PK_POOL_KIND, PK_POOL_GROUP, PK_POOL_VERSION, PK_POOL_RESOURCE, true, PK_INCLUSTER_BACKEND},
+    {PK_POOL_KIND, PK_POOL_GROUP, PK_POOL_VERSION, PK_POOL_RESOURCE, true, PK_INCLUSTER_BACKEND,
+     PK_POOL_SPEC_RANGES},
     {PK_GLOBAL_POOL_KIND, PK_POOL_GROUP, PK_POOL_VERSION, PK_GLOBAL_POOL_RESOURCE, false,
-     PK_INCLUSTER_BACKEND},
+     PK_INCLUSTER_BACKEND, PK_POOL_SPEC_RANGES},
 };
+
+_Static_assert(COUNT(kinds) <= PK_POOL_KINDS_MAX, "PK_POOL_KINDS_MAX is too small");
 
 const struct pk_pool_kind *pk_pool_kinds(size_t *n)
 {
 	*n = COUNT(kinds);
 	return kinds;
+}
+
+const struct pk_pool_kind *pk_pool_kind_by_resource(const char *resource)
+{
+	for (size_t i = 0; resource != NULL && i < COUNT(kinds); i++)
+		if (strcmp(kinds[i].resource, resource) == 0)
+			return &kinds[i];
+	return NULL;
 }
 
 const struct pk_pool_kind *pk_pool_kinds_of_backend(const char *backend, size_t *n)

@@ -26,6 +26,12 @@
 /* The controller backend of poolkeeper's own allocator (controller/backends/incluster). */
 #define PK_INCLUSTER_BACKEND "incluster"
 
+/* What a pool kind's spec holds, beyond what every pool's does (addresses, excluded
+ * addresses, prefix, gateway, reserved addresses, the reuse grace period). */
+enum pk_pool_spec {
+	PK_POOL_SPEC_RANGES = 0, /* nothing more (IPPool's) */
+};
+
 /* A pool resource of poolkeeper's, as its backend serves it. */
 struct pk_pool_kind {
 	const char *kind;            /* "IPPool" */
@@ -33,10 +39,17 @@ struct pk_pool_kind {
 	const char *resource;        /* "ippools" */
 	bool namespaced;             /* false: a poolRef from any namespace names the one pool */
 	const char *backend;         /* the controller backend that serves it: "incluster" */
+	enum pk_pool_spec spec;      /* its spec's fields */
 };
+
+/* The most pool kinds the table holds (fixed-size arrays per kind may use it). */
+#define PK_POOL_KINDS_MAX 8
 
 /* poolkeeper's pool kinds; those of one backend are next to each other. */
 const struct pk_pool_kind *pk_pool_kinds(size_t *n);
+
+/* poolkeeper's kind whose resource (plural) that is, or NULL. */
+const struct pk_pool_kind *pk_pool_kind_by_resource(const char *resource);
 
 /* The kinds one backend serves (a slice of pk_pool_kinds), or NULL (*n 0) for none. */
 const struct pk_pool_kind *pk_pool_kinds_of_backend(const char *backend, size_t *n);

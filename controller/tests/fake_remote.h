@@ -83,8 +83,9 @@ struct remote_call {
 	unsigned cancels; /* fr->cancels when the call began */
 };
 
-static const struct pk_pool_kind remote_kinds[] = {
-    {"RemoteIPPool", "remote.ipam.example.org", "v1", "remoteippools", true, "remote"}};
+static const struct pk_pool_kind remote_kinds[] = {{"RemoteIPPool", "remote.ipam.example.org", "v1",
+                                                    "remoteippools", true, "remote",
+                                                    PK_POOL_SPEC_RANGES}};
 
 static inline void remote_key(const struct pk_claim_id *id, char *buf, size_t len)
 {

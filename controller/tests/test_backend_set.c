@@ -31,8 +31,10 @@ struct fake_local {
 };
 
 static const struct pk_pool_kind local_kinds[] = {
-    {"LocalIPPool", "local.ipam.example.org", "v1", "localippools", true, "local"},
-    {"GlobalLocalIPPool", "local.ipam.example.org", "v1", "globallocalippools", false, "local"}};
+    {"LocalIPPool", "local.ipam.example.org", "v1", "localippools", true, "local",
+     PK_POOL_SPEC_RANGES},
+    {"GlobalLocalIPPool", "local.ipam.example.org", "v1", "globallocalippools", false, "local",
+     PK_POOL_SPEC_RANGES}};
 
 static const struct pk_pool_kind *local_kinds_fn(void *self, size_t *n)
 {

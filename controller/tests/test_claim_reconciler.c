@@ -35,7 +35,7 @@ struct fake_backend {
 };
 
 static const struct pk_pool_kind fb_kinds[] = {
-    {"IPPool", "ipam.poolkeeper.io", "v1alpha1", "ippools", true, "fake"}};
+    {"IPPool", "ipam.poolkeeper.io", "v1alpha1", "ippools", true, "fake", PK_POOL_SPEC_RANGES}};
 
 static const struct pk_pool_kind *fb_kinds_fn(void *self, size_t *n)
 {

@@ -477,9 +477,11 @@ static void test_facts_from_the_declared_kind(void **state)
 {
 	(void)state;
 	static const struct pk_pool_kind global = {
-	    "SharedKeaPool", "kea.ipam.example.org", "v1", "sharedkeapools", false, "kea"};
+	    "SharedKeaPool", "kea.ipam.example.org", "v1", "sharedkeapools", false,
+	    "kea",           PK_POOL_SPEC_RANGES};
 	static const struct pk_pool_kind local = {
-	    "GlobalIPPool", "kea.ipam.example.org", "v1", "globalippools", true, "kea"};
+	    "GlobalIPPool", "kea.ipam.example.org", "v1", "globalippools", true,
+	    "kea",          PK_POOL_SPEC_RANGES};
 	json_t *claim =
 	    load("{'metadata':{" CLAIM_MD ",'finalizers':["
 	         "'ipam.poolkeeper.io/release-address'],"

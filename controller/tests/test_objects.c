@@ -173,8 +173,8 @@ static void test_claim_status_patch(void **state)
 	json_decref(claim);
 }
 
-static const struct pk_pool_kind ippool = {"IPPool", "ipam.poolkeeper.io", "v1alpha1", "ippools",
-                                           true,     "incluster"};
+static const struct pk_pool_kind ippool = {
+    "IPPool", "ipam.poolkeeper.io", "v1alpha1", "ippools", true, "incluster", PK_POOL_SPEC_RANGES};
 
 static void test_ipaddress(void **state)
 {
@@ -229,7 +229,8 @@ static void test_ipaddress(void **state)
 	json_decref(nouid);
 	/* another backend's kind: its group and version name the pool, never poolkeeper's */
 	static const struct pk_pool_kind other = {
-	    "GlobalKeaIPPool", "kea.ipam.example.org", "v1beta1", "globalkeaippools", false, "kea"};
+	    "GlobalKeaIPPool",  "kea.ipam.example.org", "v1beta1", "globalkeaippools", false, "kea",
+	    PK_POOL_SPEC_RANGES};
 	s.pool_kind = &other;
 	a = pk_objects_ipaddress(bare, &s);
 	assert_json(json_object_get(a, "spec"),
