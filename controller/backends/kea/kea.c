@@ -348,6 +348,7 @@ static const struct pk_backend_ops kea_ops = {
     .address_seen = kea_address_seen,
     .on_leading = kea_on_leading,
     .reconcile_pool = kea_reconcile_pool,
+    .resync = kea_resync,
     .cancel = kea_cancel,
     .ready = kea_ready,
     .write_metrics = kea_write_metrics,

@@ -35,13 +35,7 @@ void kea_jobs_cancel(struct kea_backend *b)
 	b->tail = NULL;
 }
 
-/* The job's server connection, copied out of the record (under b->mu). */
-struct conn {
-	char *url, *ca, *user, *password, *owner;
-	size_t ca_len;
-};
-
-static void conn_free(struct conn *c)
+void kea_conn_free(struct kea_conn *c)
 {
 	free(c->url);
 	free(c->ca);
@@ -57,7 +51,7 @@ static char *dup_or_null(const char *s)
 	return s != NULL ? strdup(s) : NULL;
 }
 
-static bool conn_copy(struct kea_backend *b, const char *server, struct conn *c)
+bool kea_conn_copy(struct kea_backend *b, const char *server, struct kea_conn *c)
 {
 	const struct kea_server *s = pk_strmap_get(b->servers, server);
 	memset(c, 0, sizeof(*c));
@@ -87,7 +81,7 @@ static void note_outcome(struct kea_backend *b, const char *server,
 }
 
 /* Runs one job against Kea (b->mu not held). */
-static void run(struct kea_backend *b, const struct kea_job *j, const struct conn *c,
+static void run(struct kea_backend *b, const struct kea_job *j, const struct kea_conn *c,
                 struct pk_kea_taken *taken, unsigned *released, struct pk_backend_result *res)
 {
 	struct pk_kea_endpoint ep = {.url = c->url,
@@ -165,8 +159,8 @@ static void *caller_main(void *arg)
 		b->head = j->next;
 		if (b->head == NULL)
 			b->tail = NULL;
-		struct conn c;
-		bool known = conn_copy(b, j->server, &c);
+		struct kea_conn c;
+		bool known = kea_conn_copy(b, j->server, &c);
 		b->running[me->slot] = j;
 		pthread_mutex_unlock(&b->mu);
 		struct pk_kea_taken taken = {0};
@@ -178,7 +172,7 @@ static void *caller_main(void *arg)
 			pk_backend_result_set(&res, PK_BACKEND_PERMANENT, PK_KEA_REASON_UNREACHABLE,
 			                      "KeaServer %s is not known (or out of memory)",
 			                      j->server);
-		conn_free(&c);
+		kea_conn_free(&c);
 		answer(b, j, &taken, released, &res);
 		pthread_mutex_lock(&b->mu);
 		b->running[me->slot] = NULL;

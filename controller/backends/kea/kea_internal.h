@@ -77,8 +77,9 @@ struct kea_backend {
 	struct pk_strmap *claims;             /* claim key -> struct kea_claim */
 	struct kea_job *head, *tail;          /* the jobs waiting for a caller */
 	struct kea_job *running[KEA_CALLERS]; /* each caller's job in flight, or NULL */
-	unsigned term; /* bumped by cancel: answers of an older term are dropped */
-	bool stopping; /* free: the callers exit */
+	unsigned term;              /* bumped by cancel: answers of an older term are dropped */
+	bool stopping;              /* free: the callers exit */
+	atomic_uint leases_missing; /* IPAddresses without their lease, at the last resync */
 	struct kea_caller callers[KEA_CALLERS];
 	size_t ncallers;
 };
@@ -120,7 +121,20 @@ int kea_reconcile_pool(void *self, const struct pk_work_key *k, const json_t *po
                        struct pk_pool_next *next);
 void kea_write_metrics(void *self, FILE *f);
 
+/* kea_resync.c (b->mu not held): the resync op. */
+int kea_resync(void *self);
+
+/* A server's connection copied out of its record, for a call made without b->mu. */
+struct kea_conn {
+	char *url, *ca, *user, *password, *owner;
+	size_t ca_len;
+};
+
 /* kea_calls.c */
+/* Copies the named server's connection (under b->mu); false when unknown or out of memory
+ * (c is then still freed with kea_conn_free). */
+bool kea_conn_copy(struct kea_backend *b, const char *server, struct kea_conn *c);
+void kea_conn_free(struct kea_conn *c);
 int kea_callers_start(struct kea_backend *b);
 void kea_callers_stop(struct kea_backend *b);
 /* Queues a job (under b->mu). */

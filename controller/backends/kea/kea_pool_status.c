@@ -121,4 +121,7 @@ void kea_write_metrics(void *self, FILE *f)
 	pthread_mutex_lock(&b->mu);
 	pk_strmap_foreach(b->pools, pool_gauges, &g);
 	pthread_mutex_unlock(&b->mu);
+	pk_metrics_head(f, "poolkeeper_kea_leases_missing", "gauge",
+	                "IPAddresses of Kea pools whose lease was gone at the last resync.");
+	fprintf(f, "poolkeeper_kea_leases_missing %u\n", atomic_load(&b->leases_missing));
 }

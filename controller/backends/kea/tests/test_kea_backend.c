@@ -25,6 +25,7 @@
 #include "fake_writer.h"
 #include "kea.h"
 #include "kea_fixture.h"
+#include "kea_lease.h"
 
 struct host {
 	struct fake_writer fw;
@@ -298,6 +299,86 @@ static void a_pool_without_server_or_subnet_is_invalid(void **state)
 	pk_pool_view_clear(&v);
 }
 
+/* Whether Kea holds a lease of address. */
+static bool leased(const char *address)
+{
+	struct pk_kea_answer a;
+	struct pk_kea_endpoint ep = endpoint();
+	json_t *get = json_pack("{s:s}", "ip-address", address);
+	pk_kea_command(&ep, "lease4-get", "dhcp4", get, &a);
+	json_decref(get);
+	pk_kea_answer_clear(&a);
+	return a.outcome == PK_KEA_ANSWERED && a.result == PK_KEA_SUCCESS;
+}
+
+static void add_lease(const struct pk_kea_claim *c, const char *address)
+{
+	struct pk_addr a;
+	struct pk_err err;
+	struct pk_kea_answer ans;
+	assert_int_equal(pk_address_parse(address, &a, NULL, &err), PK_OK);
+	struct pk_kea_endpoint ep = endpoint();
+	json_t *args = pk_kea_lease_add_args(c, &a);
+	pk_kea_command(&ep, "lease4-add", "dhcp4", args, &ans);
+	json_decref(args);
+	assert_int_equal(ans.result, PK_KEA_SUCCESS);
+	pk_kea_answer_clear(&ans);
+}
+
+/* A lease of this owner whose claim has no IPAddress, and that no call of this process is
+ * about, is deleted; another owner's, a DHCP client's, and a claim's this process works on
+ * stay. */
+static void resync_deletes_only_this_owners_orphans(void **state)
+{
+	struct host *h = *state;
+	const struct pk_kea_claim orphan = {.owner = "mgmt-a", .ns = "team-a", .name = "o-1"};
+	const struct pk_kea_claim other = {.owner = "mgmt-b", .ns = "team-a", .name = "o-1"};
+	add_lease(&orphan, "10.77.8.1");
+	add_lease(&other, "10.77.8.2");
+	struct pk_kea_answer a;
+	struct pk_kea_endpoint ep = endpoint();
+	json_t *dhcp =
+	    json_pack("{s:s, s:s}", "ip-address", "10.77.8.3", "hw-address", "52:54:00:00:08:03");
+	pk_kea_command(&ep, "lease4-add", "dhcp4", dhcp, &a);
+	json_decref(dhcp);
+	/* A claim this process took for: its record says so. */
+	struct pk_pool_view v;
+	view(h, "resync", "10.77.8.10-10.77.8.19", KEA_SPEC, &v);
+	char key[PK_OBJECT_KEY_MAX];
+	struct pk_claim_id id = id_of("k-1", key, sizeof(key));
+	struct pk_address_lease l;
+	struct pk_backend_result r;
+	h->b.ops->ensure_address(h->b.self, &v, &id, &l, &r);
+	assert_true(wait_queued(h, 1));
+	json_t *pages = loadf("[{'items': []}]");
+	h->fw.pages = pages;
+	assert_true(pk_backend_resyncs(&h->b));
+	assert_int_equal(h->b.ops->resync(h->b.self), PK_OK);
+	json_decref(pages);
+	assert_false(leased("10.77.8.1"));
+	assert_true(leased("10.77.8.2"));
+	assert_true(leased("10.77.8.3"));
+	assert_true(leased("10.77.8.10"));
+	assert_true(wait_queued(h, 2)); /* the orphan's claim is looked at again */
+	assert_string_equal(h->last, "team-a/o-1");
+	/* The Kea server unreachable: the resync fails (tried at the next period). */
+	assert_int_equal(pk_kea_server_set(&h->b, "site-a", "https://127.0.0.1:1/", kea.ca,
+	                                   "poolkeeper", kea.password, "mgmt-a"),
+	                 PK_OK);
+	pages = loadf("[{'items': []}]");
+	h->fw.pages = pages;
+	assert_int_equal(h->b.ops->resync(h->b.self), PK_ERR_API);
+	json_decref(pages);
+	json_t *del = json_pack("{s:s}", "ip-address", "10.77.8.2");
+	pk_kea_command(&ep, "lease4-del", "dhcp4", del, &a);
+	json_object_set_new(del, "ip-address", json_string("10.77.8.3"));
+	pk_kea_command(&ep, "lease4-del", "dhcp4", del, &a);
+	json_object_set_new(del, "ip-address", json_string("10.77.8.10"));
+	pk_kea_command(&ep, "lease4-del", "dhcp4", del, &a);
+	json_decref(del);
+	pk_pool_view_clear(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +387,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(cancel_ends_calls_and_drops_their_answers, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(a_pool_without_server_or_subnet_is_invalid, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(resync_deletes_only_this_owners_orphans, setup,
 	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
