@@ -75,6 +75,20 @@ struct pk_claim_id {
 	const char *external_id;
 };
 
+/*
+ * A resource a backend reads beside its pools: its connection objects (a
+ * KeaServer: where the other system is) and the Secrets they name (its
+ * credentials). The controller watches each and tells the backend of every
+ * change (watched), so credentials are re-read when their Secret changes.
+ * Secrets are read only in the controller's own namespace
+ * (pk_controller_opts.credentials_namespace), which is all its RBAC grants.
+ */
+struct pk_backend_watch {
+	const char *group; /* "": the core group */
+	const char *version, *resource;
+	bool namespaced; /* watched in the credentials namespace only; else cluster-scoped */
+};
+
 /* A claim's pool, read once per pass: the reconciler fills it from the cache and the kind
  * the backend declares (pk_backend_view_pool); the backend's view_pool adds the rest. */
 struct pk_pool_view {
@@ -202,6 +216,14 @@ struct pk_backend_ops {
 	 * a pool gone is no work): its status and finalizer; *next: what follows. */
 	int (*reconcile_pool)(void *self, const struct pk_work_key *k, const json_t *pool,
 	                      struct pk_pool_next *next);
+	/* Optional (NULL: nothing but pools). The other resources the backend reads. */
+	const struct pk_backend_watch *(*watches)(void *self, size_t *n);
+	/* With watches: an object of watches()[i] was added or changed (obj, as the informer
+	 * keeps it: identity, generation, spec, data and type), or deleted (obj NULL); key is
+	 * "<ns>/<name>" or "<name>". Called from the informer's thread: it must not wait on
+	 * the network. *requeue: the backend's claims not Ready yet should be looked at again
+	 * (a connection or its credentials changed). */
+	void (*watched)(void *self, size_t i, const char *key, const json_t *obj, bool *requeue);
 	/* Optional (NULL: nothing to compare). While this process leads, every resync period
 	 * (pk_controller_opts): compare the other system's records with the IPAddresses (a
 	 * consistent read through the writer); repair what can be repaired (a record whose

@@ -12,12 +12,21 @@ struct member {
 	size_t nkinds;
 };
 
+/* The most watches of all members together. */
+#define SET_MAX_WATCHES 16
+
 struct set {
-	struct pk_backend_ops ops; /* set_ops, with resync only when a member resyncs */
+	struct pk_backend_ops
+	    ops; /* set_ops, with resync and watches only when a member has them */
 	struct member m[PK_BACKEND_SET_MAX];
 	size_t n;
 	struct pk_pool_kind *kinds; /* every member's, in order */
 	size_t nkinds;
+	struct pk_backend_watch watches[SET_MAX_WATCHES]; /* every member's, in order */
+	struct {
+		size_t member, index; /* whose, and its index there */
+	} watch_of[SET_MAX_WATCHES];
+	size_t nwatches;
 };
 
 static bool has_kind(const struct member *m, const char *group, const char *kind)
@@ -167,6 +176,46 @@ static int set_resync(void *self)
 	return rc;
 }
 
+static const struct pk_backend_watch *set_watches(void *self, size_t *n)
+{
+	struct set *s = self;
+	*n = s->nwatches;
+	return s->watches;
+}
+
+static void set_watched(void *self, size_t i, const char *key, const json_t *obj, bool *requeue)
+{
+	struct set *s = self;
+	if (i >= s->nwatches)
+		return;
+	struct member *m = &s->m[s->watch_of[i].member];
+	m->b.ops->watched(m->b.self, s->watch_of[i].index, key, obj, requeue);
+}
+
+/* Gathers the members' watches; false when they are more than SET_MAX_WATCHES. */
+static bool gather_watches(struct set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		size_t n = 0;
+		const struct pk_backend_watch *w = s->m[i].b.ops->watches != NULL
+		                                       ? s->m[i].b.ops->watches(s->m[i].b.self, &n)
+		                                       : NULL;
+		for (size_t k = 0; k < n; k++) {
+			if (s->nwatches == SET_MAX_WATCHES)
+				return false;
+			s->watches[s->nwatches] = w[k];
+			s->watch_of[s->nwatches].member = i;
+			s->watch_of[s->nwatches].index = k;
+			s->nwatches++;
+		}
+	}
+	if (s->nwatches > 0) {
+		s->ops.watches = set_watches;
+		s->ops.watched = set_watched;
+	}
+	return true;
+}
+
 static void set_cancel(void *self)
 {
 	struct set *s = self;
@@ -267,6 +316,12 @@ int pk_backend_set_new(const struct pk_backend *members, size_t n, struct pk_bac
 	for (size_t i = 0; i < n; i++)
 		if (pk_backend_resyncs(&s->m[i].b))
 			s->ops.resync = set_resync;
+	if (!gather_watches(s)) {
+		int rc = pk_err_set(err, PK_ERR_INVALID, "backends: more than %d watched resources",
+		                    SET_MAX_WATCHES);
+		drop(members, n, s);
+		return rc;
+	}
 	*out = (struct pk_backend){&s->ops, s};
 	return PK_OK;
 }

@@ -129,6 +129,12 @@ void *pk_cache_keep_cluster(void *ud, const json_t *o)
 	return keep(ud, PK_CLUSTER_KIND, o, pk_trim_cluster(o), 0, 0, 0);
 }
 
+void *pk_cache_keep_connection(void *ud, const json_t *o)
+{
+	const char *kind = pk_json_cstr_at(o, "kind");
+	return keep(ud, kind != NULL ? kind : "connection", o, pk_trim_connection(o), 0, 0, 0);
+}
+
 static void visit_ref(void *ud, const char *key, const void *item)
 {
 	(void)key;

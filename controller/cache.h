@@ -49,6 +49,7 @@ void *pk_cache_keep_claim(void *ud, const json_t *o);
 void *pk_cache_keep_address(void *ud, const json_t *o);
 void *pk_cache_keep_pool(void *ud, const json_t *o);
 void *pk_cache_keep_cluster(void *ud, const json_t *o);
+void *pk_cache_keep_connection(void *ud, const json_t *o); /* a backend's watches */
 
 /* A new reference to the object an informer item holds, or NULL. */
 json_t *pk_cache_item_json(const void *item);

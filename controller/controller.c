@@ -221,6 +221,7 @@ static struct pk_controller *controller_alloc(const struct pk_controller_opts *o
 	c->selector = dup_or_null(opts->label_selector);
 	c->claim_version = strdup(opts->claim_version ? opts->claim_version : PK_CAPI_V1BETA2);
 	c->cluster_version = dup_or_null(opts->cluster_version);
+	c->credentials_namespace = dup_or_null(opts->credentials_namespace);
 	c->resync_period_ms = opts->resync_period_ms;
 	c->queue = pk_queue_new();
 	c->expect = pk_expect_new();
@@ -299,10 +300,18 @@ static size_t informers(struct pk_controller *c, struct pk_kube_informer **all, 
 	}
 	all[n] = c->cache.clusters;
 	names[n++] = PK_CLUSTER_RESOURCE;
+	size_t nw = 0;
+	const struct pk_backend_watch *w = c->backend.ops != NULL && c->backend.ops->watches != NULL
+	                                       ? c->backend.ops->watches(c->backend.self, &nw)
+	                                       : NULL;
+	for (size_t i = 0; i < c->nwatched && i < nw; i++) {
+		all[n] = c->watched[i].inf;
+		names[n++] = w[i].resource;
+	}
 	return n;
 }
 
-#define NINF (3 + PK_CACHE_MAX_POOL_KINDS)
+#define NINF (3 + PK_CACHE_MAX_POOL_KINDS + CTL_MAX_WATCHES)
 
 int pk_controller_start(struct pk_controller *c, struct pk_err *err)
 {
@@ -416,6 +425,7 @@ void pk_controller_free(struct pk_controller *c)
 	free(c->selector);
 	free(c->claim_version);
 	free(c->cluster_version);
+	free(c->credentials_namespace);
 	free(c);
 }
 

@@ -40,6 +40,9 @@ struct pk_controller_opts {
 	const struct pk_registry_entry *const *backends;
 	size_t nbackends;
 	struct pk_kube_config *events_config; /* Events written with it; NULL: no Events */
+	/* Where the backends' namespaced watches (the Secrets their connections name) are read,
+	 * and nowhere else; NULL or "": those are not watched. */
+	const char *credentials_namespace;
 	/* How often, while leading, the backends compare their records with the systems they
 	 * keep them in (backend.h, resync); 0: never. */
 	long resync_period_ms;

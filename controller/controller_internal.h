@@ -22,6 +22,16 @@
 
 #define MAX_WORKERS 64
 
+/* The most resources the backends watch beside pools (backend.h, watches). */
+#define CTL_MAX_WATCHES 16
+
+/* What a watched resource's informer handlers know. */
+struct backend_watch {
+	struct pk_controller *c;
+	size_t index; /* in the backend's watches() */
+	struct pk_kube_informer *inf;
+};
+
 /* What a pool informer's handlers know: the controller and the kind they watch. */
 struct pool_watch {
 	struct pk_controller *c;
@@ -38,6 +48,9 @@ struct pk_controller {
 	struct pk_queue *queue;
 	struct pk_cache cache;
 	struct pool_watch watches[PK_CACHE_MAX_POOL_KINDS];
+	struct backend_watch watched[CTL_MAX_WATCHES];
+	size_t nwatched;
+	char *credentials_namespace;
 	struct pk_api_writer api;
 	struct pk_writer writer;
 	struct pk_backend backend;

@@ -173,13 +173,15 @@ struct informer_spec {
 	bool filtered; /* by the label selector */
 	pk_kube_transform_fn *keep;
 	struct pk_kube_informer_handlers h;
+	const char *ns; /* namespaced: this namespace instead of the watched one */
 };
 
 static int informer_new(struct pk_controller *c, const struct informer_spec *s, struct pk_err *err)
 {
 	if (s->version == NULL)
 		return PK_OK; /* Clusters not served */
-	if (!s->namespaced && c->namespace != NULL) {
+	const char *ns = s->ns != NULL ? s->ns : c->namespace;
+	if (!s->namespaced && c->namespace != NULL && s->ns == NULL) {
 		pk_log_warn("watching one namespace: pools of a kind that is not namespaced are "
 		            "ignored, since their addresses in other namespaces cannot be seen",
 		            PK_LOG_STR("namespace", c->namespace),
@@ -190,7 +192,7 @@ static int informer_new(struct pk_controller *c, const struct informer_spec *s, 
 	    .ref = {.group = s->group,
 	            .version = s->version,
 	            .resource = s->resource,
-	            .namespace = s->namespaced ? c->namespace : NULL},
+	            .namespace = s->namespaced ? ns : NULL},
 	    .label_selector = s->filtered ? c->selector : NULL,
 	    .transform = s->keep,
 	    .transform_ud = &c->cache,
@@ -198,6 +200,83 @@ static int informer_new(struct pk_controller *c, const struct informer_spec *s, 
 	    .handlers = s->h,
 	};
 	return pk_kube_informer_new(c->client, &io, s->slot, err);
+}
+
+/* Claims not Ready (nor going): their backend's connection changed, so they are looked at
+ * again. */
+static void queue_unready_claim(void *ud, const char *key, const void *item)
+{
+	struct pk_work_key k;
+	if (!pk_cache_item_ours(item) || pk_cache_item_ready(item) || pk_cache_item_deleting(item))
+		return;
+	pk_object_key_parse(key, &k);
+	ctl_queue(ud, &k, 0);
+}
+
+/* A watched object changed (obj) or went (NULL): the backend is told. */
+static void watched_event(struct backend_watch *w, const char *key, const void *item)
+{
+	struct pk_controller *c = w->c;
+	json_t *obj = item != NULL ? pk_cache_item_json(item) : NULL;
+	bool requeue = false;
+	c->backend.ops->watched(c->backend.self, w->index, key, obj, &requeue);
+	json_decref(obj);
+	if (requeue && !pk_cache_first_list(c->cache.claims))
+		pk_kube_informer_foreach(c->cache.claims, queue_unready_claim, c);
+}
+
+static void on_watched(void *ud, const char *key, const void *item)
+{
+	watched_event(ud, key, item);
+}
+
+static void on_watched_update(void *ud, const char *key, const void *old, const void *item)
+{
+	(void)old;
+	watched_event(ud, key, item);
+}
+
+static void on_watched_delete(void *ud, const char *key, const void *item)
+{
+	(void)item;
+	watched_event(ud, key, NULL);
+}
+
+/* An informer for each resource the backends watch beside pools. */
+static int watches_new(struct pk_controller *c, struct pk_err *err)
+{
+	size_t n = 0;
+	const struct pk_backend_watch *w =
+	    c->backend.ops->watches != NULL ? c->backend.ops->watches(c->backend.self, &n) : NULL;
+	if (n > CTL_MAX_WATCHES)
+		return pk_err_set(
+		    err, PK_ERR_INVALID,
+		    "the backends watch %zu resources; the controller watches at most %d", n,
+		    CTL_MAX_WATCHES);
+	for (size_t i = 0; i < n; i++) {
+		c->watched[i] = (struct backend_watch){c, i, NULL};
+		c->nwatched = i + 1;
+		if (w[i].namespaced && c->credentials_namespace == NULL) {
+			pk_log_warn("no credentials namespace: a backend's Secrets are not read",
+			            PK_LOG_STR("resource", w[i].resource));
+			continue;
+		}
+		struct informer_spec s = {
+		    &c->watched[i].inf,
+		    w[i].group,
+		    w[i].version,
+		    w[i].resource,
+		    w[i].namespaced,
+		    false,
+		    pk_cache_keep_connection,
+		    {on_watched, on_watched_update, on_watched_delete, NULL, &c->watched[i]},
+		    w[i].namespaced ? c->credentials_namespace : "",
+		};
+		int rc = informer_new(c, &s, err);
+		if (rc != PK_OK)
+			return rc;
+	}
+	return PK_OK;
 }
 
 int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
@@ -213,7 +292,8 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 	     true,
 	     true,
 	     pk_cache_keep_claim,
-	     {on_claim, on_claim_update, on_claim_delete, NULL, c}},
+	     {on_claim, on_claim_update, on_claim_delete, NULL, c},
+	     NULL},
 	    {&c->cache.addresses,
 	     PK_CAPI_IPAM_GROUP,
 	     c->claim_version,
@@ -221,7 +301,8 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 	     true,
 	     false,
 	     pk_cache_keep_address,
-	     {on_address, on_address_update, on_address_delete, NULL, c}},
+	     {on_address, on_address_update, on_address_delete, NULL, c},
+	     NULL},
 	};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		if ((rc = informer_new(c, &fixed[i], err)) != PK_OK)
@@ -244,7 +325,8 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 		                          kinds[i].namespaced,
 		                          true,
 		                          pk_cache_keep_pool,
-		                          {on_pool, on_pool_update, on_pool, NULL, &c->watches[i]}};
+		                          {on_pool, on_pool_update, on_pool, NULL, &c->watches[i]},
+		                          NULL};
 		if ((rc = informer_new(c, &s, err)) != PK_OK)
 			return rc;
 	}
@@ -255,8 +337,11 @@ int ctl_informers_new(struct pk_controller *c, struct pk_err *err)
 	                           true,
 	                           true,
 	                           pk_cache_keep_cluster,
-	                           {on_cluster, on_cluster_update, on_cluster, NULL, c}};
-	return informer_new(c, &cl, err);
+	                           {on_cluster, on_cluster_update, on_cluster, NULL, c},
+	                           NULL};
+	if ((rc = informer_new(c, &cl, err)) != PK_OK)
+		return rc;
+	return watches_new(c, err);
 }
 
 static void queue_claim_item(void *ud, const char *key, const void *item)

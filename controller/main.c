@@ -43,6 +43,7 @@ enum {
 	F_METRICS_ADDR,
 	F_BACKENDS,
 	F_RESYNC,
+	F_CREDENTIALS_NS,
 	F_COUNT,
 };
 
@@ -83,6 +84,9 @@ static const struct pk_flag flags[F_COUNT] = {
     [F_RESYNC] = {"resync-period", 0, PK_FLAG_DURATION, "10m", "0s..24h",
                   "how often the leader has backends that keep records in another system "
                   "compare them with the IPAddresses; 0s: never"},
+    [F_CREDENTIALS_NS] = {"credentials-namespace", 0, PK_FLAG_STRING, "", "NS",
+                          "the one namespace whose Secrets backends read their credentials "
+                          "from; empty: the pod's namespace, else default"},
 };
 
 #define PROGRAM "poolkeeper-controller"
@@ -94,6 +98,7 @@ struct options {
 	const char *namespace;
 	const char *watch_filter;
 	const char *leader_ns;
+	const char *credentials_ns;
 	const char *leader_id;
 	struct pk_httpd_probes_config probes; /* the addresses */
 	unsigned long workers, qps, burst;
@@ -160,6 +165,7 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 	o->namespace = pk_flags_get_string(flags, vals, F_NAMESPACE);
 	o->watch_filter = pk_flags_get_string(flags, vals, F_WATCH_FILTER);
 	o->leader_ns = pk_flags_get_string(flags, vals, F_LEADER_NS);
+	o->credentials_ns = pk_flags_get_string(flags, vals, F_CREDENTIALS_NS);
 	o->leader_id = pk_flags_get_string(flags, vals, F_LEADER_ID);
 	o->leader_elect = pk_flags_get_bool(vals, F_LEADER_ELECT);
 	o->workers = (unsigned long)pk_flags_get_num(vals, F_WORKERS);
@@ -172,6 +178,7 @@ static int read_options(void *opts, const struct pk_daemon_args *args, struct pk
 	int rc;
 	if ((rc = check_name(vals, F_NAMESPACE, dns_label, err)) != PK_OK ||
 	    (rc = check_name(vals, F_LEADER_NS, dns_label, err)) != PK_OK ||
+	    (rc = check_name(vals, F_CREDENTIALS_NS, dns_label, err)) != PK_OK ||
 	    (rc = check_name(vals, F_WATCH_FILTER, pk_parse_label_value, err)) != PK_OK ||
 	    (rc = check_name(vals, F_LEADER_ID, dns_subdomain, err)) != PK_OK)
 		return rc;
@@ -245,8 +252,8 @@ static const char *served_version(struct pk_kube_client *client, const char *gro
 	return buf[0] != '\0' ? buf : NULL;
 }
 
-/* The pod's namespace (service account), else "default". */
-static void lease_namespace(const char *flag, char *buf, size_t len)
+/* The flag's namespace, else the pod's (service account), else "default". */
+static void flag_or_pod_namespace(const char *flag, char *buf, size_t len)
 {
 	if (flag != NULL && *flag != '\0') {
 		snprintf(buf, len, "%s", flag);
@@ -331,6 +338,8 @@ static bool discover(struct daemon *dm)
 static bool start_controller(struct daemon *dm)
 {
 	struct pk_err err = {{0}};
+	char cns[256];
+	flag_or_pod_namespace(dm->o.credentials_ns, cns, sizeof(cns));
 	struct pk_controller_opts opts = {
 	    .client = dm->client,
 	    .namespace = dm->o.namespace,
@@ -341,7 +350,8 @@ static bool start_controller(struct daemon *dm)
 	    .backends = dm->o.backends,
 	    .nbackends = dm->o.nbackends,
 	    .events_config = dm->cfg,
-	    .resync_period_ms = dm->o.resync_ms};
+	    .resync_period_ms = dm->o.resync_ms,
+	    .credentials_namespace = cns};
 	struct pk_httpd_probes_config pc = dm->o.probes;
 	pc.ready = probe_ready;
 	pc.metrics = probe_metrics;
@@ -410,7 +420,7 @@ static bool start_leading(struct daemon *dm)
 	}
 	struct pk_err err = {{0}};
 	char lns[256];
-	lease_namespace(dm->o.leader_ns, lns, sizeof(lns));
+	flag_or_pod_namespace(dm->o.leader_ns, lns, sizeof(lns));
 	struct pk_kube_elector_opts eo = {.namespace = lns,
 	                                  .name = dm->o.leader_id,
 	                                  .lease_duration_ms = dm->o.lease_ms,

@@ -15,6 +15,10 @@
 #define PK_GLOBAL_POOL_KIND     "GlobalIPPool"
 #define PK_POOL_RESOURCE        "ippools"
 #define PK_GLOBAL_POOL_RESOURCE "globalippools"
+/* The Kea backend's connection object (controller/backends/kea): where a Kea Control Agent
+ * is, and the Secret of its credentials. */
+#define PK_KEA_SERVER_KIND     "KeaServer"
+#define PK_KEA_SERVER_RESOURCE "keaservers"
 
 /* Cluster API's IPAM kinds: ipam.cluster.x-k8s.io, v1beta2 preferred over v1beta1. */
 #define PK_CAPI_IPAM_GROUP  "ipam.cluster.x-k8s.io"

@@ -115,6 +115,20 @@ static const struct keep pool[] = {
     {.name = NULL},
 };
 
+/* A backend's connection object or Secret (backend.h, watches): who it is, and what it says. */
+static const struct keep connection_metadata[] = {
+    {.also = identity_metadata},
+    {.name = "generation"},
+    {.name = NULL},
+};
+static const struct keep connection[] = {
+    {.name = "metadata", .only = connection_metadata},
+    {.name = "spec"},
+    {.name = "data"},
+    {.name = "type"},
+    {.name = NULL},
+};
+
 static const struct keep cluster_metadata[] = {
     {.name = "name"},
     {.name = "namespace"},
@@ -313,6 +327,11 @@ json_t *pk_trim_pool(const json_t *obj)
 json_t *pk_trim_cluster(const json_t *obj)
 {
 	return trim(obj, cluster);
+}
+
+json_t *pk_trim_connection(const json_t *obj)
+{
+	return trim(obj, connection);
 }
 
 /* Packs obj into *packed (n bytes); over the cap, its identity instead, and *over gets the

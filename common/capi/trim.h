@@ -75,6 +75,9 @@ json_t *pk_trim_foreign_claim(const json_t *obj);
 json_t *pk_trim_address(const json_t *obj);
 json_t *pk_trim_pool(const json_t *obj);
 json_t *pk_trim_cluster(const json_t *obj);
+/* A backend's connection object or Secret (controller/backend.h, watches): identity,
+ * generation, spec, data and type. */
+json_t *pk_trim_connection(const json_t *obj);
 
 /*
  * The cap on one cached object: the packed bytes (jpack.h) of its trimmed

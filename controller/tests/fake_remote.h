@@ -67,6 +67,8 @@ struct fake_remote {
 	size_t nthreads;
 	unsigned answers;                    /* calls answered (and the claim queued) */
 	unsigned resyncs;                    /* resync's count */
+	unsigned watched;                    /* watched's count */
+	char watched_key[PK_OBJECT_KEY_MAX]; /* the last one's key, "-" when it went */
 	int resync_rc;                       /* what resync answers */
 	bool down;                           /* ready says the system is unreachable */
 	char checked_id[PK_EXTERNAL_ID_MAX]; /* the external ID check_address was handed */
@@ -339,6 +341,30 @@ static inline int remote_reconcile_pool(void *self, const struct pk_work_key *k,
 	return PK_OK;
 }
 
+/* The remote system's connection object, and the Secrets in the credentials namespace. */
+static const struct pk_backend_watch remote_watch_list[] = {
+    {"remote.ipam.example.org", "v1", "remoteservers", false},
+    {"", "v1", "secrets", true},
+};
+
+static inline const struct pk_backend_watch *remote_watches(void *self, size_t *n)
+{
+	(void)self;
+	*n = 2;
+	return remote_watch_list;
+}
+
+static inline void remote_watched(void *self, size_t i, const char *key, const json_t *obj,
+                                  bool *requeue)
+{
+	struct fake_remote *fr = self;
+	pthread_mutex_lock(&fr->mu);
+	fr->watched++;
+	snprintf(fr->watched_key, sizeof(fr->watched_key), "%zu %s", i, obj ? key : "-");
+	pthread_mutex_unlock(&fr->mu);
+	*requeue = i == 1; /* new credentials: the claims try again */
+}
+
 static inline int remote_resync(void *self)
 {
 	struct fake_remote *fr = self;
@@ -438,6 +464,8 @@ static const struct pk_backend_ops remote_ops = {
     .on_leading = remote_on_leading,
     .reconcile_pool = remote_reconcile_pool,
     .resync = remote_resync,
+    .watches = remote_watches,
+    .watched = remote_watched,
     .cancel = remote_cancel,
     .ready = remote_ready,
     .write_metrics = remote_metrics,

@@ -501,6 +501,39 @@ static void resync_goes_to_the_members_that_resync(void **state)
 	assert_int_equal(a.freed, 1);
 }
 
+/* The set watches what its members watch, in order, and tells each change to the member that
+ * watches it, by that member's own index. */
+static void watched_resources_go_to_the_member_that_watches_them(void **state)
+{
+	struct fixture *fx = *state;
+	size_t n = 0;
+	assert_non_null(fx->set.ops->watches);
+	const struct pk_backend_watch *w = fx->set.ops->watches(fx->set.self, &n);
+	assert_int_equal(n, 2); /* the local member watches nothing */
+	assert_string_equal(w[0].resource, "remoteservers");
+	assert_false(w[0].namespaced);
+	assert_string_equal(w[1].resource, "secrets");
+	assert_true(w[1].namespaced);
+	json_t *secret = load("{'metadata': {'name': 'creds', 'namespace': 'poolkeeper'}}");
+	bool requeue = false;
+	fx->set.ops->watched(fx->set.self, 1, "poolkeeper/creds", secret, &requeue);
+	assert_true(requeue);
+	assert_string_equal(fx->remote.watched_key, "1 poolkeeper/creds");
+	fx->set.ops->watched(fx->set.self, 0, "site-a", NULL, &requeue);
+	assert_false(requeue);
+	assert_string_equal(fx->remote.watched_key, "0 -");
+	fx->set.ops->watched(fx->set.self, 7, "nothing", secret, &requeue); /* out of range */
+	assert_int_equal(fx->remote.watched, 2);
+	json_decref(secret);
+	/* A set of members that watch nothing has no watches. */
+	struct fake_local a = {0};
+	struct pk_backend members[1] = {{&local_ops, &a}}, out = {0};
+	struct pk_err err = {{0}};
+	assert_int_equal(pk_backend_set_new(members, 1, &out, &err), PK_OK);
+	assert_null(out.ops->watches);
+	out.ops->free(out.self);
+}
+
 /* Two members that declare one kind are refused, and both are freed. */
 static void one_kind_two_members_is_refused(void **state)
 {
@@ -534,6 +567,8 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(resync_goes_to_the_members_that_resync, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(watched_resources_go_to_the_member_that_watches_them,
+	                                    setup, teardown),
 	    cmocka_unit_test(one_kind_two_members_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -133,6 +133,8 @@ static void test_bad_flags(void **state)
 	expect_usage_error(ARGS("--resync-period=48h"), "--resync-period must be a duration in",
 	                   "48h");
 	expect_usage_error(ARGS("--resync-period=often"), "--resync-period", "often");
+	expect_usage_error(ARGS("--credentials-namespace=Team_A"),
+	                   "--credentials-namespace must be a DNS label", "Team_A");
 	/* Booleans: bare is true, a value only after "=", and only true or false. */
 	expect_usage_error(ARGS("--leader-elect", "false"), "--leader-elect takes its value after",
 	                   "--leader-elect=false");

@@ -331,6 +331,7 @@ static void kea_free(void *self)
 		return;
 	kea_callers_stop(b);
 	kea_records_free(b);
+	kea_connections_free(b);
 	pthread_cond_destroy(&b->cv);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
@@ -349,6 +350,8 @@ static const struct pk_backend_ops kea_ops = {
     .on_leading = kea_on_leading,
     .reconcile_pool = kea_reconcile_pool,
     .resync = kea_resync,
+    .watches = kea_watches,
+    .watched = kea_watched,
     .cancel = kea_cancel,
     .ready = kea_ready,
     .write_metrics = kea_write_metrics,
@@ -364,7 +367,8 @@ int pk_kea_new(const struct pk_backend_host *host, struct pk_backend *out)
 	b->seam = (struct pk_backend){&kea_ops, b};
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cv, NULL);
-	if (kea_records_init(b) != PK_OK || kea_callers_start(b) != PK_OK) {
+	if (kea_records_init(b) != PK_OK || kea_connections_init(b) != PK_OK ||
+	    kea_callers_start(b) != PK_OK) {
 		kea_free(b);
 		return PK_ERR_NOMEM;
 	}

@@ -20,6 +20,9 @@
 #include "pool.h"
 #include "strmap.h"
 
+/* The resources the backend watches (kea_watches), by index. */
+enum { KEA_WATCH_SERVERS = 0, KEA_WATCH_SECRETS };
+
 /* Threads that call Kea: that many claims' calls are in flight at once. */
 #define KEA_CALLERS 4
 
@@ -75,6 +78,8 @@ struct kea_backend {
 	struct pk_strmap *servers;            /* name -> struct kea_server */
 	struct pk_strmap *pools;              /* pool key -> struct kea_pool */
 	struct pk_strmap *claims;             /* claim key -> struct kea_claim */
+	struct pk_strmap *server_specs;       /* KeaServer name -> what its spec says */
+	struct pk_strmap *credentials;        /* Secret name -> its username and password */
 	struct kea_job *head, *tail;          /* the jobs waiting for a caller */
 	struct kea_job *running[KEA_CALLERS]; /* each caller's job in flight, or NULL */
 	unsigned term;              /* bumped by cancel: answers of an older term are dropped */
@@ -120,6 +125,12 @@ bool kea_server_endpoint(struct kea_backend *b, const char *name, struct pk_kea_
 int kea_reconcile_pool(void *self, const struct pk_work_key *k, const json_t *pool,
                        struct pk_pool_next *next);
 void kea_write_metrics(void *self, FILE *f);
+
+/* kea_connections.c (b->mu not held): the watches and watched ops. */
+int kea_connections_init(struct kea_backend *b);
+void kea_connections_free(struct kea_backend *b);
+const struct pk_backend_watch *kea_watches(void *self, size_t *n);
+void kea_watched(void *self, size_t i, const char *key, const json_t *obj, bool *requeue);
 
 /* kea_resync.c (b->mu not held): the resync op. */
 int kea_resync(void *self);

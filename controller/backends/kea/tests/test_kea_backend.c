@@ -25,6 +25,7 @@
 #include "fake_writer.h"
 #include "kea.h"
 #include "kea_fixture.h"
+#include "base64.h"
 #include "kea_lease.h"
 
 struct host {
@@ -379,6 +380,93 @@ static void resync_deletes_only_this_owners_orphans(void **state)
 	pk_pool_view_clear(&v);
 }
 
+/* A basic-auth Secret as the informer keeps it. */
+static json_t *secret(const char *name, const char *user, const char *password)
+{
+	char *u = pk_base64_encode(user, strlen(user)),
+	     *p = pk_base64_encode(password, strlen(password));
+	json_t *o =
+	    loadf("{'metadata': {'name': '%s', 'namespace': 'poolkeeper'}, 'type': "
+	          "'kubernetes.io/basic-auth', 'data': {'username': '%s', 'password': '%s'}}",
+	          name, u, p);
+	free(u);
+	free(p);
+	return o;
+}
+
+/* Takes a lease for claim `name` on view v and gives it back: the take's result. */
+static enum pk_backend_status take_and_give_back(struct host *h, struct pk_pool_view *v,
+                                                 const char *name, unsigned *queued, char *reason,
+                                                 size_t len)
+{
+	char key[PK_OBJECT_KEY_MAX];
+	struct pk_claim_id id = id_of(name, key, sizeof(key));
+	struct pk_address_lease l;
+	struct pk_backend_result r;
+	h->b.ops->ensure_address(h->b.self, v, &id, &l, &r);
+	assert_int_equal(r.status, PK_BACKEND_PENDING);
+	assert_true(wait_queued(h, ++*queued));
+	h->b.ops->ensure_address(h->b.self, v, &id, &l, &r);
+	snprintf(reason, len, "%s", r.reason);
+	enum pk_backend_status st = r.status;
+	if (st == PK_BACKEND_OK) {
+		struct pk_release_note n;
+		h->b.ops->release_address(h->b.self, &id, &n, &r);
+		assert_true(wait_queued(h, ++*queued));
+		h->b.ops->release_address(h->b.self, &id, &n, &r);
+		assert_int_equal(r.status, PK_BACKEND_OK);
+	}
+	return st;
+}
+
+/* The connection comes from a KeaServer and its Secret as the controller watches them: a
+ * wrong password shows on the claim, and rotating the Secret fixes it without a restart; a
+ * KeaServer that is not https is not used; one deleted is forgotten. */
+static void connections_come_from_keaserver_and_secret(void **state)
+{
+	struct host *h = *state;
+	size_t n = 0;
+	const struct pk_backend_watch *w = h->b.ops->watches(h->b.self, &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(w[0].resource, "keaservers");
+	assert_false(w[0].namespaced);
+	assert_string_equal(w[1].resource, "secrets");
+	assert_true(w[1].namespaced);
+	json_t *server = json_pack("{s:{s:s}, s:{s:s, s:s, s:{s:s}, s:s}}", "metadata", "name",
+	                           "site-b", "spec", "url", kea.url, "caBundle", kea.ca,
+	                           "credentialsSecretRef", "name", "kea-creds", "owner", "mgmt-a");
+	bool requeue = false;
+	json_t *wrong = secret("kea-creds", "poolkeeper", "not-the-password");
+	h->b.ops->watched(h->b.self, 1, "poolkeeper/kea-creds", wrong, &requeue);
+	h->b.ops->watched(h->b.self, 0, "site-b", server, &requeue);
+	assert_true(requeue);
+	struct pk_pool_view v;
+	view(h, "site-b", "10.77.9.1-10.77.9.9", ", 'server': 'site-b', 'subnetId': 1", &v);
+	unsigned queued = 0;
+	char reason[64];
+	assert_int_equal(take_and_give_back(h, &v, "c-1", &queued, reason, sizeof(reason)),
+	                 PK_BACKEND_PERMANENT);
+	assert_string_equal(reason, "KeaCredentialsRefused");
+	/* Rotated: the next take uses the new password. */
+	json_t *right = secret("kea-creds", "poolkeeper", kea.password);
+	requeue = false;
+	h->b.ops->watched(h->b.self, 1, "poolkeeper/kea-creds", right, &requeue);
+	assert_true(requeue);
+	assert_int_equal(take_and_give_back(h, &v, "c-1", &queued, reason, sizeof(reason)),
+	                 PK_BACKEND_OK);
+	/* Not https: not used (its calls say the server is not known). */
+	json_object_set_new(json_object_get(server, "spec"), "url",
+	                    json_string("http://127.0.0.1:1/"));
+	h->b.ops->watched(h->b.self, 0, "site-b", server, &requeue);
+	assert_int_equal(take_and_give_back(h, &v, "c-2", &queued, reason, sizeof(reason)),
+	                 PK_BACKEND_PERMANENT);
+	h->b.ops->watched(h->b.self, 0, "site-b", NULL, &requeue);
+	json_decref(server);
+	json_decref(wrong);
+	json_decref(right);
+	pk_pool_view_clear(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +477,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(a_pool_without_server_or_subnet_is_invalid, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(resync_deletes_only_this_owners_orphans, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(connections_come_from_keaserver_and_secret, setup,
 	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
