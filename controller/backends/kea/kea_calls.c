@@ -40,15 +40,8 @@ void kea_conn_free(struct kea_conn *c)
 	free(c->url);
 	free(c->ca);
 	free(c->user);
-	if (c->password != NULL)
-		memset(c->password, 0, strlen(c->password));
-	free(c->password);
+	kea_wipe(c->password);
 	free(c->owner);
-}
-
-static char *dup_or_null(const char *s)
-{
-	return s != NULL ? strdup(s) : NULL;
 }
 
 bool kea_conn_copy(struct kea_backend *b, const char *server, struct kea_conn *c)
@@ -57,12 +50,12 @@ bool kea_conn_copy(struct kea_backend *b, const char *server, struct kea_conn *c
 	memset(c, 0, sizeof(*c));
 	if (s == NULL)
 		return false;
-	c->url = dup_or_null(s->url);
-	c->ca = dup_or_null(s->ca);
+	c->url = kea_dup(s->url);
+	c->ca = kea_dup(s->ca);
 	c->ca_len = s->ca_len;
-	c->user = dup_or_null(s->user);
-	c->password = dup_or_null(s->password);
-	c->owner = dup_or_null(s->owner);
+	c->user = kea_dup(s->user);
+	c->password = kea_dup(s->password);
+	c->owner = kea_dup(s->owner);
 	return c->url != NULL && c->owner != NULL;
 }
 

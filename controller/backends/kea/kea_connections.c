@@ -58,9 +58,7 @@ static void credentials_free(void *v)
 	if (c == NULL)
 		return;
 	free(c->user);
-	if (c->password != NULL)
-		memset(c->password, 0, strlen(c->password));
-	free(c->password);
+	kea_wipe(c->password);
 	free(c);
 }
 
@@ -80,7 +78,7 @@ void kea_connections_free(struct kea_backend *b)
 static char *dup_member(const json_t *o, const char *name)
 {
 	const char *s = pk_json_cstr_at(o, name);
-	return s != NULL && s[0] != '\0' ? strdup(s) : NULL;
+	return s != NULL && s[0] != '\0' ? kea_dup(s) : NULL;
 }
 
 /* A KeaServer's spec, or NULL (logged, naming the field) when it cannot be used. */
@@ -168,10 +166,8 @@ static void remake(struct kea_backend *b, char names[][254], size_t n)
 		pthread_mutex_lock(&b->mu);
 		struct made m;
 		made_of(b, names[i], &m);
-		char *url = m.url ? strdup(m.url) : NULL, *ca = m.ca ? strdup(m.ca) : NULL,
-		     *user = m.user ? strdup(m.user) : NULL,
-		     *password = m.password ? strdup(m.password) : NULL,
-		     *owner = m.owner ? strdup(m.owner) : NULL;
+		char *url = kea_dup(m.url), *ca = kea_dup(m.ca), *user = kea_dup(m.user),
+		     *password = kea_dup(m.password), *owner = kea_dup(m.owner);
 		pthread_mutex_unlock(&b->mu);
 		if (pk_kea_server_set(&b->seam, names[i], url, ca, user, password, owner) != PK_OK)
 			pk_log_error("out of memory setting a KeaServer's connection",
@@ -179,9 +175,7 @@ static void remake(struct kea_backend *b, char names[][254], size_t n)
 		free(url);
 		free(ca);
 		free(user);
-		if (password != NULL)
-			memset(password, 0, strlen(password));
-		free(password);
+		kea_wipe(password);
 		free(owner);
 	}
 }

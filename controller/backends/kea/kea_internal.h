@@ -103,6 +103,11 @@ struct kea_job {
 	enum pk_family family;
 };
 
+/* kea_records.c: a copy of s, NULL for NULL (and when memory runs out); and a secret's text
+ * wiped before it is freed, so that no copy of a password is left in the heap. */
+char *kea_dup(const char *s);
+void kea_wipe(char *secret);
+
 /* kea_records.c (under b->mu unless said) */
 int kea_records_init(struct kea_backend *b);
 void kea_records_free(struct kea_backend *b);

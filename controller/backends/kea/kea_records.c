@@ -19,9 +19,7 @@ static void server_free(void *v)
 	free(s->url);
 	free(s->ca);
 	free(s->user);
-	if (s->password != NULL)
-		memset(s->password, 0, strlen(s->password)); /* no copy of it left in the heap */
-	free(s->password);
+	kea_wipe(s->password);
 	free(s->owner);
 	free(s);
 }
@@ -217,9 +215,16 @@ bool kea_server_endpoint(struct kea_backend *b, const char *name, struct pk_kea_
 	return true;
 }
 
-static char *dup_or_null(const char *s)
+char *kea_dup(const char *s)
 {
 	return s != NULL ? strdup(s) : NULL;
+}
+
+void kea_wipe(char *secret)
+{
+	if (secret != NULL)
+		memset(secret, 0, strlen(secret));
+	free(secret);
 }
 
 int pk_kea_server_set(struct pk_backend *seam, const char *name, const char *url, const char *ca,
@@ -232,10 +237,10 @@ int pk_kea_server_set(struct pk_backend *seam, const char *name, const char *url
 		if (s == NULL)
 			return PK_ERR_NOMEM;
 		s->url = strdup(url);
-		s->ca = dup_or_null(ca);
+		s->ca = kea_dup(ca);
 		s->ca_len = ca != NULL ? strlen(ca) : 0;
-		s->user = dup_or_null(user);
-		s->password = dup_or_null(password);
+		s->user = kea_dup(user);
+		s->password = kea_dup(password);
 		s->owner = strdup(owner != NULL ? owner : "");
 		if (s->url == NULL || s->owner == NULL || (ca && !s->ca) || (user && !s->user) ||
 		    (password && !s->password)) {
