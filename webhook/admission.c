@@ -135,13 +135,15 @@ struct request {
 
 /* ---- pools ---- */
 
-static const char *pool_kind_of(const char *resource)
+/* poolkeeper's pool kind the request's resource is (its group, version and resource), or
+ * NULL. */
+static const struct pk_pool_kind *pool_kind_of(const struct request *rq)
 {
-	if (strcmp(resource, PK_POOL_RESOURCE) == 0)
-		return PK_POOL_KIND;
-	if (strcmp(resource, PK_GLOBAL_POOL_RESOURCE) == 0)
-		return PK_GLOBAL_POOL_KIND;
-	return NULL;
+	const struct pk_pool_kind *pk = pk_pool_kind_by_resource(rq->resource);
+	if (pk == NULL || strcmp(rq->group, pk->group) != 0 ||
+	    strcmp(rq->version, pk->version) != 0)
+		return NULL;
+	return pk;
 }
 
 /* The rules' lookup: the pool reads of the admission lookup. */
@@ -695,12 +697,11 @@ static bool parse_request(const json_t *root, struct request *rq, int *http_stat
 static void dispatch(const struct pk_admission_config *cfg, enum pk_admission_endpoint endpoint,
                      const struct request *rq, struct verdict *v)
 {
-	const char *pool_kind = pool_kind_of(rq->resource);
+	const struct pk_pool_kind *pool_kind = pool_kind_of(rq);
 	bool capi = strcmp(rq->group, PK_CAPI_IPAM_GROUP) == 0 &&
 	            pk_rules_is_capi_ipam_version(rq->version);
-	if (strcmp(rq->group, PK_POOL_GROUP) == 0 && strcmp(rq->version, PK_POOL_VERSION) == 0 &&
-	    pool_kind != NULL) {
-		struct pk_pool_id id = {.kind = pool_kind, .ns = rq->ns, .name = rq->name};
+	if (pool_kind != NULL) {
+		struct pk_pool_id id = {.kind = pool_kind->kind, .ns = rq->ns, .name = rq->name};
 		review_pool(cfg, endpoint, rq->op, &id, rq->obj, rq->old, v);
 	} else if (capi && strcmp(rq->resource, PK_CLAIM_RESOURCE) == 0) {
 		review_claim(cfg, endpoint, rq, v);

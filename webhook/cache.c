@@ -46,13 +46,42 @@ struct feed {
 struct pk_cache {
 	pthread_rwlock_t lock;
 	/* key (the informer's "ns/name" or "name") -> struct kept, borrowed from the informer */
-	struct pk_strmap *objects[PK_CACHE_KINDS]; /* not used for IPAddresses */
-	struct pk_strmap *by_pool;                 /* pool key -> struct pool_list */
+	struct pk_strmap *objects[PK_CACHE_KINDS_MAX]; /* not used for IPAddresses */
+	struct pk_strmap *by_pool;                     /* pool key -> struct pool_list */
 	size_t addresses;
-	atomic_bool synced[PK_CACHE_KINDS];
+	atomic_bool synced[PK_CACHE_KINDS_MAX];
 	atomic_ullong oversized; /* object versions over PK_TRIM_MAX_BYTES */
-	struct feed feeds[PK_CACHE_KINDS];
+	struct feed feeds[PK_CACHE_KINDS_MAX];
 };
+
+size_t pk_cache_kinds(void)
+{
+	size_t n;
+	(void)pk_pool_kinds(&n);
+	return PK_CACHE_POOLS + n;
+}
+
+const struct pk_pool_kind *pk_cache_slot_pool_kind(enum pk_cache_kind k)
+{
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	return k >= PK_CACHE_POOLS && (size_t)(k - PK_CACHE_POOLS) < n ? &kinds[k - PK_CACHE_POOLS]
+	                                                               : NULL;
+}
+
+int pk_cache_pool_slot(const char *kind, enum pk_cache_kind *slot, struct pk_err *err)
+{
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	const struct pk_pool_kind *pk = pk_pool_kind_find(PK_POOL_GROUP, kind);
+	*slot =
+	    pk != NULL ? (enum pk_cache_kind)(PK_CACHE_POOLS + (pk - kinds)) : PK_CACHE_KINDS_MAX;
+	if (pk != NULL)
+		return PK_OK;
+	char q[300];
+	pk_text_quote(kind != NULL ? kind : "", kind != NULL ? strlen(kind) : 0, q, sizeof(q));
+	return pk_err_set(err, PK_ERR_INVALID, "\"%s\" is not a pool kind of %s", q, PK_POOL_GROUP);
+}
 
 static const char *pool_key(const struct kept *k)
 {
@@ -76,15 +105,12 @@ static bool address_pool_key(const json_t *addr, char *buf, size_t len)
  * that arrives, and counted. */
 static void report_oversized(struct feed *f, const json_t *obj, size_t bytes)
 {
-	static const char *const kinds[PK_CACHE_KINDS] = {
-	    [PK_CACHE_IPPOOLS] = PK_POOL_KIND,
-	    [PK_CACHE_GLOBALIPPOOLS] = PK_GLOBAL_POOL_KIND,
-	    [PK_CACHE_ADDRESSES] = PK_ADDRESS_KIND,
-	    [PK_CACHE_CLAIMS] = PK_CLAIM_KIND,
-	};
+	const struct pk_pool_kind *pk = pk_cache_slot_pool_kind(f->kind);
+	const char *kind = pk != NULL                      ? pk->kind
+	                   : f->kind == PK_CACHE_ADDRESSES ? PK_ADDRESS_KIND
+	                                                   : PK_CLAIM_KIND;
 	atomic_fetch_add(&f->c->oversized, 1);
-	pk_log_warn("object over the cache's cap: only its name is kept",
-	            PK_LOG_STR("kind", kinds[f->kind]),
+	pk_log_warn("object over the cache's cap: only its name is kept", PK_LOG_STR("kind", kind),
 	            PK_LOG_STR("namespace", pk_json_meta_cstr(obj, "namespace")),
 	            PK_LOG_STR("name", pk_json_meta_cstr(obj, "name")), PK_LOG_UINT("bytes", bytes),
 	            PK_LOG_UINT("cap", PK_TRIM_MAX_BYTES));
@@ -259,7 +285,7 @@ struct pk_cache *pk_cache_new(void)
 	pthread_rwlock_init(&c->lock, &a);
 	pthread_rwlockattr_destroy(&a);
 	bool ok = (c->by_pool = pk_strmap_new()) != NULL;
-	for (int k = 0; k < PK_CACHE_KINDS; k++) {
+	for (size_t k = 0; k < pk_cache_kinds(); k++) {
 		c->feeds[k] = (struct feed){.c = c, .kind = (enum pk_cache_kind)k};
 		atomic_init(&c->synced[k], false);
 		if (k != PK_CACHE_ADDRESSES && (c->objects[k] = pk_strmap_new()) == NULL)
@@ -278,7 +304,7 @@ void pk_cache_free(struct pk_cache *c)
 		return;
 	/* The items are the informers'; only the lists are the cache's. */
 	pk_strmap_free(c->by_pool, free);
-	for (int k = 0; k < PK_CACHE_KINDS; k++)
+	for (size_t k = 0; k < pk_cache_kinds(); k++)
 		pk_strmap_free(c->objects[k], NULL);
 	pthread_rwlock_destroy(&c->lock);
 	free(c);
@@ -286,13 +312,9 @@ void pk_cache_free(struct pk_cache *c)
 
 void pk_cache_feed(struct pk_cache *c, enum pk_cache_kind k, struct pk_kube_informer_opts *io)
 {
-	static pk_kube_transform_fn *const transforms[PK_CACHE_KINDS] = {
-	    [PK_CACHE_IPPOOLS] = keep_pool,
-	    [PK_CACHE_GLOBALIPPOOLS] = keep_pool,
-	    [PK_CACHE_ADDRESSES] = keep_address,
-	    [PK_CACHE_CLAIMS] = keep_claim,
-	};
-	io->transform = transforms[k];
+	io->transform = k == PK_CACHE_ADDRESSES ? keep_address
+	                : k == PK_CACHE_CLAIMS  ? keep_claim
+	                                        : keep_pool;
 	io->release = NULL; /* free() */
 	io->transform_ud = &c->feeds[k];
 	io->handlers = (struct pk_kube_informer_handlers){on_add, on_update, on_delete, on_synced,
@@ -311,7 +333,7 @@ bool pk_cache_synced(struct pk_cache *c, enum pk_cache_kind k)
 
 bool pk_cache_ready(struct pk_cache *c)
 {
-	for (int k = 0; k < PK_CACHE_KINDS; k++)
+	for (size_t k = 0; k < pk_cache_kinds(); k++)
 		if (!atomic_load(&c->synced[k]))
 			return false;
 	return true;
@@ -330,11 +352,6 @@ size_t pk_cache_count(struct pk_cache *c, enum pk_cache_kind k)
 static int nomem(struct pk_err *err, const char *what)
 {
 	return pk_err_set(err, PK_ERR_NOMEM, "out of memory reading the cached %s", what);
-}
-
-static enum pk_cache_kind pool_kind(const char *kind)
-{
-	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? PK_CACHE_GLOBALIPPOOLS : PK_CACHE_IPPOOLS;
 }
 
 /* Visits the pools; the array gets those of namespace ns (every one when ns is NULL). */
@@ -360,10 +377,15 @@ static void scan_pool(void *ud, const char *key, void *value)
 int pk_cache_list_pools(struct pk_cache *c, const char *kind, const char *ns, json_t **items,
                         struct pk_err *err)
 {
-	enum pk_cache_kind k = pool_kind(kind);
-	struct pool_scan s = {.ns = k == PK_CACHE_IPPOOLS ? ns : NULL, .items = json_array()};
-	s.nslen = s.ns != NULL ? strlen(s.ns) : 0;
+	enum pk_cache_kind k;
 	*items = NULL;
+	int rc = pk_cache_pool_slot(kind, &k, err);
+	if (rc != PK_OK)
+		return rc;
+	/* A cluster-scoped kind's pools are keyed by name alone: every one is asked for. */
+	struct pool_scan s = {.ns = pk_cache_slot_pool_kind(k)->namespaced ? ns : NULL,
+	                      .items = json_array()};
+	s.nslen = s.ns != NULL ? strlen(s.ns) : 0;
 	if (s.items == NULL)
 		return nomem(err, kind);
 	pthread_rwlock_rdlock(&c->lock);
@@ -388,18 +410,20 @@ static bool append_list(const struct pool_list *l, json_t *items)
 	return true;
 }
 
-/* An IPPool name asked for in every namespace: the lists of "IPPool/<any>/<name>". */
+/* A namespaced kind's pool name asked for in every namespace: the lists of
+ * "<kind>/<any>/<name>". */
 struct name_scan {
-	const char *name;
+	const char *kind, *name;
+	size_t kind_len;
 	json_t *items;
 	bool nomem;
 };
 
-static void scan_ippool_lists(void *ud, const char *key, void *value)
+static void scan_kind_lists(void *ud, const char *key, void *value)
 {
 	struct name_scan *s = ud;
-	const char *rest = strncmp(key, PK_POOL_KIND "/", sizeof(PK_POOL_KIND)) == 0
-	                       ? strchr(key + sizeof(PK_POOL_KIND), '/')
+	const char *rest = strncmp(key, s->kind, s->kind_len) == 0 && key[s->kind_len] == '/'
+	                       ? strchr(key + s->kind_len + 1, '/')
 	                       : NULL;
 	if (!s->nomem && rest != NULL && strcmp(rest + 1, s->name) == 0)
 		s->nomem = !append_list(value, s->items);
@@ -408,20 +432,26 @@ static void scan_ippool_lists(void *ud, const char *key, void *value)
 int pk_cache_list_pool_addresses(struct pk_cache *c, const char *kind, const char *ns,
                                  const char *name, json_t **items, struct pk_err *err)
 {
+	enum pk_cache_kind k;
+	*items = NULL;
+	int rc = pk_cache_pool_slot(kind, &k, err);
+	if (rc != PK_OK)
+		return rc;
 	*items = json_array();
 	if (*items == NULL)
 		return nomem(err, PK_ADDRESS_KIND "es");
-	bool namespaced = pk_pool_kind_namespaced(PK_POOL_GROUP, kind);
-	bool every_ns = ns == NULL && namespaced;
+	const struct pk_pool_kind *pk = pk_cache_slot_pool_kind(k);
+	bool every_ns = ns == NULL && pk->namespaced;
 	char key[PK_OBJECT_KEY_MAX];
 	if (name == NULL)
 		return PK_OK; /* names no pool anything can be in */
-	pk_pool_key(kind, namespaced ? ns : NULL, name, key, sizeof(key));
+	pk_pool_key(pk->kind, pk->namespaced ? ns : NULL, name, key, sizeof(key));
 	bool ok;
 	pthread_rwlock_rdlock(&c->lock);
 	if (every_ns) {
-		struct name_scan s = {.name = name, .items = *items};
-		pk_strmap_foreach(c->by_pool, scan_ippool_lists, &s);
+		struct name_scan s = {
+		    .kind = pk->kind, .name = name, .kind_len = strlen(pk->kind), .items = *items};
+		pk_strmap_foreach(c->by_pool, scan_kind_lists, &s);
 		ok = !s.nomem;
 	} else {
 		ok = append_list(pk_strmap_get(c->by_pool, key), *items);
@@ -462,8 +492,13 @@ static int get_one(struct pk_cache *c, enum pk_cache_kind k, const char *ns, con
 int pk_cache_get_pool(struct pk_cache *c, const char *kind, const char *ns, const char *name,
                       json_t **obj, struct pk_err *err)
 {
-	enum pk_cache_kind k = pool_kind(kind);
-	return get_one(c, k, k == PK_CACHE_GLOBALIPPOOLS ? NULL : ns, name, kind, obj, err);
+	enum pk_cache_kind k;
+	*obj = NULL;
+	int rc = pk_cache_pool_slot(kind, &k, err);
+	if (rc != PK_OK)
+		return rc;
+	return get_one(c, k, pk_cache_slot_pool_kind(k)->namespaced ? ns : NULL, name, kind, obj,
+	               err);
 }
 
 int pk_cache_get_claim(struct pk_cache *c, const char *ns, const char *name, json_t **obj,

@@ -1,8 +1,9 @@
 /*
  * cache.h - the webhook's copy of what its admission checks read from the
- * cluster: IPPools, GlobalIPPools, IPAddresses and IPAddressClaims, kept
- * current by informers (kube_informer.h) and read by the admission lookups
- * (lookup.h) without a request to the API server.
+ * cluster: the pools of each of poolkeeper's pool kinds (pool_ref.h's
+ * table), IPAddresses and IPAddressClaims, kept current by informers
+ * (kube_informer.h) and read by the admission lookups (lookup.h) without a
+ * request to the API server.
  *
  * What is kept of each object is the controller's trimmed copy (trim.h),
  * packed (jpack.h), as the controller's own informers keep it: about 150
@@ -14,11 +15,16 @@
  * owns, so nothing the cache holds is shared with a request.
  *
  * IPAddresses are indexed by the pool their spec.poolRef names (apiGroup
- * ipam.poolkeeper.io; an IPPool reference is to the IPPool of the
- * address's own namespace): pk_cache_list_pool_addresses visits only that
- * pool's addresses, never every IPAddress. An IPAddress of another
- * provider, or whose poolRef holds a string with a NUL, names no pool of
-poolkeeper and is not kept at all.
+ * ipam.poolkeeper.io and a kind of the table; a reference to a namespaced
+ * kind is to the pool of the address's own namespace):
+ * pk_cache_list_pool_addresses visits only that pool's addresses, never
+ * every IPAddress. An IPAddress of another provider or of a kind the table
+ * does not have, or whose poolRef holds a string with a NUL, names no pool
+ * of poolkeeper and is not kept at all.
+ *
+ * The pool reads take poolkeeper's kind by name. A kind the table does not
+ * have is an error (PK_ERR_INVALID) that names it: never another kind's
+ * pools, nor an empty answer.
  *
  * Feeding: pk_cache_feed fills an informer's transform, release and
  * handlers for one kind; the informer then calls them on its thread as
@@ -51,14 +57,31 @@ poolkeeper and is not kept at all.
 
 #include "kube_informer.h"
 #include "pk.h"
+#include "pool_ref.h"
 
+/*
+ * What the cache holds, one slot (and one informer) each: IPAddresses,
+ * claims, and each of poolkeeper's pool kinds, the kind at index i of
+ * pk_pool_kinds() in slot PK_CACHE_POOLS + i. pk_cache_kinds() slots are
+ * in use; arrays with an entry per slot take PK_CACHE_KINDS_MAX.
+ */
 enum pk_cache_kind {
-	PK_CACHE_IPPOOLS,
-	PK_CACHE_GLOBALIPPOOLS,
 	PK_CACHE_ADDRESSES,
 	PK_CACHE_CLAIMS,
-	PK_CACHE_KINDS,
+	PK_CACHE_POOLS, /* the first pool kind's */
+	PK_CACHE_KINDS_MAX = PK_CACHE_POOLS + PK_POOL_KINDS_MAX,
 };
+
+/* The slots in use: addresses, claims and one per pool kind. */
+size_t pk_cache_kinds(void);
+
+/* poolkeeper's pool kind that slot k holds, or NULL when k holds no pools. */
+const struct pk_pool_kind *pk_cache_slot_pool_kind(enum pk_cache_kind k);
+
+/* The slot of poolkeeper's pool kind `kind` (of group ipam.poolkeeper.io); PK_ERR_INVALID
+ * with err naming it, and *slot PK_CACHE_KINDS_MAX (none), when the table has no such kind. */
+PK_MUST_CHECK int pk_cache_pool_slot(const char *kind, enum pk_cache_kind *slot,
+                                     struct pk_err *err);
 
 struct pk_cache;
 

@@ -32,25 +32,14 @@ struct pk_lookup {
 	char ipaddress_version[16];       /* v1beta2, or v1beta1 on CAPI before 1.11 */
 	struct pk_cache *cache;           /* NULL: PK_LOOKUP_LIVE */
 	struct pk_permission *permission; /* blockOwnerDeletion: discovery and reviews */
-	struct pk_kube_informer *informers[PK_CACHE_KINDS];
+	struct pk_kube_informer *informers[PK_CACHE_KINDS_MAX];
 	atomic_bool announced; /* "caches loaded" was logged */
 };
 
-static const char *pool_resource(const char *kind)
-{
-	const struct pk_pool_kind *k = pk_pool_kind_find(PK_POOL_GROUP, kind);
-	return k != NULL ? k->resource : PK_POOL_RESOURCE;
-}
-
 /* The namespace to ask for poolkeeper's pool kind in: none for a cluster-scoped kind. */
-static const char *pool_namespace(const char *kind, const char *ns)
+static const char *pool_namespace(const struct pk_pool_kind *pk, const char *ns)
 {
-	return pk_pool_kind_namespaced(PK_POOL_GROUP, kind) ? ns : NULL;
-}
-
-static enum pk_cache_kind pool_cache(const char *kind)
-{
-	return strcmp(kind, PK_GLOBAL_POOL_KIND) == 0 ? PK_CACHE_GLOBALIPPOOLS : PK_CACHE_IPPOOLS;
+	return pk->namespaced ? ns : NULL;
 }
 
 /* Whether kind k is answered from the cache: once its informer has listed. */
@@ -76,18 +65,18 @@ static json_t *take_items(json_t *list)
 	return items;
 }
 
-static int live_list_pools(struct pk_lookup *l, const char *kind, const char *ns, json_t **items,
-                           struct pk_err *err)
+static int live_list_pools(struct pk_lookup *l, const struct pk_pool_kind *pk, const char *ns,
+                           json_t **items, struct pk_err *err)
 {
-	struct pk_kube_ref r = {.group = PK_POOL_GROUP,
-	                        .version = PK_POOL_VERSION,
-	                        .resource = pool_resource(kind),
-	                        .namespace = pool_namespace(kind, ns)};
+	struct pk_kube_ref r = {.group = pk->group,
+	                        .version = pk->version,
+	                        .resource = pk->resource,
+	                        .namespace = pool_namespace(pk, ns)};
 	struct pk_kube_list_opts o = {0};
 	struct pk_kube_error e;
 	json_t *list = NULL;
 	if (pk_kube_client_list_all(l->client, &r, &o, &list, &e) != PK_KUBE_OK)
-		return failed(err, kind, &e);
+		return failed(err, pk->kind, &e);
 	*items = take_items(list);
 	return PK_OK;
 }
@@ -143,19 +132,32 @@ static int live_get(struct pk_lookup *l, const struct pk_kube_ref *r, const char
 
 /* ---- the admission callbacks ---- */
 
+/* The pool reads take poolkeeper's kinds only: a kind the table does not have is an error
+ * (pk_cache_pool_slot's), never a read of another kind's pools. */
+
 static int list_pools(void *ctx, const char *kind, const char *ns, json_t **items,
                       struct pk_err *err)
 {
 	struct pk_lookup *l = ctx;
-	if (cached(l, pool_cache(kind)))
+	enum pk_cache_kind k;
+	*items = NULL;
+	int rc = pk_cache_pool_slot(kind, &k, err);
+	if (rc != PK_OK)
+		return rc;
+	if (cached(l, k))
 		return pk_cache_list_pools(l->cache, kind, ns, items, err);
-	return live_list_pools(l, kind, ns, items, err);
+	return live_list_pools(l, pk_cache_slot_pool_kind(k), ns, items, err);
 }
 
 static int list_pool_addresses(void *ctx, const char *kind, const char *ns, const char *name,
                                json_t **items, struct pk_err *err)
 {
 	struct pk_lookup *l = ctx;
+	enum pk_cache_kind k;
+	*items = NULL;
+	int rc = pk_cache_pool_slot(kind, &k, err);
+	if (rc != PK_OK)
+		return rc;
 	if (cached(l, PK_CACHE_ADDRESSES))
 		return pk_cache_list_pool_addresses(l->cache, kind, ns, name, items, err);
 	return live_list_pool_addresses(l, kind, ns, name, items, err);
@@ -165,14 +167,20 @@ static int get_pool(void *ctx, const char *kind, const char *ns, const char *nam
                     struct pk_err *err)
 {
 	struct pk_lookup *l = ctx;
-	if (cached(l, pool_cache(kind)))
+	enum pk_cache_kind k;
+	*obj = NULL;
+	int rc = pk_cache_pool_slot(kind, &k, err);
+	if (rc != PK_OK)
+		return rc;
+	if (cached(l, k))
 		return pk_cache_get_pool(l->cache, kind, ns, name, obj, err);
-	struct pk_kube_ref r = {.group = PK_POOL_GROUP,
-	                        .version = PK_POOL_VERSION,
-	                        .resource = pool_resource(kind),
-	                        .namespace = pool_namespace(kind, ns),
+	const struct pk_pool_kind *pk = pk_cache_slot_pool_kind(k);
+	struct pk_kube_ref r = {.group = pk->group,
+	                        .version = pk->version,
+	                        .resource = pk->resource,
+	                        .namespace = pool_namespace(pk, ns),
 	                        .name = name};
-	return live_get(l, &r, kind, obj, err);
+	return live_get(l, &r, pk->kind, obj, err);
 }
 
 static int get_claim(void *ctx, const char *ns, const char *name, json_t **obj, struct pk_err *err)
@@ -200,26 +208,28 @@ int pk_lookup_may_block_owner_deletion(void *ctx, const json_t *user_info, const
 
 /* ---- set-up ---- */
 
-/* The informers, every one cluster-wide: GlobalIPPools are cluster-scoped and their
+/* What the informer of cache slot k lists: a pool kind's resource as the table says, or
+ * IPAddresses and claims at the version the cluster serves. */
+static struct pk_kube_ref informer_ref(const struct pk_lookup *l, enum pk_cache_kind k)
+{
+	const struct pk_pool_kind *pk = pk_cache_slot_pool_kind(k);
+	if (pk != NULL)
+		return (struct pk_kube_ref){
+		    .group = pk->group, .version = pk->version, .resource = pk->resource};
+	return (struct pk_kube_ref){.group = PK_CAPI_IPAM_GROUP,
+	                            .version = l->ipaddress_version,
+	                            .resource = k == PK_CACHE_ADDRESSES ? PK_ADDRESS_RESOURCE
+	                                                                : PK_CLAIM_RESOURCE};
+}
+
+/* The informers, one per cache slot, every one cluster-wide: a cluster-scoped pool kind's
  * addresses and claims live in any namespace. */
 static int start_informers(struct pk_lookup *l, struct pk_err *err)
 {
-	static const struct {
-		const char *group, *resource;
-		bool capi; /* served at the IPAddress version */
-	} what[PK_CACHE_KINDS] = {
-	    [PK_CACHE_IPPOOLS] = {PK_POOL_GROUP, PK_POOL_RESOURCE, false},
-	    [PK_CACHE_GLOBALIPPOOLS] = {PK_POOL_GROUP, PK_GLOBAL_POOL_RESOURCE, false},
-	    [PK_CACHE_ADDRESSES] = {PK_CAPI_IPAM_GROUP, PK_ADDRESS_RESOURCE, true},
-	    [PK_CACHE_CLAIMS] = {PK_CAPI_IPAM_GROUP, PK_CLAIM_RESOURCE, true},
-	};
 	if ((l->cache = pk_cache_new()) == NULL)
 		return pk_err_set(err, PK_ERR_NOMEM, "out of memory");
-	for (int k = 0; k < PK_CACHE_KINDS; k++) {
-		struct pk_kube_informer_opts io = {
-		    .ref = {.group = what[k].group,
-		            .version = what[k].capi ? l->ipaddress_version : PK_POOL_VERSION,
-		            .resource = what[k].resource}};
+	for (size_t k = 0; k < pk_cache_kinds(); k++) {
+		struct pk_kube_informer_opts io = {.ref = informer_ref(l, (enum pk_cache_kind)k)};
 		pk_cache_feed(l->cache, (enum pk_cache_kind)k, &io);
 		int rc = pk_kube_informer_new(l->watcher, &io, &l->informers[k], err);
 		if (rc == PK_OK)
@@ -315,12 +325,12 @@ void pk_lookup_close(struct pk_lookup *l)
 	/* the lookup threads first: they use the client */
 	pk_permission_free(l->permission);
 	/* Every stop first, then the waits: they overlap. */
-	for (int k = 0; k < PK_CACHE_KINDS; k++)
+	for (size_t k = 0; k < pk_cache_kinds(); k++)
 		pk_kube_informer_stop_begin(l->informers[k]);
-	for (int k = 0; k < PK_CACHE_KINDS; k++)
+	for (size_t k = 0; k < pk_cache_kinds(); k++)
 		pk_kube_informer_stop(l->informers[k]);
 	/* The items are the informers': free them first, then the cache's index of them. */
-	for (int k = 0; k < PK_CACHE_KINDS; k++)
+	for (size_t k = 0; k < pk_cache_kinds(); k++)
 		pk_kube_informer_free(l->informers[k]);
 	pk_cache_free(l->cache);
 	pk_kube_client_free(l->watcher);
@@ -340,6 +350,25 @@ unsigned long long pk_lookup_oversized(void *ud)
 	return l != NULL && l->cache != NULL ? pk_cache_oversized(l->cache) : 0;
 }
 
+/* What the caches hold once loaded: each pool kind's resource, then IPAddresses and claims. */
+static void announce(struct pk_cache *c)
+{
+	/* One field per slot; those not in use end the list, since pk_log_write reads up to
+	 * the first PK_LOG_END. */
+	struct pk_log_field f[PK_CACHE_KINDS_MAX];
+	size_t n = 0;
+	for (size_t k = PK_CACHE_POOLS; k < pk_cache_kinds(); k++)
+		f[n++] = PK_LOG_UINT(pk_cache_slot_pool_kind((enum pk_cache_kind)k)->resource,
+		                     pk_cache_count(c, (enum pk_cache_kind)k));
+	f[n++] = PK_LOG_UINT(PK_ADDRESS_RESOURCE, pk_cache_count(c, PK_CACHE_ADDRESSES));
+	f[n++] = PK_LOG_UINT(PK_CLAIM_RESOURCE, pk_cache_count(c, PK_CACHE_CLAIMS));
+	while (n < PK_CACHE_KINDS_MAX)
+		f[n++] = PK_LOG_END;
+	_Static_assert(PK_CACHE_KINDS_MAX == 10, "pass every field below");
+	pk_log_info("admission lookups answer from the caches", f[0], f[1], f[2], f[3], f[4], f[5],
+	            f[6], f[7], f[8], f[9]);
+}
+
 bool pk_lookup_ready(void *ud)
 {
 	struct pk_lookup *l = ud;
@@ -348,13 +377,7 @@ bool pk_lookup_ready(void *ud)
 	if (!pk_cache_ready(l->cache))
 		return false;
 	if (!atomic_exchange(&l->announced, true))
-		pk_log_info(
-		    "admission lookups answer from the caches",
-		    PK_LOG_UINT(PK_POOL_RESOURCE, pk_cache_count(l->cache, PK_CACHE_IPPOOLS)),
-		    PK_LOG_UINT(PK_GLOBAL_POOL_RESOURCE,
-		                pk_cache_count(l->cache, PK_CACHE_GLOBALIPPOOLS)),
-		    PK_LOG_UINT(PK_ADDRESS_RESOURCE, pk_cache_count(l->cache, PK_CACHE_ADDRESSES)),
-		    PK_LOG_UINT(PK_CLAIM_RESOURCE, pk_cache_count(l->cache, PK_CACHE_CLAIMS)));
+		announce(l->cache);
 	return true;
 }
 
@@ -362,7 +385,7 @@ bool pk_lookup_wait_ready(struct pk_lookup *l, long timeout_ms)
 {
 	if (l == NULL || l->cache == NULL)
 		return true;
-	for (int k = 0; k < PK_CACHE_KINDS; k++) {
+	for (size_t k = 0; k < pk_cache_kinds(); k++) {
 		if (!pk_kube_informer_wait_synced(l->informers[k], timeout_ms))
 			return false;
 	}

@@ -1,8 +1,10 @@
 /*
  * lookup.h - the webhook's API access: the admission lookups (pools,
  * IPAddresses of a pool, one pool, one claim) answered from informer
- * caches (cache.h) of IPPools, GlobalIPPools, IPAddresses and
- * IPAddressClaims, which pk_lookup_open starts.
+ * caches (cache.h) of each of poolkeeper's pool kinds (pool_ref.h's table),
+ * IPAddresses and IPAddressClaims, which pk_lookup_open starts. A pool
+ * kind the table does not have is an error naming it, asked of no cache and
+ * no API server.
  *
  * Where the API is: --kubeconfig when given; else $KUBECONFIG when set; else
  * the in-cluster service account when KUBERNETES_SERVICE_HOST is set (a

@@ -58,19 +58,28 @@ static bool nameable(const char *req_ns, const char *other_ns)
 	       strcmp(req_ns, other_ns) == 0;
 }
 
-static void other_pool_name(const struct pk_pool_lookup *lk, const char *ns, const char *kind,
-                            const json_t *other, char *buf, size_t len)
+/* "a" or "an" before a kind's name, as it is said ("an IPPool", "a GlobalIPPool"). */
+static const char *article(const char *kind)
+{
+	return kind[0] != '\0' && strchr("AEIOU", kind[0]) != NULL ? "an" : "a";
+}
+
+/* How a message names `other`, a pool of kind pk: a namespaced kind's pool by name when it is
+ * in namespace ns, else by its kind and scope only. */
+static void other_pool_name(const struct pk_pool_lookup *lk, const char *ns,
+                            const struct pk_pool_kind *pk, const json_t *other, char *buf,
+                            size_t len)
 {
 	const char *ons = meta_str(other, "namespace");
 	if (lk->name_pool != NULL)
 		lk->name_pool(lk->ctx, other, buf, len);
-	else if (strcmp(kind, PK_POOL_KIND) == 0 && nameable(ns, ons))
-		pk_pool_lookup_object_name(buf, len, kind, ons, meta_str(other, "name"));
-	else if (strcmp(kind, PK_POOL_KIND) == 0)
-		snprintf(buf, len, "an IPPool of %s namespace",
+	else if (pk->namespaced && nameable(ns, ons))
+		pk_pool_lookup_object_name(buf, len, pk->kind, ons, meta_str(other, "name"));
+	else if (pk->namespaced)
+		snprintf(buf, len, "%s %s of %s namespace", article(pk->kind), pk->kind,
 		         ns != NULL && ns[0] != '\0' ? "another" : "a");
 	else
-		snprintf(buf, len, "a GlobalIPPool");
+		snprintf(buf, len, "%s %s", article(pk->kind), pk->kind);
 }
 
 /* The decoded spec of a pool object; false (and nothing to release) when it has no usable set. */
@@ -85,29 +94,43 @@ static bool decode(const json_t *obj, struct pk_pool *p)
 	return false;
 }
 
-static bool is_self(const struct pk_pool_id *id, const char *kind, const json_t *other)
+/* Whether `other`, a pool of kind `kind`, is the pool id of kind mine names. */
+static bool is_self(const struct pk_pool_id *id, const struct pk_pool_kind *mine,
+                    const struct pk_pool_kind *kind, const json_t *other)
 {
 	const char *ons = meta_str(other, "namespace"), *oname = meta_str(other, "name");
-	bool global = strcmp(id->kind, PK_GLOBAL_POOL_KIND) == 0;
-	return id->name != NULL && oname != NULL && strcmp(kind, id->kind) == 0 &&
-	       strcmp(oname, id->name) == 0 &&
-	       (global || (ons != NULL && id->ns != NULL && strcmp(ons, id->ns) == 0));
+	return id->name != NULL && oname != NULL && kind == mine && strcmp(oname, id->name) == 0 &&
+	       (!mine->namespaced || (ons != NULL && id->ns != NULL && strcmp(ons, id->ns) == 0));
 }
 
 int pk_pool_lookup_check_overlaps(const struct pk_pool_lookup *lk, const struct pk_pool_id *id,
                                   const json_t *pool, struct pk_violations *out, struct pk_err *err)
 {
+	const struct pk_pool_kind *mine = pk_pool_kind_find(PK_POOL_GROUP, id->kind);
+	if (mine == NULL) {
+		char q[300];
+		pk_text_quote(id->kind != NULL ? id->kind : "",
+		              id->kind != NULL ? strlen(id->kind) : 0, q, sizeof(q));
+		return pk_err_set(
+		    err, PK_ERR_INVALID,
+		    "cannot check overlap with other pools: \"%s\" is not a pool kind "
+		    "of %s",
+		    q, PK_POOL_GROUP);
+	}
 	struct pk_pool me;
 	if (!decode(pool, &me))
 		return PK_OK; /* the spec itself is already reported */
-	bool global = strcmp(id->kind, PK_GLOBAL_POOL_KIND) == 0;
-	const char *const kinds[2] = {PK_POOL_KIND, PK_GLOBAL_POOL_KIND};
-	const char *const scope_ns[2] = {global ? NULL : id->ns, NULL};
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
 	int rc = PK_OK;
-	for (int s = 0; s < 2 && rc == PK_OK; s++) {
+	for (size_t s = 0; s < n && rc == PK_OK; s++) {
+		const struct pk_pool_kind *kind = &kinds[s];
 		json_t *items = NULL, *other;
 		size_t i;
-		rc = lk->list_pools(lk->ctx, kinds[s], scope_ns[s], &items, err);
+		/* Two pools of namespaced kinds meet only in one namespace; a pool of a
+		 * cluster-scoped kind meets every pool of every namespace. */
+		const char *scope = mine->namespaced && kind->namespaced ? id->ns : NULL;
+		rc = lk->list_pools(lk->ctx, kind->kind, scope, &items, err);
 		if (rc != PK_OK) {
 			rc = wrap_err(err, rc, "cannot check overlap with other pools");
 			break;
@@ -115,11 +138,11 @@ int pk_pool_lookup_check_overlaps(const struct pk_pool_lookup *lk, const struct 
 		json_array_foreach(items, i, other)
 		{
 			struct pk_pool theirs;
-			if (meta_str(other, "name") == NULL || is_self(id, kinds[s], other) ||
+			if (meta_str(other, "name") == NULL || is_self(id, mine, kind, other) ||
 			    !decode(other, &theirs))
 				continue;
 			char name[PK_OBJECT_NAME_MAX];
-			other_pool_name(lk, id->ns, kinds[s], other, name, sizeof(name));
+			other_pool_name(lk, id->ns, kind, other, name, sizeof(name));
 			pk_rules_check_pool_overlap(&me, &theirs, name, out);
 			pk_pool_release(&theirs);
 		}
@@ -188,8 +211,8 @@ int pk_pool_lookup_check_delete(const struct pk_pool_lookup *lk, const struct pk
 		return wrap_err(err, rc, "cannot check for IPAddresses allocated from it");
 	size_t total = json_array_size(items);
 	if (total > 0) {
-		/* The first one is named when it is in the pool's namespace (always, for an
-		 * IPPool); a GlobalIPPool's may be anywhere. */
+		/* The first one is named when it is in the pool's namespace (always, for a
+		 * namespaced kind's pool); a cluster-scoped kind's may be anywhere. */
 		const json_t *first = json_array_get(items, 0);
 		const char *fns = meta_str(first, "namespace");
 		char who[PK_OBJECT_NAME_MAX + 16] = "";
@@ -210,13 +233,14 @@ int pk_pool_lookup_check_delete(const struct pk_pool_lookup *lk, const struct pk
 	return PK_OK;
 }
 
-/* The pool spec.poolRef of an IPAddress of namespace ns names. */
+/* The pool of poolkeeper's that spec.poolRef of an IPAddress of namespace ns names; kind
+ * NULL when it names none (another provider's, or a kind the table does not have). */
 static struct pk_pool_id ipaddress_pool(const json_t *addr, const char *ns)
 {
 	struct pk_pool_ref r;
 	struct pk_pool_id id = {0};
-	if (pk_pool_ref_read(pk_json_path(addr, "spec", "poolRef"), ns, &r))
-		id = (struct pk_pool_id){.kind = r.kind, .ns = r.ns, .name = r.name};
+	if (pk_pool_ref_read(pk_json_path(addr, "spec", "poolRef"), ns, &r) && r.pk != NULL)
+		id = (struct pk_pool_id){.kind = r.pk->kind, .ns = r.ns, .name = r.name};
 	return id;
 }
 
@@ -229,7 +253,7 @@ int pk_pool_lookup_check_ipaddress_pool(const struct pk_pool_lookup *lk, const c
 	json_t *pool = NULL;
 	struct pk_pool p;
 	if (id.kind == NULL || id.name == NULL)
-		return PK_OK; /* pk_rules_check_ipaddress reports the poolRef */
+		return PK_OK; /* no pool of ours: pk_rules_check_ipaddress reports the poolRef */
 	pk_pool_lookup_object_name(pool_text, sizeof(pool_text), id.kind, id.ns, id.name);
 	int rc = lk->get_pool(lk->ctx, id.kind, id.ns, id.name, &pool, err);
 	if (rc != PK_OK) {
@@ -265,7 +289,7 @@ int pk_pool_lookup_check_ipaddress_unique(const struct pk_pool_lookup *lk, const
 	json_t *items = NULL;
 	size_t n = 0;
 	if (id.kind == NULL || id.name == NULL)
-		return PK_OK; /* pk_rules_check_ipaddress reports the poolRef */
+		return PK_OK; /* no pool of ours: pk_rules_check_ipaddress reports the poolRef */
 	int rc = lk->list_pool_addresses(lk->ctx, id.kind, id.ns, id.name, &items, err);
 	if (rc != PK_OK)
 		return wrap_err(err, rc, "cannot check whether the address is free");

@@ -21,12 +21,14 @@ struct pk_pool;
 
 /*
  * The reads the checks make. Each returns PK_OK and a new reference the
- * caller releases, or an error with err set.
+ * caller releases, or an error with err set. `kind` is one of poolkeeper's
+ * pool kinds (pk_pool_kinds, group ipam.poolkeeper.io).
  */
-/* Pools of `kind` (PK_POOL_KIND or PK_GLOBAL_POOL_KIND); ns NULL means every namespace. */
+/* Pools of `kind`; ns NULL means every namespace (a cluster-scoped kind's are in none). */
 typedef int pk_list_pools_fn(void *ctx, const char *kind, const char *ns, json_t **items,
                              struct pk_err *err);
-/* IPAddress objects whose spec.poolRef names this pool (ns NULL for a GlobalIPPool: all). */
+/* IPAddress objects whose spec.poolRef names this pool (ns NULL for a cluster-scoped kind's:
+ * all). */
 typedef int pk_list_pool_addresses_fn(void *ctx, const char *kind, const char *ns, const char *name,
                                       json_t **items, struct pk_err *err);
 /* One pool, or *obj = NULL when it does not exist. */
@@ -40,8 +42,10 @@ struct pk_pool_lookup {
 	pk_get_pool_fn *get_pool;
 	/*
 	 * How a message names `other`, a pool list_pools returned. NULL: by
-	 * name only when it is an IPPool of the checked object's own namespace,
-	 * since the requester may not be allowed to read anything else.
+	 * name only when it is a pool of a namespaced kind in the checked
+	 * object's own namespace, since the requester may not be allowed to
+	 * read anything else; otherwise by its kind ("a GlobalIPPool", "an
+	 * IPPool of another namespace").
 	 */
 	void (*name_pool)(void *ctx, const json_t *other, char *buf, size_t len);
 	/*
@@ -54,7 +58,8 @@ struct pk_pool_lookup {
 	bool partial;
 };
 
-/* A pool as a request names it: ns NULL for a GlobalIPPool, name NULL when unknown. */
+/* A pool as a request names it: ns NULL for a cluster-scoped kind's, name NULL when
+ * unknown. */
 struct pk_pool_id {
 	const char *kind;
 	const char *ns;
@@ -69,10 +74,13 @@ char *pk_pool_lookup_object_name(char *buf, size_t len, const char *kind, const 
 
 /*
  * pk_rules_check_pool_overlap of `pool` (the whole object) against every
- * pool it may not overlap: an IPPool against its namespace's IPPools and
- * every GlobalIPPool; a GlobalIPPool against every pool. The pool itself
- * (same kind, namespace and name) and pools whose spec does not decode are
- * skipped; so is a `pool` whose own spec does not.
+ * pool of poolkeeper's it may not overlap, whatever their kinds: a pool of
+ * a namespaced kind against the pools of every namespaced kind in its
+ * namespace and those of every cluster-scoped kind; a pool of a
+ * cluster-scoped kind against every pool. The pool itself (same kind,
+ * namespace and name) and pools whose spec does not decode are skipped; so
+ * is a `pool` whose own spec does not. A kind the table does not have is
+ * PK_ERR_INVALID, before any lookup.
  */
 PK_MUST_CHECK int pk_pool_lookup_check_overlaps(const struct pk_pool_lookup *lk,
                                                 const struct pk_pool_id *id, const json_t *pool,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "addr_spec.h"
+#include "pool_ref.h"
 #include "rules.h"
 #include "rules_util.h"
 
@@ -141,6 +142,38 @@ static void check_pool_excluded(const json_t *spec, const struct pk_pool *p,
 	}
 }
 
+/*
+ * Whether apiVersion `api` is that of pool kind pk, or, pk NULL (no kind, or one the table
+ * does not have), of any pool kind; buf then says which ones it may be ("<group>/<version>",
+ * each once).
+ */
+static bool pool_api_version(const json_t *api, const struct pk_pool_kind *pk, char *buf,
+                             size_t len)
+{
+	size_t n, o = 0;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	bool ok = false;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		const struct pk_pool_kind *k = &kinds[i];
+		/* pk's own, or each one once */
+		bool skip = pk != NULL && k != pk;
+		for (size_t j = 0; pk == NULL && j < i && !skip; j++)
+			skip = strcmp(kinds[j].group, k->group) == 0 &&
+			       strcmp(kinds[j].version, k->version) == 0;
+		if (skip)
+			continue;
+		char one[320];
+		snprintf(one, sizeof(one), "%s/%s", k->group, k->version);
+		ok = ok || rules_util_json_is(api, one);
+		if (o < len) {
+			int w = snprintf(buf + o, len - o, "%s%s", o > 0 ? " or " : "", one);
+			o += w > 0 ? (size_t)w : 0;
+		}
+	}
+	return ok;
+}
+
 void pk_rules_check_pool(const json_t *pool, const json_t *old, struct pk_violations *out)
 {
 	char desc[DESC_MAX];
@@ -159,16 +192,17 @@ void pk_rules_check_pool(const json_t *pool, const json_t *old, struct pk_violat
 	}
 	if (old == NULL)
 		rules_util_check_meta_names(pool, out);
+	/* kind: one of poolkeeper's pool kinds; apiVersion: that kind's. */
+	char want[POOL_KINDS_TEXT_MAX];
 	const json_t *kind = json_object_get(pool, "kind");
-	if (kind != NULL && !rules_util_json_is(kind, PK_POOL_KIND) &&
-	    !rules_util_json_is(kind, PK_GLOBAL_POOL_KIND))
-		pk_violations_add(out, PK_SEV_DENY, "kind", "must be %s or %s, got %s",
-		                  PK_POOL_KIND, PK_GLOBAL_POOL_KIND,
+	const struct pk_pool_kind *pk = rules_util_pool_kind(kind);
+	if (kind != NULL && pk == NULL)
+		pk_violations_add(out, PK_SEV_DENY, "kind", "must be %s, got %s",
+		                  rules_util_pool_kinds_text(want, sizeof(want)),
 		                  pk_violation_describe_value(kind, false, desc, sizeof(desc)));
 	const json_t *api = json_object_get(pool, "apiVersion");
-	if (api != NULL && !rules_util_json_is(api, PK_POOL_API_VERSION))
-		pk_violations_add(out, PK_SEV_DENY, "apiVersion", "must be %s, got %s",
-		                  PK_POOL_API_VERSION,
+	if (api != NULL && !pool_api_version(api, pk, want, sizeof(want)))
+		pk_violations_add(out, PK_SEV_DENY, "apiVersion", "must be %s, got %s", want,
 		                  pk_violation_describe_value(api, false, desc, sizeof(desc)));
 
 	const json_t *spec = json_object_get(pool, "spec");

@@ -39,7 +39,8 @@ enum pk_enforcement {
 PK_MUST_CHECK int pk_rules_parse_enforcement(const char *s, enum pk_enforcement *out);
 
 /*
- * Pool, CREATE and UPDATE, on what the object alone shows: addresses
+ * Pool, CREATE and UPDATE, on what the object alone shows: a kind of
+ * poolkeeper's (pool_ref.h's table) at that kind's apiVersion, addresses
  * present, every entry parses, one family across addresses, excluded
  * addresses and gateway, prefix within the family, every address inside
  * <first address>/<prefix>, the gateway inside it, at least one usable
@@ -51,8 +52,9 @@ void pk_rules_check_pool(const json_t *pool, const json_t *old, struct pk_violat
  * Overlap of `pool` (named `name` in messages, e.g. "IPPool ns/a") with
  * another decoded pool `other` named `other_name`; one DENY naming the
  * first shared address when they overlap. The caller picks which pools to
- * compare (an IPPool against its namespace's IPPools and every
- * GlobalIPPool; a GlobalIPPool against every pool).
+ * compare (pk_pool_lookup_check_overlaps: a pool of a namespaced kind
+ * against its namespace's pools of namespaced kinds and every pool of a
+ * cluster-scoped kind; a pool of a cluster-scoped kind against every pool).
  */
 void pk_rules_check_pool_overlap(const struct pk_pool *pool, const struct pk_pool *other,
                                  const char *other_name, struct pk_violations *out);
@@ -74,9 +76,9 @@ void pk_rules_check_pool_shrink(const struct pk_pool *pool, const char *const *i
  * (v1beta2 requires apiGroup; v1beta1 made it optional, so its absence
  * there is a WARN: such a claim names no poolkeeper pool and is left to
  * whichever provider owns the core group). With apiGroup
- * ipam.poolkeeper.io, a kind that is neither IPPool nor GlobalIPPool, or
- * none, is a DENY naming the kind it most likely meant ("did you mean
- * IPPool?"). On UPDATE only spec
+ * ipam.poolkeeper.io, a kind that is none of poolkeeper's pool kinds
+ * (pool_ref.h's table), or none, is a DENY naming the kind it most likely
+ * meant ("did you mean IPPool?"). On UPDATE only spec
  * immutability: metadata (finalizers, owner references, annotations) may
  * always change, so deletion and clusterctl move are never blocked.
  */

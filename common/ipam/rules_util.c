@@ -184,26 +184,54 @@ static void check_spec_immutable(const json_t *obj, const json_t *old, const cha
 	                  pk_violation_describe_value(a, false, now, sizeof(now)), kind);
 }
 
+const struct pk_pool_kind *rules_util_pool_kind(const json_t *kind)
+{
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	for (size_t i = 0; i < n; i++)
+		if (rules_util_json_is(kind, kinds[i].kind))
+			return &kinds[i];
+	return NULL;
+}
+
+const char *rules_util_pool_kinds_text(char *buf, size_t len)
+{
+	size_t n, o = 0;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && o < len; i++) {
+		int w = snprintf(buf + o, len - o, "%s%s",
+		                 i == 0      ? ""
+		                 : i + 1 < n ? ", "
+		                             : " or ",
+		                 kinds[i].kind);
+		o += w > 0 ? (size_t)w : 0;
+	}
+	return buf;
+}
+
 /*
  * The poolkeeper kind an unknown kind most likely meant: the one it equals
  * ignoring case, else the one within an edit distance of 3 (the nearer;
- * IPPool on a tie), else both.
+ * the first in the table on a tie), else any of them (in buf).
  */
-static const char *closest_pool_kind(const json_t *kind)
+static const char *closest_pool_kind(const json_t *kind, char *buf, size_t len)
 {
-	static const char *const kinds[] = {PK_POOL_KIND, PK_GLOBAL_POOL_KIND};
+	size_t nk;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&nk);
 	const char *k = json_string_value(kind);
 	size_t n = json_string_length(kind), best = SIZE_MAX, at = 0;
-	for (size_t i = 0; i < 2; i++) {
-		if (n == strlen(kinds[i]) && strncasecmp(k, kinds[i], n) == 0)
-			return kinds[i];
-		size_t d = pk_edit_distance(k, n, kinds[i], strlen(kinds[i]));
+	for (size_t i = 0; i < nk; i++) {
+		const char *name = kinds[i].kind;
+		if (n == strlen(name) && strncasecmp(k, name, n) == 0)
+			return name;
+		size_t d = pk_edit_distance(k, n, name, strlen(name));
 		if (d < best) {
 			best = d;
 			at = i;
 		}
 	}
-	return best <= 3 ? kinds[at] : PK_POOL_KIND " or " PK_GLOBAL_POOL_KIND;
+	return best <= 3 ? kinds[at].kind : rules_util_pool_kinds_text(buf, len);
 }
 
 /*
@@ -251,19 +279,22 @@ void rules_util_check_pool_ref(const json_t *spec, int version, const json_t **k
 			    PK_POOL_GROUP);
 	}
 	bool ours = rules_util_json_is(g, PK_POOL_GROUP);
-	*kind = rules_util_require_string(
-	    r, "kind", "spec.poolRef.kind", NAME_MAX_LEN,
-	    ours ? "the kind of a pool of " PK_POOL_GROUP " (" PK_POOL_KIND
-	           " or " PK_GLOBAL_POOL_KIND "); did you mean " PK_POOL_KIND "?"
-	         : "the pool's kind (" PK_POOL_KIND " or " PK_GLOBAL_POOL_KIND
-	           " for poolkeeper pools)",
-	    out);
+	size_t nk;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&nk);
+	char names[POOL_KINDS_TEXT_MAX], hint[POOL_KINDS_TEXT_MAX + 128];
+	rules_util_pool_kinds_text(names, sizeof(names));
+	if (ours)
+		snprintf(hint, sizeof(hint), "the kind of a pool of %s (%s); did you mean %s?",
+		         PK_POOL_GROUP, names, kinds[0].kind);
+	else
+		snprintf(hint, sizeof(hint), "the pool's kind (%s for poolkeeper pools)", names);
+	*kind = rules_util_require_string(r, "kind", "spec.poolRef.kind", NAME_MAX_LEN, hint, out);
 	if (ours && *kind != NULL && pk_pool_kind_of_ref(r) == NULL) {
 		char q[QUOTE_MAX];
 		pk_violations_add(out, PK_SEV_DENY, "spec.poolRef.kind",
 		                  "\"%s\" is not a kind of %s; did you mean %s?",
 		                  rules_util_quote(*kind, q, sizeof(q)), PK_POOL_GROUP,
-		                  closest_pool_kind(*kind));
+		                  closest_pool_kind(*kind, names, sizeof(names)));
 		*kind = NULL;
 	}
 	*name = rules_util_require_string(r, "name", "spec.poolRef.name", NAME_MAX_LEN,

@@ -19,6 +19,11 @@
 /* Kubernetes object names are DNS subdomains: at most 253 characters. */
 #define NAME_MAX_LEN 253
 
+/* Room for every pool kind's name (63 characters each) or API version in one message. */
+#define POOL_KINDS_TEXT_MAX 1200
+
+struct pk_pool_kind;
+
 /* The JSON string s quoted for a message (pk_text_quote); returns buf. */
 const char *rules_util_quote(const json_t *s, char *buf, size_t len);
 
@@ -63,6 +68,13 @@ int rules_util_ref_flag(const json_t *ref, size_t i, const char *key, struct pk_
 
 /* `Kind "name"` of an owner reference, for messages. */
 const char *rules_util_ref_text(const json_t *ref, char *buf, size_t len);
+
+/* poolkeeper's pool kind (pk_pool_kinds) whose name the JSON string `kind` is, or NULL. */
+const struct pk_pool_kind *rules_util_pool_kind(const json_t *kind);
+
+/* poolkeeper's pool kinds for a message, "IPPool or GlobalIPPool" (the table's order, ", "
+ * between all but the last two); returns buf. */
+const char *rules_util_pool_kinds_text(char *buf, size_t len);
 
 /* Where an address stands in a pool whose spec decoded (pool_rules.c). */
 enum pool_rules_holding {

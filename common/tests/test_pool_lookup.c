@@ -2,7 +2,9 @@
  * test_pool_lookup.c - the contract rules that read other objects, over a
  * fixture lookup: which pools may overlap, an IPAddress inside its pool,
  * delete and shrink protection, the default prefix, and a lookup that
- * fails; each with the case that must pass.
+ * fails; each with the case that must pass. Which reads the rules make
+ * (kinds and namespaces) follow pool_ref.h's table, and a kind it does not
+ * have is read as no other kind.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 
 #include "pool.h"
 #include "pool_lookup.h"
+#include "pool_ref.h"
 #include "rules.h"
 
 #include "expect_violations.h"
@@ -25,7 +28,15 @@
 struct fixture {
 	json_t *objects;
 	bool fail;
+	char asked[1024]; /* the reads made, "<read>:<kind>/<ns, or * for every one> " each */
 };
+
+static void note(struct fixture *f, const char *read, const char *kind, const char *ns)
+{
+	size_t o = strlen(f->asked);
+	snprintf(f->asked + o, sizeof(f->asked) - o, "%s:%s/%s ", read, kind,
+	         ns != NULL ? ns : "*");
+}
 
 static bool kind_is(const json_t *o, const char *kind)
 {
@@ -51,6 +62,7 @@ static int list_pools(void *ctx, const char *kind, const char *ns, json_t **item
 	struct fixture *f = ctx;
 	size_t i;
 	json_t *o;
+	note(f, "pools", kind, ns);
 	if (f->fail)
 		return pk_err_set(err, PK_ERR_INVALID, "the cache is not ready");
 	*items = json_array();
@@ -68,6 +80,7 @@ static int list_pool_addresses(void *ctx, const char *kind, const char *ns, cons
 	struct fixture *f = ctx;
 	size_t i;
 	json_t *o;
+	note(f, "addresses", kind, ns);
 	if (f->fail)
 		return pk_err_set(err, PK_ERR_INVALID, "the cache is not ready");
 	*items = json_array();
@@ -88,6 +101,7 @@ static int get_pool(void *ctx, const char *kind, const char *ns, const char *nam
 	size_t i;
 	json_t *o;
 	*obj = NULL;
+	note(f, "pool", kind, ns);
 	if (f->fail)
 		return pk_err_set(err, PK_ERR_INVALID, "the cache is not ready");
 	json_array_foreach(f->objects, i, o)
@@ -111,11 +125,12 @@ static struct pk_pool_lookup lookup_of(struct fixture *f)
 	"{'apiVersion':'" PK_POOL_API_VERSION "','kind':'" kind "','metadata':{'name':'" name \
 	"'" ns "},'spec':{'addresses':[" addrs "],'prefix':24}}"
 #define NS(ns) ",'namespace':'" ns "'"
-#define ADDRESS(ns, name, pool, addr)                                                         \
+#define ADDRESS_OF(group, kind, ns, name, pool, addr)                                         \
 	"{'apiVersion':'" PK_CAPI_IPAM_GROUP "/" PK_CAPI_V1BETA2 "','kind':'" PK_ADDRESS_KIND \
 	"','metadata':{'name':'" name "','namespace':'" ns "'},'spec':{'address':'" addr      \
-	"','prefix':24,'claimRef':{'name':'" name "'},'poolRef':{'apiGroup':'" PK_POOL_GROUP  \
-	"','kind':'" PK_POOL_KIND "','name':'" pool "'}}}"
+	"','prefix':24,'claimRef':{'name':'" name "'},'poolRef':{'apiGroup':'" group          \
+	"','kind':'" kind "','name':'" pool "'}}}"
+#define ADDRESS(ns, name, pool, addr) ADDRESS_OF(PK_POOL_GROUP, PK_POOL_KIND, ns, name, pool, addr)
 
 static json_t *load(const char *text)
 {
@@ -293,6 +308,120 @@ static void test_shrink_and_unique(void **state)
 	json_decref(f.objects);
 }
 
+/* A pool of kind pk named "p" (in namespace "a" when pk is namespaced) holding cidr. */
+static json_t *pool_of(const struct pk_pool_kind *pk, const char *cidr)
+{
+	json_t *o = json_pack("{s:s++, s:s, s:{s:s}, s:{s:[s], s:i}}", "apiVersion", pk->group, "/",
+	                      pk->version, "kind", pk->kind, "metadata", "name", "p", "spec",
+	                      "addresses", cidr, "prefix", 24);
+	assert_non_null(o);
+	if (pk->namespaced)
+		json_object_set_new(json_object_get(o, "metadata"), "namespace", json_string("a"));
+	return o;
+}
+
+/* An IPAddress of namespace "a" on pool "p" of kind pk. */
+static json_t *address_of(const struct pk_pool_kind *pk, const char *addr)
+{
+	json_t *o = load(ADDRESS("a", "m1", "p", "10.0.0.3"));
+	json_t *spec = json_object_get(o, "spec");
+	json_object_set_new(json_object_get(spec, "poolRef"), "kind", json_string(pk->kind));
+	json_object_set_new(spec, "address", json_string(addr));
+	return o;
+}
+
+/*
+ * Which pools a pool is compared with, and where a pool and its addresses
+ * are looked for, come from each kind's scope in the table: two pools of
+ * namespaced kinds meet in their namespace only, a cluster-scoped kind's
+ * pool meets every pool, and a reference to it from namespace "a" is
+ * looked for in every namespace.
+ */
+static void test_reads_follow_the_table(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	struct fixture f = {.objects = json_array()};
+	struct pk_pool_lookup lk = lookup_of(&f);
+	struct pk_violations v;
+	struct pk_err err;
+	char want[sizeof(f.asked)];
+	for (size_t m = 0; m < n; m++) {
+		const struct pk_pool_kind *mine = &kinds[m];
+		const char *ns = mine->namespaced ? "a" : "*";
+		json_t *p = pool_of(mine, "10.0.0.0/24");
+		struct pk_pool_id id = {mine->kind, mine->namespaced ? "a" : NULL, "p"};
+		f.asked[0] = want[0] = '\0';
+		pk_violations_init(&v);
+		assert_int_equal(pk_pool_lookup_check_overlaps(&lk, &id, p, &v, &err), PK_OK);
+		for (size_t k = 0; k < n; k++) {
+			size_t o = strlen(want);
+			snprintf(want + o, sizeof(want) - o, "pools:%s/%s ", kinds[k].kind,
+			         mine->namespaced && kinds[k].namespaced ? "a" : "*");
+		}
+		assert_string_equal(f.asked, want);
+
+		json_t *addr = address_of(mine, "10.0.0.3");
+		f.asked[0] = '\0';
+		assert_int_equal(pk_pool_lookup_check_ipaddress_pool(&lk, "a", addr, &v, &err),
+		                 PK_OK);
+		assert_int_equal(
+		    pk_pool_lookup_check_ipaddress_unique(&lk, "a", "m1", addr, &v, &err), PK_OK);
+		snprintf(want, sizeof(want), "pool:%s/%s addresses:%s/%s ", mine->kind, ns,
+		         mine->kind, ns);
+		assert_string_equal(f.asked, want);
+		json_decref(addr);
+		json_decref(p);
+	}
+	json_decref(f.objects);
+}
+
+/*
+ * A kind the table does not have, of poolkeeper's group or another's, is
+ * read as no kind at all: no IPPool of the same name stands in for it.
+ */
+static void test_unknown_kind_reads_nothing(void **state)
+{
+	(void)state;
+	struct fixture f = {
+	    .objects = load("[" POOL(PK_POOL_KIND, NS("a"), "p",
+	                             "'10.0.0.0/24'") "," ADDRESS("a", "m1", "p", "10.0.0.3") "]")};
+	struct pk_pool_lookup lk = lookup_of(&f);
+	struct pk_violations v;
+	struct pk_err err;
+
+	/* Overlap: an error naming the kind, before any read. */
+	json_t *kea = load(POOL("KeaIPPool", NS("a"), "q", "'10.0.0.0/24'"));
+	struct pk_pool_id id = {"KeaIPPool", "a", "q"};
+	pk_violations_init(&v);
+	assert_int_equal(pk_pool_lookup_check_overlaps(&lk, &id, kea, &v, &err), PK_ERR_INVALID);
+	assert_string_equal(err.msg, "cannot check overlap with other pools: \"KeaIPPool\" is not "
+	                             "a pool kind of " PK_POOL_GROUP);
+	assert_int_equal(v.n, 0);
+	assert_string_equal(f.asked, "");
+
+	/* An IPAddress on such a pool is in no pool of poolkeeper's: nothing to read. */
+	static const char *const refs[] = {
+	    ADDRESS_OF(PK_POOL_GROUP, "KeaIPPool", "a", "m9", "p", "10.0.0.3"),
+	    ADDRESS_OF(PK_POOL_GROUP, "GlobalKeaIPPool", "a", "m9", "p", "10.0.0.3"),
+	    ADDRESS_OF(PK_CAPI_IPAM_GROUP, "InClusterIPPool", "a", "m9", "p", "10.0.0.3"),
+	};
+	for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+		json_t *addr = load(refs[i]);
+		pk_violations_init(&v);
+		assert_int_equal(pk_pool_lookup_check_ipaddress_pool(&lk, "a", addr, &v, &err),
+		                 PK_OK);
+		assert_int_equal(
+		    pk_pool_lookup_check_ipaddress_unique(&lk, "a", "m9", addr, &v, &err), PK_OK);
+		assert_int_equal(v.n, 0); /* not "already held" by the IPPool's m1 */
+		assert_string_equal(f.asked, "");
+		json_decref(addr);
+	}
+	json_decref(kea);
+	json_decref(f.objects);
+}
+
 static void test_default_prefix(void **state)
 {
 	(void)state;
@@ -334,9 +463,14 @@ static void test_object_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_overlap),           cmocka_unit_test(test_ipaddress_in_pool),
-	    cmocka_unit_test(test_delete_protection), cmocka_unit_test(test_shrink_and_unique),
-	    cmocka_unit_test(test_default_prefix),    cmocka_unit_test(test_object_name),
+	    cmocka_unit_test(test_overlap),
+	    cmocka_unit_test(test_ipaddress_in_pool),
+	    cmocka_unit_test(test_delete_protection),
+	    cmocka_unit_test(test_shrink_and_unique),
+	    cmocka_unit_test(test_default_prefix),
+	    cmocka_unit_test(test_object_name),
+	    cmocka_unit_test(test_reads_follow_the_table),
+	    cmocka_unit_test(test_unknown_kind_reads_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

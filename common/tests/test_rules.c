@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "pool_ref.h"
 #include "rules.h"
 
 #include "expect_violations.h"
@@ -179,6 +180,54 @@ static void test_pool_update_and_non_objects(void **state)
 	pk_rules_check_pool(NULL, NULL, &v);
 	expect(&v, PK_SEV_DENY, "object", "got nothing");
 	json_decref(arr);
+	json_decref(pool);
+}
+
+/*
+ * A pool's kind is any of the table's, at that kind's apiVersion; any other
+ * kind is refused with the table's kinds ("IPPool or GlobalIPPool", ", "
+ * before the others).
+ */
+static void test_pool_kinds_of_the_table(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	struct pk_violations v;
+	char want[1024] = "must be ", api[300];
+	for (size_t i = 0; i < n; i++) {
+		size_t o = strlen(want);
+		snprintf(want + o, sizeof(want) - o, "%s%s",
+		         i == 0      ? ""
+		         : i + 1 < n ? ", "
+		                     : " or ",
+		         kinds[i].kind);
+	}
+	size_t o = strlen(want);
+	snprintf(want + o, sizeof(want) - o, ", got \"KeaIPPool\"");
+	for (size_t i = 0; i < n; i++) {
+		json_t *pool = load(pool_base);
+		snprintf(api, sizeof(api), "%s/%s", kinds[i].group, kinds[i].version);
+		json_object_set_new(pool, "kind", json_string(kinds[i].kind));
+		json_object_set_new(pool, "apiVersion", json_string(api));
+		pk_violations_init(&v);
+		pk_rules_check_pool(pool, NULL, &v);
+		expect_none(&v, PK_SEV_DENY);
+		/* its own group at another version is not its apiVersion */
+		snprintf(api, sizeof(api), "%s/v0", kinds[i].group);
+		json_object_set_new(pool, "apiVersion", json_string(api));
+		pk_violations_init(&v);
+		pk_rules_check_pool(pool, NULL, &v);
+		snprintf(api, sizeof(api), "must be %s/%s, got", kinds[i].group, kinds[i].version);
+		expect(&v, PK_SEV_DENY, "apiVersion", api);
+		json_decref(pool);
+	}
+	json_t *pool = load(pool_base);
+	json_object_set_new(pool, "kind", json_string("KeaIPPool"));
+	pk_violations_init(&v);
+	pk_rules_check_pool(pool, NULL, &v);
+	expect(&v, PK_SEV_DENY, "kind", want);
+	assert_int_equal(v.n, 1); /* its apiVersion is a pool kind's: the kind is what is wrong */
 	json_decref(pool);
 }
 
@@ -1159,6 +1208,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pool_rules),
 	    cmocka_unit_test(test_pool_update_and_non_objects),
+	    cmocka_unit_test(test_pool_kinds_of_the_table),
 	    cmocka_unit_test(test_pool_overlap),
 	    cmocka_unit_test(test_pool_shrink),
 	    cmocka_unit_test(test_claim_create),

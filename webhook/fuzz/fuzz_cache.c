@@ -1,9 +1,11 @@
 /*
  * fuzz_cache.c - libFuzzer target for the webhook's lookup cache: any JSON
- * object (strings with NULs included) as an IPPool, GlobalIPPool,
- * IPAddress or IPAddressClaim event, added, read back through every
- * lookup, replaced and deleted. The first byte picks the kind. Whatever the
- * object, nothing crashes, and once it is deleted the cache is empty.
+ * object (strings with NULs included) as an event of one of poolkeeper's
+ * pool kinds, an IPAddress or an IPAddressClaim, added, read back through
+ * every lookup of every pool kind (and of the kind its poolRef names,
+ * which may be none of them), replaced and deleted. The first byte picks
+ * the cache slot. Whatever the object, nothing crashes, and once it is
+ * deleted the cache is empty.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +23,10 @@ static void read_all(struct pk_cache *c, const json_t *obj)
 	const char *ns = pk_json_meta_cstr(obj, "namespace");
 	struct pk_err err;
 	json_t *v = NULL;
-	for (int g = 0; g < 2; g++) {
-		const char *k = g ? PK_GLOBAL_POOL_KIND : PK_POOL_KIND;
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	for (size_t i = 0; i < n; i++) {
+		const char *k = kinds[i].kind;
 		if (pk_cache_list_pools(c, k, ns, &v, &err) == PK_OK)
 			json_decref(v);
 		if (pk_cache_list_pool_addresses(c, k, ns, name != NULL ? name : "x", &v, &err) ==
@@ -44,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	enum pk_cache_kind k = (enum pk_cache_kind)(data[0] % PK_CACHE_KINDS);
+	enum pk_cache_kind k = (enum pk_cache_kind)(data[0] % pk_cache_kinds());
 	json_t *obj = json_loadb((const char *)data + 1, size - 1, JSON_ALLOW_NUL, NULL);
 	if (obj == NULL)
 		return 0;

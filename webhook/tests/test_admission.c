@@ -13,6 +13,7 @@
 #include "admission.h"
 #include "base64.h"
 #include "json_patch.h"
+#include "pool_ref.h"
 #include "provider_refs.h"
 
 /* ---- fixtures: the objects a cluster holds, served through the lookup seam ---- */
@@ -400,6 +401,40 @@ static void test_unknown_resource(void **state)
 }
 
 /* ---- pools ---- */
+
+/*
+ * Each pool kind of the table is reviewed at its own group, version and
+ * resource, and named by its kind and scope; a resource of poolkeeper's
+ * group the table does not have is not a pool.
+ */
+static void test_pool_resources_of_the_table(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	struct answer a;
+	char says[128];
+	for (size_t i = 0; i < n; i++) {
+		const struct pk_pool_kind *pk = &kinds[i];
+		json_t *p = pool(pk->kind, pk->namespaced ? "team-a" : NULL, "nodes",
+		                 "{\"addresses\":[\"10.0.0.0/24\"],\"prefix\":\"24\"}");
+		review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", pk->group, pk->version,
+		       pk->resource, p, NULL, &a);
+		snprintf(says, sizeof(says), "%s %snodes: ", pk->kind,
+		         pk->namespaced ? "team-a/" : "");
+		assert_denied_with(&a, says);
+		assert_denied_with(&a, "spec.prefix");
+		done(&a);
+		json_decref(p);
+	}
+	json_t *o = pool("KeaIPPool", "team-a", "nodes", "{\"addresses\":[\"10.0.0.0/24\"]}");
+	review(&CFG_API, PK_ADMISSION_VALIDATE, "CREATE", POOL_V, "keaippools", o, NULL, &a);
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "does not handle resource \"" PK_POOL_GROUP
+	                                  "/" PK_POOL_VERSION "/keaippools\""));
+	done(&a);
+	json_decref(o);
+}
 
 static void test_pool_create(void **state)
 {
@@ -1585,6 +1620,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unknown_resource, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_resources_of_the_table, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_create, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_overlap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_shrink_and_delete, setup, teardown),

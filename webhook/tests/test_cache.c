@@ -3,7 +3,9 @@
  * lookups answer, a pool's IPAddresses come from its own index (not those
  * of other pools, namespaces or providers), claims and pools by key,
  * readiness only once every kind has listed, the admission decisions on
- * top of it, and reads while an informer thread writes.
+ * top of it, and reads while an informer thread writes. Its pool kinds and
+ * their scopes are pool_ref.h's table, and a kind the table does not have
+ * is an error, never another kind's pools.
  *
  * The informer is played by the test: it calls the transform and the
  * handlers pk_cache_feed installs, in the order kube_informer.h promises,
@@ -39,8 +41,17 @@ struct informer {
 
 struct fixture {
 	struct pk_cache *c;
-	struct informer inf[PK_CACHE_KINDS];
+	struct informer inf[PK_CACHE_KINDS_MAX];
 };
+
+/* The cache slot of one of poolkeeper's pool kinds. */
+static enum pk_cache_kind slot_of(const char *kind)
+{
+	enum pk_cache_kind k;
+	struct pk_err err;
+	assert_int_equal(pk_cache_pool_slot(kind, &k, &err), PK_OK);
+	return k;
+}
 
 static int setup(void **state)
 {
@@ -48,11 +59,12 @@ static int setup(void **state)
 	assert_non_null(f);
 	f->c = pk_cache_new();
 	assert_non_null(f->c);
-	for (int k = 0; k < PK_CACHE_KINDS; k++) {
+	for (size_t k = 0; k < pk_cache_kinds(); k++) {
+		const struct pk_pool_kind *pk = pk_cache_slot_pool_kind((enum pk_cache_kind)k);
 		pk_cache_feed(f->c, (enum pk_cache_kind)k, &f->inf[k].io);
 		f->inf[k].store = pk_strmap_new();
 		assert_non_null(f->inf[k].store);
-		f->inf[k].cluster_scoped = k == PK_CACHE_GLOBALIPPOOLS;
+		f->inf[k].cluster_scoped = pk != NULL && !pk->namespaced;
 	}
 	*state = f;
 	return 0;
@@ -62,7 +74,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	/* as pk_lookup_close: the informers' items, then the cache */
-	for (int k = 0; k < PK_CACHE_KINDS; k++)
+	for (size_t k = 0; k < pk_cache_kinds(); k++)
 		pk_strmap_free(f->inf[k].store, free);
 	pk_cache_free(f->c);
 	free(f);
@@ -327,9 +339,10 @@ static void test_pools_and_claims(void **state)
 	assert_int_equal(pk_cache_get_pool(f->c, PK_POOL_KIND, "a", "nodes", &o, &err), PK_OK);
 	assert_null(o);
 
-	ev_put(f, PK_CACHE_IPPOOLS, pool(PK_POOL_KIND, "a", "nodes", "10.1.0.0/16"));
-	ev_put(f, PK_CACHE_IPPOOLS, pool(PK_POOL_KIND, "ab", "nodes", "10.2.0.0/16"));
-	ev_put(f, PK_CACHE_GLOBALIPPOOLS, pool(PK_GLOBAL_POOL_KIND, NULL, "nodes", "10.3.0.0/16"));
+	ev_put(f, slot_of(PK_POOL_KIND), pool(PK_POOL_KIND, "a", "nodes", "10.1.0.0/16"));
+	ev_put(f, slot_of(PK_POOL_KIND), pool(PK_POOL_KIND, "ab", "nodes", "10.2.0.0/16"));
+	ev_put(f, slot_of(PK_GLOBAL_POOL_KIND),
+	       pool(PK_GLOBAL_POOL_KIND, NULL, "nodes", "10.3.0.0/16"));
 
 	assert_int_equal(pk_cache_get_pool(f->c, PK_POOL_KIND, "a", "nodes", &o, &err), PK_OK);
 	assert_non_null(o);
@@ -357,16 +370,16 @@ static void test_pools_and_claims(void **state)
 	json_decref(items);
 
 	/* an update is what get answers next; a delete makes it absent */
-	ev_put(f, PK_CACHE_IPPOOLS, pool(PK_POOL_KIND, "a", "nodes", "10.9.0.0/16"));
+	ev_put(f, slot_of(PK_POOL_KIND), pool(PK_POOL_KIND, "a", "nodes", "10.9.0.0/16"));
 	assert_int_equal(pk_cache_get_pool(f->c, PK_POOL_KIND, "a", "nodes", &o, &err), PK_OK);
 	assert_string_equal(json_string_value(json_array_get(
 	                        json_object_get(json_object_get(o, "spec"), "addresses"), 0)),
 	                    "10.9.0.0/16");
 	json_decref(o);
-	ev_delete(f, PK_CACHE_IPPOOLS, "a", "nodes");
+	ev_delete(f, slot_of(PK_POOL_KIND), "a", "nodes");
 	assert_int_equal(pk_cache_get_pool(f->c, PK_POOL_KIND, "a", "nodes", &o, &err), PK_OK);
 	assert_null(o);
-	assert_int_equal(pk_cache_count(f->c, PK_CACHE_IPPOOLS), 1);
+	assert_int_equal(pk_cache_count(f->c, slot_of(PK_POOL_KIND)), 1);
 
 	/* claims: by namespace and name; what the checks read is kept, conditions are not */
 	ev_put(f, PK_CACHE_CLAIMS, claim("a", "m-1", "nodes"));
@@ -399,15 +412,136 @@ static void test_ready_after_every_first_list(void **state)
 	struct fixture *f = *state;
 	assert_false(pk_cache_ready(f->c));
 	/* objects arriving during a first list do not make it ready */
-	ev_put(f, PK_CACHE_IPPOOLS, pool(PK_POOL_KIND, "a", "nodes", "10.1.0.0/16"));
-	assert_false(pk_cache_synced(f->c, PK_CACHE_IPPOOLS));
-	for (int k = 0; k < PK_CACHE_KINDS; k++) {
+	ev_put(f, slot_of(PK_POOL_KIND), pool(PK_POOL_KIND, "a", "nodes", "10.1.0.0/16"));
+	assert_false(pk_cache_synced(f->c, slot_of(PK_POOL_KIND)));
+	for (size_t k = 0; k < pk_cache_kinds(); k++) {
 		assert_false(pk_cache_ready(f->c));
 		assert_false(pk_cache_synced(f->c, (enum pk_cache_kind)k));
 		f->inf[k].io.handlers.on_synced(f->inf[k].io.handlers.ud);
 		assert_true(pk_cache_synced(f->c, (enum pk_cache_kind)k));
 	}
 	assert_true(pk_cache_ready(f->c));
+}
+
+/* ---- the pool kinds are the table's ---- */
+
+static void test_slots_follow_the_table(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	struct pk_err err;
+	assert_int_equal(pk_cache_kinds(), PK_CACHE_POOLS + n);
+	assert_true(pk_cache_kinds() <= PK_CACHE_KINDS_MAX);
+	assert_null(pk_cache_slot_pool_kind(PK_CACHE_ADDRESSES));
+	assert_null(pk_cache_slot_pool_kind(PK_CACHE_CLAIMS));
+	assert_null(pk_cache_slot_pool_kind((enum pk_cache_kind)(PK_CACHE_POOLS + n)));
+	for (size_t i = 0; i < n; i++) {
+		enum pk_cache_kind k;
+		assert_int_equal(pk_cache_pool_slot(kinds[i].kind, &k, &err), PK_OK);
+		assert_int_equal(k, PK_CACHE_POOLS + i);
+		assert_ptr_equal(pk_cache_slot_pool_kind(k), &kinds[i]);
+	}
+}
+
+/*
+ * One pool "p" of every kind, and an address of namespace "a" on each: a
+ * namespaced kind's pool and addresses are those of the namespace asked
+ * for, a cluster-scoped kind's are found from any; no kind sees another's.
+ */
+static void test_scope_follows_the_table(void **state)
+{
+	struct fixture *f = *state;
+	size_t n;
+	const struct pk_pool_kind *kinds = pk_pool_kinds(&n);
+	struct pk_err err;
+	char got[256], want[64], cidr[32];
+	/* kind i's pool is 10.i.0.0/16, its address 10.i.0.1 */
+	for (size_t i = 0; i < n; i++) {
+		snprintf(cidr, sizeof(cidr), "10.%zu.0.0/16", i);
+		snprintf(want, sizeof(want), "10.%zu.0.1", i);
+		ev_put(f, slot_of(kinds[i].kind),
+		       pool(kinds[i].kind, kinds[i].namespaced ? "a" : NULL, "p", cidr));
+		ev_put(f, PK_CACHE_ADDRESSES,
+		       address("a", kinds[i].kind, want, kinds[i].kind, "p"));
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct pk_pool_kind *pk = &kinds[i];
+		json_t *o = NULL, *items = NULL;
+		snprintf(cidr, sizeof(cidr), "10.%zu.0.0/16", i);
+		snprintf(want, sizeof(want), "10.%zu.0.1", i);
+		/* from its own namespace, and from every one */
+		assert_int_equal(pk_cache_get_pool(f->c, pk->kind, "a", "p", &o, &err), PK_OK);
+		assert_non_null(o);
+		assert_string_equal(
+		    json_string_value(json_array_get(pk_json_path(o, "spec", "addresses"), 0)),
+		    cidr);
+		json_decref(o);
+		pool_addresses(f, pk->kind, "a", "p", got, sizeof(got));
+		assert_string_equal(got, want);
+		pool_addresses(f, pk->kind, NULL, "p", got, sizeof(got));
+		assert_string_equal(got, want);
+		/* from another namespace: only a cluster-scoped kind's */
+		assert_int_equal(pk_cache_get_pool(f->c, pk->kind, "b", "p", &o, &err), PK_OK);
+		assert_true((o != NULL) == !pk->namespaced);
+		json_decref(o);
+		assert_int_equal(pk_cache_list_pools(f->c, pk->kind, "b", &items, &err), PK_OK);
+		assert_int_equal(json_array_size(items), pk->namespaced ? 0 : 1);
+		json_decref(items);
+		pool_addresses(f, pk->kind, "b", "p", got, sizeof(got));
+		assert_string_equal(got, pk->namespaced ? "" : want);
+	}
+}
+
+/*
+ * Kinds the table does not have (a namespaced one, a "Global" one, IPPool
+ * in the wrong case, none) name no pool: each read is an error naming the
+ * kind, never the IPPool "nodes" nor its addresses.
+ */
+static void test_unknown_kind_is_no_pool(void **state)
+{
+	struct fixture *f = *state;
+	struct pk_err err;
+	ev_put(f, slot_of(PK_POOL_KIND), pool(PK_POOL_KIND, "a", "nodes", "10.1.0.0/16"));
+	ev_put(f, slot_of(PK_GLOBAL_POOL_KIND),
+	       pool(PK_GLOBAL_POOL_KIND, NULL, "nodes", "10.3.0.0/16"));
+	ev_put(f, PK_CACHE_ADDRESSES, address("a", "n-1", "10.1.0.1", PK_POOL_KIND, "nodes"));
+	ev_put(f, PK_CACHE_ADDRESSES, address("b", "n-2", "10.1.0.2", PK_POOL_KIND, "nodes"));
+	/* an address on such a kind is in no pool of poolkeeper's: not kept */
+	ev_put(f, PK_CACHE_ADDRESSES, address("a", "k-1", "10.1.0.3", "KeaIPPool", "nodes"));
+	assert_int_equal(pk_cache_count(f->c, PK_CACHE_ADDRESSES), 2);
+
+	static const char *const unknown[] = {"KeaIPPool", "GlobalKeaIPPool", "ippool", ""};
+	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+		const char *kind = unknown[i];
+		char says[128];
+		snprintf(says, sizeof(says), "\"%s\" is not a pool kind of " PK_POOL_GROUP, kind);
+		enum pk_cache_kind k;
+		assert_int_equal(pk_cache_pool_slot(kind, &k, &err), PK_ERR_INVALID);
+		assert_int_equal(k, PK_CACHE_KINDS_MAX);
+		assert_string_equal(err.msg, says);
+
+		json_t *o = NULL, *items = NULL;
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(pk_cache_get_pool(f->c, kind, "a", "nodes", &o, &err),
+		                 PK_ERR_INVALID);
+		assert_null(o);
+		assert_string_equal(err.msg, says);
+		for (int every = 0; every < 2; every++) {
+			const char *ns = every ? NULL : "a";
+			memset(&err, 0, sizeof(err));
+			assert_int_equal(pk_cache_list_pools(f->c, kind, ns, &items, &err),
+			                 PK_ERR_INVALID);
+			assert_null(items);
+			assert_string_equal(err.msg, says);
+			memset(&err, 0, sizeof(err));
+			assert_int_equal(
+			    pk_cache_list_pool_addresses(f->c, kind, ns, "nodes", &items, &err),
+			    PK_ERR_INVALID);
+			assert_null(items);
+			assert_string_equal(err.msg, says);
+		}
+	}
 }
 
 /* ---- the admission decisions over the cache ---- */
@@ -473,7 +607,7 @@ static void test_admission_over_the_cache(void **state)
 	char msg[1024];
 	json_t *old = pool(PK_GLOBAL_POOL_KIND, NULL, "shared", "10.0.0.0/16");
 	json_t *smaller = pool(PK_GLOBAL_POOL_KIND, NULL, "shared", "10.0.0.0/24");
-	ev_put(f, PK_CACHE_GLOBALIPPOOLS, json_incref(old));
+	ev_put(f, slot_of(PK_GLOBAL_POOL_KIND), json_incref(old));
 	ev_put(f, PK_CACHE_ADDRESSES,
 	       address("a", "m-1", "10.0.200.1", PK_GLOBAL_POOL_KIND, "shared"));
 
@@ -492,10 +626,11 @@ static void test_admission_over_the_cache(void **state)
 	/* overlap: another GlobalIPPool's ADDED event makes a new pool overlap it */
 	json_t *fresh = pool(PK_GLOBAL_POOL_KIND, NULL, "shared", "10.7.0.0/24");
 	assert_true(review_global_pool(f, "UPDATE", fresh, old, msg, sizeof(msg)));
-	ev_put(f, PK_CACHE_GLOBALIPPOOLS, pool(PK_GLOBAL_POOL_KIND, NULL, "late", "10.7.0.128/25"));
+	ev_put(f, slot_of(PK_GLOBAL_POOL_KIND),
+	       pool(PK_GLOBAL_POOL_KIND, NULL, "late", "10.7.0.128/25"));
 	assert_false(review_global_pool(f, "UPDATE", fresh, old, msg, sizeof(msg)));
 	assert_non_null(strstr(msg, "overlaps with a GlobalIPPool"));
-	ev_delete(f, PK_CACHE_GLOBALIPPOOLS, NULL, "late");
+	ev_delete(f, slot_of(PK_GLOBAL_POOL_KIND), NULL, "late");
 	assert_true(review_global_pool(f, "UPDATE", fresh, old, msg, sizeof(msg)));
 	json_decref(fresh);
 	json_decref(smaller);
@@ -594,7 +729,7 @@ static void test_oversized_object_reported(void **state)
 	assert_true(fd >= 0);
 	unlink(path);
 	pk_log_set_fd(fd);
-	ev_put(f, PK_CACHE_IPPOOLS, p);
+	ev_put(f, slot_of(PK_POOL_KIND), p);
 	pk_log_set_fd(2);
 	char logged[2048] = "";
 	ssize_t n = pread(fd, logged, sizeof(logged) - 1, 0);
@@ -615,7 +750,7 @@ static void test_oversized_object_reported(void **state)
 	assert_string_equal(pk_json_meta_cstr(o, "name"), "huge");
 	json_decref(o);
 	/* an ordinary pool beside it is kept whole, and not counted */
-	ev_put(f, PK_CACHE_IPPOOLS, pool(PK_POOL_KIND, "a", "nodes", "10.2.0.0/16"));
+	ev_put(f, slot_of(PK_POOL_KIND), pool(PK_POOL_KIND, "a", "nodes", "10.2.0.0/16"));
 	assert_int_equal(pk_cache_get_pool(f->c, PK_POOL_KIND, "a", "nodes", &o, &err), PK_OK);
 	assert_non_null(json_object_get(o, "spec"));
 	json_decref(o);
@@ -708,6 +843,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_addresses_by_pool, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pools_and_claims, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ready_after_every_first_list, setup, teardown),
+	    cmocka_unit_test(test_slots_follow_the_table),
+	    cmocka_unit_test_setup_teardown(test_scope_follows_the_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unknown_kind_is_no_pool, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_admission_over_the_cache, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_long_finalizer_lists, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_foreign_claims_keep_their_identity, setup,

@@ -3,7 +3,9 @@
  * server that cannot be reached, the webhook is not ready (pk_lookup_ready,
  * and /readyz of the built binary answers 503 while /healthz answers 200),
  * and a lookup reads the API instead of answering from an empty cache, so
- * it fails naming what it could not read rather than finding nothing. The
+ * it fails naming what it could not read rather than finding nothing; a
+ * pool kind the table does not have is an error naming it, read from
+ * nowhere (never as an IPPool). The
  * loaded case runs against a real kube-apiserver in e2e/tests/webhook.bats,
  * whose start-up waits for /readyz.
  *
@@ -67,6 +69,28 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Each pool read of a kind the table does not have: the error that names it, not a read of
+ * another kind's resource (which, the API being unreachable, would fail otherwise). */
+static void assert_unknown_kind(const struct pk_admission_lookup *lk)
+{
+	static const char says[] = "\"KeaIPPool\" is not a pool kind of " PK_POOL_GROUP;
+	struct pk_err err = {{0}};
+	json_t *items = NULL, *obj = NULL;
+	assert_int_equal(lk->list_pools(lk->ctx, "KeaIPPool", "a", &items, &err), PK_ERR_INVALID);
+	assert_null(items);
+	assert_string_equal(err.msg, says);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(lk->list_pool_addresses(lk->ctx, "KeaIPPool", NULL, "nodes", &items, &err),
+	                 PK_ERR_INVALID);
+	assert_null(items);
+	assert_string_equal(err.msg, says);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(lk->get_pool(lk->ctx, "KeaIPPool", "a", "nodes", &obj, &err),
+	                 PK_ERR_INVALID);
+	assert_null(obj);
+	assert_string_equal(err.msg, says);
+}
+
 static void test_not_ready_and_live_before_the_first_list(void **state)
 {
 	(void)state;
@@ -93,6 +117,7 @@ static void test_not_ready_and_live_before_the_first_list(void **state)
 	assert_int_not_equal(lk->get_claim(lk->ctx, "a", "m-1", &obj, &err), PK_OK);
 	assert_non_null(strstr(err.msg, "IPAddressClaim: "));
 	assert_null(obj);
+	assert_unknown_kind(lk);
 	assert_false(pk_lookup_ready(l));
 	pk_lookup_close(l);
 
@@ -101,6 +126,7 @@ static void test_not_ready_and_live_before_the_first_list(void **state)
 	/* live mode: no caches to wait for */
 	assert_int_equal(pk_lookup_open_mode(kubeconfig, PK_LOOKUP_LIVE, &l, &err), PK_OK);
 	assert_true(pk_lookup_ready(l));
+	assert_unknown_kind(pk_lookup_admission(l));
 	pk_lookup_close(l);
 }
 
