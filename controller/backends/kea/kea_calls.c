@@ -119,7 +119,8 @@ static void answer(struct kea_backend *b, const struct kea_job *j, const struct 
 	pthread_mutex_lock(&b->mu);
 	bool current = j->term == b->term;
 	struct kea_claim *c = kea_claim_get(b, j->claim_key, false);
-	/* An abandoned lease's give-back runs in the background: nobody waits for it. */
+	/* An abandoned lease's give-back runs in the background: its answer is nobody's to
+	 * collect, yet a take of the claim that waited for it is queued all the same. */
 	bool waited = current && c != NULL && (!j->give_back || c->releasing);
 	if (current && c != NULL) {
 		c->call = KEA_IDLE;
@@ -134,7 +135,7 @@ static void answer(struct kea_backend *b, const struct kea_job *j, const struct 
 		note_outcome(b, j->server, res);
 	}
 	pthread_mutex_unlock(&b->mu);
-	if (waited)
+	if (current && c != NULL)
 		b->host.queue_claim(b->host.ud, j->claim_key, 0);
 }
 

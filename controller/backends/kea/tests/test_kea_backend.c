@@ -124,6 +124,8 @@ static void view(struct host *h, const char *name, const char *range, const char
 
 #define KEA_SPEC ", 'server': 'site-a', 'subnetId': 1"
 
+static bool leased(const char *address);
+
 static struct pk_claim_id id_of(const char *name, char *key, size_t len)
 {
 	snprintf(key, len, "team-a/%s", name);
@@ -176,6 +178,42 @@ static void a_take_answers_pending_then_the_lease(void **state)
 	pk_kea_command(&ep, "lease4-get", "dhcp4", get, &a);
 	json_decref(get);
 	assert_int_equal(a.result, PK_KEA_EMPTY);
+	pk_pool_view_clear(&v);
+}
+
+/* The IPAddress of a fresh lease was surely not created: the lease is given back in the
+ * background, and a take asked meanwhile waits for it and is queued when it is done. */
+static void an_abandoned_lease_is_given_back_and_the_claim_asks_again(void **state)
+{
+	struct host *h = *state;
+	struct pk_pool_view v;
+	view(h, "abandon", "10.77.10.1-10.77.10.9", KEA_SPEC, &v);
+	char key[PK_OBJECT_KEY_MAX];
+	struct pk_claim_id id = id_of("ab-1", key, sizeof(key));
+	struct pk_address_lease l;
+	struct pk_backend_result r;
+	h->b.ops->ensure_address(h->b.self, &v, &id, &l, &r);
+	assert_true(wait_queued(h, 1));
+	h->b.ops->ensure_address(h->b.self, &v, &id, &l, &r);
+	assert_int_equal(r.status, PK_BACKEND_OK);
+	assert_true(l.fresh);
+	h->b.ops->abandon_address(h->b.self, &id, &l);
+	assert_false(h->b.ops->holds(h->b.self, &id));
+	h->b.ops->ensure_address(h->b.self, &v, &id, &l, &r);
+	assert_int_equal(r.status, PK_BACKEND_PENDING); /* the give-back is in flight */
+	assert_true(wait_queued(h, 2));
+	assert_false(leased("10.77.10.1"));
+	h->b.ops->ensure_address(h->b.self, &v, &id, &l, &r);
+	assert_int_equal(r.status, PK_BACKEND_PENDING); /* a new take */
+	assert_true(wait_queued(h, 3));
+	h->b.ops->ensure_address(h->b.self, &v, &id, &l, &r);
+	assert_int_equal(r.status, PK_BACKEND_OK);
+	assert_string_equal(l.address, "10.77.10.1");
+	struct pk_release_note n;
+	h->b.ops->release_address(h->b.self, &id, &n, &r);
+	assert_true(wait_queued(h, 4));
+	h->b.ops->release_address(h->b.self, &id, &n, &r);
+	assert_int_equal(r.status, PK_BACKEND_OK);
 	pk_pool_view_clear(&v);
 }
 
@@ -471,6 +509,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(a_take_answers_pending_then_the_lease, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        an_abandoned_lease_is_given_back_and_the_claim_asks_again, setup, teardown),
 	    cmocka_unit_test_setup_teardown(kea_down_holds_no_worker_and_recovers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(cancel_ends_calls_and_drops_their_answers, setup,
 	                                    teardown),
