@@ -227,7 +227,8 @@ static void kea_address_seen(void *self, const json_t *address, struct pk_pool_n
 	struct kea_claim *c = kea_claim_get(b, key, true);
 	bool changed = c != NULL && (!c->held || c->address.v != a.v || strcmp(c->pool_key, pk));
 	if (c != NULL && !changed)
-		c->made = false; /* its IPAddress exists: the lease is no longer this pass's to undo */
+		c->made =
+		    false; /* its IPAddress exists: the lease is no longer this pass's to undo */
 	if (changed) {
 		c->held = true;
 		c->address = a;
