@@ -72,6 +72,12 @@ bool pk_backend_pool_key(const struct pk_backend *b, const json_t *pool_ref, con
 	return true;
 }
 
+void pk_pool_next_counts_moved(struct pk_pool_next *next, const char *pool_key)
+{
+	snprintf(next->pool_key, sizeof(next->pool_key), "%s", pool_key);
+	next->sync = true;
+}
+
 struct pk_backend_result *pk_backend_result_set(struct pk_backend_result *r,
                                                 enum pk_backend_status status, const char *reason,
                                                 const char *fmt, ...)

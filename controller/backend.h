@@ -164,6 +164,9 @@ struct pk_backend_result {
 	struct pk_pool_next next; /* whatever the status */
 };
 
+/* next says the pool's counts moved (its status is written soon). */
+void pk_pool_next_counts_moved(struct pk_pool_next *next, const char *pool_key);
+
 /* Sets r to status with a reason and a formatted message, and nothing to follow (r->next).
  * Returns r. */
 struct pk_backend_result *pk_backend_result_set(struct pk_backend_result *r,

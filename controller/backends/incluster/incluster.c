@@ -116,7 +116,7 @@ static void incl_ensure_address(void *self, const struct pk_pool_view *pool,
 		snprintf(out->reason, sizeof(out->reason), "%s", PK_REASON_POOL_EXHAUSTED);
 		exhausted_message(pool, &t, out->message, sizeof(out->message));
 	} else if (out->status == PK_BACKEND_OK) {
-		incl_counts_moved(&out->next, pool->key);
+		pk_pool_next_counts_moved(&out->next, pool->key);
 	}
 }
 
@@ -156,7 +156,7 @@ static void incl_release_address(void *self, const struct pk_claim_id *id,
 	snprintf(out->address, sizeof(out->address), "%s", r.text);
 	out->grace_seconds = r.grace;
 	struct pk_pool_next *next = &result->next;
-	incl_counts_moved(next, r.pool_key);
+	pk_pool_next_counts_moved(next, r.pool_key);
 	next->grace_ms = r.grace > 0 ? (long)(r.grace * 1000 + 100) : 0;
 	next->wake = r.wake;
 	snprintf(next->claim_key, sizeof(next->claim_key), "%s", r.still_held_by);
@@ -172,7 +172,7 @@ static void incl_address_seen(void *self, const json_t *address, struct pk_pool_
 	/* An IPAddress seen for the first time (by hand, moved, or ours): the pool's counts
 	 * move. */
 	if (recorded)
-		incl_counts_moved(next, pk);
+		pk_pool_next_counts_moved(next, pk);
 }
 
 struct load_ctx {

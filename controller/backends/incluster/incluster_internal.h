@@ -85,7 +85,5 @@ void incl_untake_address(struct incluster *b, const char *key);
 int incl_reconcile_pool(void *self, const struct pk_work_key *k, const json_t *pool,
                         struct pk_pool_next *next);
 void incl_write_metrics(void *self, FILE *f);
-/* next says the pool's counts moved. */
-void incl_counts_moved(struct pk_pool_next *next, const char *pool_key);
 
 #endif

@@ -16,12 +16,6 @@
 #include "metrics.h"
 #include "objects.h"
 
-void incl_counts_moved(struct pk_pool_next *next, const char *pool_key)
-{
-	snprintf(next->pool_key, sizeof(next->pool_key), "%s", pool_key);
-	next->sync = true;
-}
-
 struct quarantine_out {
 	json_t *list;
 	enum pk_family family;

@@ -7,10 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "api.h"
 #include "json.h"
 #include "kea_internal.h"
-#include "kube.h"
 #include "log.h"
 #include "objects.h"
 
@@ -171,8 +169,7 @@ static void released(struct kea_backend *b, struct kea_claim *c, const struct pk
 		return; /* still releasing: the next ask tries again */
 	note->released = c->released > 0;
 	pk_address_format(&c->address, note->address);
-	snprintf(result->next.pool_key, sizeof(result->next.pool_key), "%s", c->pool_key);
-	result->next.sync = true;
+	pk_pool_next_counts_moved(&result->next, c->pool_key);
 	result->next.wake = true;
 	kea_claim_drop(b, id->key);
 }
@@ -211,24 +208,16 @@ static void kea_release_address(void *self, const struct pk_claim_id *id,
 static void kea_address_seen(void *self, const json_t *address, struct pk_pool_next *next)
 {
 	struct kea_backend *b = self;
-	const char *ns = pk_json_meta_cstr(address, "namespace"),
-	           *name = pk_json_meta_cstr(address, "name");
-	const json_t *spec = json_object_get(address, "spec");
 	char pk[PK_OBJECT_KEY_MAX], key[PK_OBJECT_KEY_MAX];
 	struct pk_addr a;
-	struct pk_err err;
-	const char *text = pk_json_cstr_at(spec, "address");
-	if (ns == NULL || name == NULL || text == NULL ||
-	    !pk_backend_pool_key(&b->seam, json_object_get(spec, "poolRef"), ns, pk, sizeof(pk)) ||
-	    pk_address_parse(text, &a, "spec.address", &err) != PK_OK)
+	if (!kea_address_of(b, address, key, pk, &a))
 		return;
-	pk_object_key(ns, name, key, sizeof(key));
 	pthread_mutex_lock(&b->mu);
 	struct kea_claim *c = kea_claim_get(b, key, true);
 	bool changed = c != NULL && (!c->held || c->address.v != a.v || strcmp(c->pool_key, pk));
+	/* Its IPAddress exists: the lease is no longer this pass's to undo. */
 	if (c != NULL && !changed)
-		c->made =
-		    false; /* its IPAddress exists: the lease is no longer this pass's to undo */
+		c->made = false;
 	if (changed) {
 		c->held = true;
 		c->address = a;
@@ -242,10 +231,8 @@ static void kea_address_seen(void *self, const json_t *address, struct pk_pool_n
 		}
 	}
 	pthread_mutex_unlock(&b->mu);
-	if (changed) {
-		snprintf(next->pool_key, sizeof(next->pool_key), "%s", pk);
-		next->sync = true;
-	}
+	if (changed)
+		pk_pool_next_counts_moved(next, pk);
 }
 
 struct load_ctx {
@@ -272,11 +259,6 @@ static int load_page(void *ud, const json_t *page)
 static int kea_on_leading(void *self)
 {
 	struct kea_backend *b = self;
-	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
-	                        .version = b->host.ipam_version,
-	                        .resource = PK_ADDRESS_RESOURCE,
-	                        .namespace = b->host.namespace};
-	struct pk_kube_error e;
 	struct load_ctx l = {b, 0};
 	pthread_mutex_lock(&b->mu);
 	b->term++;
@@ -285,8 +267,9 @@ static int kea_on_leading(void *self)
 	pthread_mutex_unlock(&b->mu);
 	if (b->claims == NULL)
 		return PK_ERR_NOMEM;
-	if (b->host.writer->ops->list(b->host.writer->self, &r, load_page, &l, &e) != PK_KUBE_OK)
-		return e.reason == PK_KUBE_NOMEM ? PK_ERR_NOMEM : PK_ERR_API;
+	int rc = kea_list_addresses(b, load_page, &l);
+	if (rc != PK_OK)
+		return rc;
 	malloc_trim(0);
 	pk_log_info("leading: Kea backend's IPAddresses read", PK_LOG_UINT("ipaddresses", l.n));
 	return PK_OK;

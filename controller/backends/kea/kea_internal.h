@@ -119,6 +119,13 @@ struct kea_pool *kea_pool_state(struct kea_backend *b, const char *key, const js
 struct kea_pool *kea_pool_find(struct kea_backend *b, const char *key);
 /* A caller is done with p (taken with p->refs++): a retired state is freed with its last. */
 void kea_pool_put(struct kea_backend *b, struct kea_pool *p);
+/* An IPAddress of a Kea pool: its claim's key, its pool's key and its address; false when
+ * it is none (another backend's, or an address that does not parse). Any thread. */
+bool kea_address_of(struct kea_backend *b, const json_t *address, char key[PK_OBJECT_KEY_MAX],
+                    char pool_key[PK_OBJECT_KEY_MAX], struct pk_addr *a);
+/* Every IPAddress, page by page (a consistent read through the host's writer): PK_OK,
+ * PK_ERR_NOMEM or PK_ERR_API. b->mu not held. */
+int kea_list_addresses(struct kea_backend *b, int (*page)(void *ud, const json_t *page), void *ud);
 /* How many claims the backend knows to hold an address of the pool. */
 size_t kea_pool_held(struct kea_backend *b, const char *pool_key);
 /* Whether another claim than key holds addr in the pool. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "json.h"
 #include "kea_internal.h"
 #include "log.h"
@@ -185,6 +186,35 @@ void kea_pool_put(struct kea_backend *b, struct kea_pool *p)
 	(void)b;
 	if (--p->refs == 0 && p->retired)
 		pool_free(p);
+}
+
+bool kea_address_of(struct kea_backend *b, const json_t *address, char key[PK_OBJECT_KEY_MAX],
+                    char pool_key[PK_OBJECT_KEY_MAX], struct pk_addr *a)
+{
+	const char *ns = pk_json_meta_cstr(address, "namespace"),
+	           *name = pk_json_meta_cstr(address, "name");
+	const json_t *spec = json_object_get(address, "spec");
+	const char *text = pk_json_cstr_at(spec, "address");
+	struct pk_err err;
+	if (ns == NULL || name == NULL || text == NULL ||
+	    !pk_backend_pool_key(&b->seam, json_object_get(spec, "poolRef"), ns, pool_key,
+	                         PK_OBJECT_KEY_MAX) ||
+	    pk_address_parse(text, a, "spec.address", &err) != PK_OK)
+		return false;
+	pk_object_key(ns, name, key, PK_OBJECT_KEY_MAX);
+	return true;
+}
+
+int kea_list_addresses(struct kea_backend *b, int (*page)(void *ud, const json_t *page), void *ud)
+{
+	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
+	                        .version = b->host.ipam_version,
+	                        .resource = PK_ADDRESS_RESOURCE,
+	                        .namespace = b->host.namespace};
+	struct pk_kube_error e;
+	if (b->host.writer->ops->list(b->host.writer->self, &r, page, ud, &e) == PK_KUBE_OK)
+		return PK_OK;
+	return e.reason == PK_KUBE_NOMEM ? PK_ERR_NOMEM : PK_ERR_API;
 }
 
 size_t kea_pool_held(struct kea_backend *b, const char *pool_key)

@@ -16,10 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
 #include "json.h"
 #include "kea_internal.h"
-#include "kube.h"
 #include "log.h"
 
 #define PAGE 500
@@ -44,19 +42,13 @@ static int address_page(void *ud, const json_t *page)
 	json_t *o;
 	json_array_foreach(json_object_get(page, "items"), i, o)
 	{
-		const char *ns = pk_json_meta_cstr(o, "namespace"),
-		           *name = pk_json_meta_cstr(o, "name");
-		const json_t *spec = json_object_get(o, "spec");
-		const char *text = pk_json_cstr_at(spec, "address");
 		char pk[PK_OBJECT_KEY_MAX], key[PK_OBJECT_KEY_MAX];
-		if (ns == NULL || name == NULL || text == NULL ||
-		    !pk_backend_pool_key(&a->b->seam, json_object_get(spec, "poolRef"), ns, pk,
-		                         sizeof(pk)))
+		struct pk_addr addr;
+		if (!kea_address_of(a->b, o, key, pk, &addr))
 			continue;
-		pk_object_key(ns, name, key, sizeof(key));
 		struct ipa *x = malloc(sizeof(*x) + strlen(pk) + 1);
 		if (x != NULL) {
-			snprintf(x->address, sizeof(x->address), "%s", text);
+			pk_address_format(&addr, x->address);
 			memcpy(x->pool, pk, strlen(pk) + 1);
 		}
 		if (x == NULL || pk_strmap_put(a->by_claim, key, x, NULL) != PK_OK) {
@@ -241,25 +233,19 @@ int kea_resync(void *self)
 {
 	struct kea_backend *b = self;
 	struct addresses a = {b, pk_strmap_new(), PK_OK};
-	struct pk_kube_ref r = {.group = PK_CAPI_IPAM_GROUP,
-	                        .version = b->host.ipam_version,
-	                        .resource = PK_ADDRESS_RESOURCE,
-	                        .namespace = b->host.namespace};
-	struct pk_kube_error e;
 	if (a.by_claim == NULL)
 		return PK_ERR_NOMEM;
-	int rc =
-	    b->host.writer->ops->list(b->host.writer->self, &r, address_page, &a, &e) == PK_KUBE_OK
-	        ? a.rc
-	        : PK_ERR_API;
+	int rc = kea_list_addresses(b, address_page, &a);
+	if (rc == PK_OK)
+		rc = a.rc;
 	struct names names = {0};
 	pthread_mutex_lock(&b->mu);
 	pk_strmap_foreach(b->servers, add_name, &names);
 	pthread_mutex_unlock(&b->mu);
 	unsigned missing = 0;
 	for (size_t i = 0; i < names.n; i++) {
-		int r1 = rc == PK_OK ? resync_server(b, names.v[i], a.by_claim, &missing) : rc;
-		rc = rc == PK_OK ? r1 : rc;
+		if (rc == PK_OK)
+			rc = resync_server(b, names.v[i], a.by_claim, &missing);
 		free(names.v[i]);
 	}
 	free(names.v);
